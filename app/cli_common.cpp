@@ -1,0 +1,105 @@
+#include "cli_common.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "engine/bundle.h"
+#include "io/atomic_file.h"
+#include "io/prompt_file.h"
+#include "io/weights.h"
+#include "text/tokenizer.h"
+
+namespace sjd::app {
+namespace {
+
+template <typename T>
+void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
+                 std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
+                 T* value, T engine::GenerationSettings::*field, const std::string& help) {
+  CLI::Option* option = cmd.add_option(flag, *value, help);
+  options.push_back(option);
+  appliers.push_back([option, value, field](engine::GenerationSettings& s) {
+    if (option->count() > 0) s.*field = *value;
+  });
+}
+
+}  // namespace
+
+void SettingsFlags::add_to(CLI::App& cmd) {
+  auto& o = options_;
+  auto& a = appliers_;
+  using S = engine::GenerationSettings;
+  cmd.add_option("--config", config_, "JSON file of generation settings (keys as the long flags, '_' for '-')");
+  add_setting(cmd, o, a, "--method", &values_.method, &S::method,
+              "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (lossless unless --relax)");
+  add_setting(cmd, o, a, "--window,-L", &values_.window, &S::window, "draft positions per step (default 16; sjd-pac 64)");
+  add_setting(cmd, o, a, "--init", &values_.init, &S::init,
+              "new draft positions: random | repeat-left | repeat-up | sample-left | sample-up");
+  add_setting(cmd, o, a, "--pd-k", &values_.pd_k, &S::pd_k, "sjd-pac: candidates per tree depth (default 4)");
+  add_setting(cmd, o, a, "--pd-depth", &values_.pd_depth, &S::pd_depth, "sjd-pac: tree depth (default 3)");
+  add_setting(cmd, o, a, "--relax", &values_.relax, &S::relax,
+              "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY");
+  add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 1.1)");
+  add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.7)");
+  add_setting(cmd, o, a, "--lantern-k", &values_.lantern_k, &S::lantern_k, "LOSSY lantern: neighbours (default 10)");
+  add_setting(cmd, o, a, "--lantern-lambda", &values_.lantern_lambda, &S::lantern_lambda,
+              "LOSSY lantern: mass cap (default 2.0)");
+  add_setting(cmd, o, a, "--cfg", &values_.cfg, &S::cfg, "classifier-free guidance scale (1 = off)");
+  add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
+  add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
+  add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
+}
+
+engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,
+                                                  const std::string& bundle_where) const {
+  engine::GenerationSettings s;
+  engine::apply_settings(s, bundle_defaults, bundle_where + ": defaults");
+  if (!config_.empty()) {
+    std::ifstream in(config_);
+    if (!in) throw engine::InputError(config_ + ": cannot open config file");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw engine::InputError(config_ + ": invalid JSON: " + e.what());
+    }
+    engine::apply_settings(s, j, config_);
+  }
+  for (const auto& apply : appliers_) apply(s);
+  engine::method_from_settings(s);  // validates the combination now, before any work
+  return s;
+}
+
+int& command_exit_code() {
+  static int code = 0;
+  return code;
+}
+
+int run_guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const engine::InputError& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const io::WeightError& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const io::PromptFileError& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const io::FileError& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const text::TokenizerError& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "sjd: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace sjd::app

@@ -1,0 +1,37 @@
+#pragma once
+// Flags shared by the subcommands, settings resolution, and the exit-code
+// convention: 0 ok, 1 runtime failure, 2 bad input.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "engine/settings.h"
+
+namespace sjd::app {
+
+// The generation-setting flags. Only flags the user gave override the layers below.
+class SettingsFlags {
+ public:
+  void add_to(CLI::App& command);
+  // defaults < bundle defaults < --config < given flags
+  engine::GenerationSettings resolve(const nlohmann::json& bundle_defaults, const std::string& bundle_where) const;
+
+ private:
+  engine::GenerationSettings values_;
+  std::string config_;
+  std::vector<std::function<void(engine::GenerationSettings&)>> appliers_;
+  std::vector<CLI::Option*> options_;
+};
+
+// Runs a subcommand body, turning exceptions into a one-line reason on stderr
+// and an exit code: 2 for bad input (files, JSON, values), 1 otherwise.
+int run_guarded(const std::function<int()>& body);
+
+// The exit code of the subcommand that ran (set by its callback).
+int& command_exit_code();
+
+void add_generate_command(CLI::App& app);
+void add_batch_command(CLI::App& app);
+
+}  // namespace sjd::app

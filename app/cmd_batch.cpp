@@ -1,0 +1,52 @@
+// `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli_common.h"
+#include "engine/batch.h"
+
+namespace sjd::app {
+namespace {
+
+struct BatchArgs {
+  std::string model;
+  std::string prompts;
+  std::string out_dir;
+  int64_t limit = 0;
+  SettingsFlags settings;
+};
+
+int run_batch_command(const BatchArgs& args) {
+  engine::Bundle bundle = engine::load_bundle(args.model);
+  engine::BatchOptions options;
+  options.settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  options.prompts = args.prompts;
+  options.out_dir = args.out_dir;
+  options.limit = args.limit;
+  options.progress = ::isatty(STDERR_FILENO) != 0;
+  if (!std::filesystem::exists(options.prompts)) throw engine::InputError("prompt file not found: " + args.prompts);
+  engine::Generator generator(std::move(bundle));
+  const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
+  std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
+            << " failed; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";
+  return s.failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app) {
+  auto args = std::make_shared<BatchArgs>();
+  CLI::App* cmd = app.add_subcommand("batch", "generate an image for every prompt of a file (resumable)");
+  cmd->add_option("--model,-m", args->model, "model bundle directory (holds bundle.json)")->required();
+  cmd->add_option("--prompts", args->prompts,
+                  "prompt file: .txt (one per line), .tsv/.csv with a Prompt column, .jsonl with a prompt field")
+      ->required();
+  cmd->add_option("--out-dir", args->out_dir, "output folder (PNGs + manifest.jsonl)")->required();
+  cmd->add_option("--limit", args->limit, "only the first N prompts (0 = all)");
+  args->settings.add_to(*cmd);
+  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_batch_command(*args); }); });
+}
+
+}  // namespace sjd::app

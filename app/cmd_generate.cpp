@@ -1,0 +1,59 @@
+// `sjd generate`: one prompt -> one PNG (+ optional stats JSON and step heatmap).
+#include <iostream>
+#include <memory>
+
+#include "cli_common.h"
+#include "engine/generator.h"
+#include "engine/outputs.h"
+#include "io/atomic_file.h"
+
+namespace sjd::app {
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::string prompt;
+  std::string output = "out.png";
+  std::string stats;
+  std::string heatmap;
+  std::string tokens;
+  SettingsFlags settings;
+};
+
+int run_generate(const GenerateArgs& args) {
+  engine::Bundle bundle = engine::load_bundle(args.model);
+  const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  engine::Generator generator(std::move(bundle));
+  const engine::GenerationOutput out = generator.generate(args.prompt, settings);
+  const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
+  const nlohmann::json stats = engine::stats_json(out, write_seconds);
+  if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
+  if (!args.heatmap.empty()) engine::write_step_heatmap(args.heatmap, out, generator.family().layout());
+  if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
+  std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0) << ")\n"
+            << "method " << out.method.describe() << (out.method.lossless() ? "" : " -- lossy: output differs in distribution from ar") << "\n"
+            << "tokens " << out.stats.tokens << ", steps " << out.stats.steps << ", step compression "
+            << stats["step_compression"].get<double>() << "\n"
+            << "seconds: total " << stats["seconds"]["total"].get<double>() << " (prefill "
+            << out.stats.prefill_seconds << ", forward " << out.stats.forward_seconds << ", pipeline "
+            << out.stats.pipeline_seconds << ", verify " << out.stats.verify_seconds << ", vq " << out.vq_seconds
+            << ", write " << write_seconds << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "generate one image from a text prompt");
+  cmd->add_option("--model,-m", args->model, "model bundle directory (holds bundle.json)")->required();
+  cmd->add_option("--prompt,-p", args->prompt, "text prompt")->required();
+  cmd->add_option("--output,-o", args->output, "PNG to write (atomically)", true);
+  cmd->add_option("--stats", args->stats, "write steps, step compression and latency breakdown as JSON");
+  cmd->add_option("--heatmap", args->heatmap, "write the committed-at-step map over the image grid as PNG");
+  cmd->add_option("--tokens", args->tokens, "write the generated token ids as JSON");
+  args->settings.add_to(*cmd);
+  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_generate(*args); }); });
+}
+
+}  // namespace sjd::app

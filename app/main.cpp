@@ -1,0 +1,19 @@
+// sjd: fast autoregressive text-to-image generation with speculative Jacobi
+// decoding and its successors. Subcommands live in cmd_*.cpp; the engine in lib/.
+#include <CLI/CLI.hpp>
+
+#include "cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sjd: autoregressive text-to-image generation, accelerated by speculative Jacobi decoding"};
+  app.require_subcommand(1);
+  sjd::app::add_generate_command(app);
+  sjd::app::add_batch_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // --help is 0; bad flags are bad input
+  }
+  return sjd::app::command_exit_code();
+}

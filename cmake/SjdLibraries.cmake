@@ -1,0 +1,35 @@
+# sjd_area(NAME [NO_PCH] DEPS...): one static library per folder of lib/, built
+# from the folder's .cpp files, so each area compiles and is tested on its own.
+# Areas that use ATen share one precompiled header (ATen is the slow include).
+function(sjd_area name)
+  cmake_parse_arguments(AREA "NO_PCH" "" "" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp)
+  if(NOT sources)  # an area still being written: headers only
+    add_library(sjd_${name} INTERFACE)
+    target_include_directories(sjd_${name} INTERFACE ${PROJECT_SOURCE_DIR}/lib)
+    target_link_libraries(sjd_${name} INTERFACE ${AREA_UNPARSED_ARGUMENTS})
+    return()
+  endif()
+  add_library(sjd_${name} STATIC ${sources})
+  target_include_directories(sjd_${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib)
+  target_link_libraries(sjd_${name} PUBLIC ${AREA_UNPARSED_ARGUMENTS})
+  target_compile_options(sjd_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(NOT AREA_NO_PCH)
+    target_precompile_headers(sjd_${name} REUSE_FROM sjd_pch)
+  endif()
+endfunction()
+
+# sjd_tests(AREA LIBS...): tests/AREA/*.cpp into one Catch2 program tests_AREA,
+# each TEST_CASE registered with CTest.
+function(sjd_tests area)
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${area}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(tests_${area} ${sources})
+  target_link_libraries(tests_${area} PRIVATE ${ARGN} sjd_testing Catch2::Catch2WithMain)
+  target_precompile_headers(tests_${area} REUSE_FROM sjd_pch)
+  catch_discover_tests(tests_${area}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    PROPERTIES ENVIRONMENT "SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,33 @@
+#pragma once
+// The one generation loop: prefill, then per step build the window from the
+// drafts, run the model, the logits pipeline and the window verifier, commit,
+// until the layout is complete. AR is the window with no drafts.
+#include <cstdint>
+#include <vector>
+
+#include "decoding/method.h"
+#include "decoding/mutants.h"
+#include "decoding/run_stats.h"
+#include "family/token_layout.h"
+#include "model/token_model.h"
+#include "sampling/logits_pipeline.h"
+
+namespace sjd::decoding {
+
+struct DecodeRequest {
+  std::vector<model::RowPrompt> rows;  // row 0 conditional; row 1 unconditional when cfg != 1
+  sampling::PipelineSettings pipeline;
+  MethodConfig method;
+  uint64_t seed = 0;
+  uint32_t sequence = 0;
+};
+
+struct DecodeResult {
+  std::vector<int64_t> tokens;  // the generated sequence, layout().length() tokens
+  RunStats stats;
+};
+
+DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
+                    const Mutants& mutants = {});
+
+}  // namespace sjd::decoding

@@ -1,0 +1,138 @@
+#include "decoding/draft_book.h"
+
+#include <vector>
+
+#include "sampling/categorical.h"
+#include "sampling/rejection.h"
+
+namespace sjd::decoding {
+
+using sampling::Purpose;
+
+DraftBook::DraftBook(const family::TokenLayout& layout, const MethodConfig& method, const Mutants& mutants,
+                     uint64_t seed, uint32_t sequence)
+    : layout_(layout), method_(method), mutants_(mutants), seed_(seed), sequence_(sequence) {
+  const at::Tensor mask = layout_.image_mask().to(at::kFloat);
+  uniform_image_q_ = (mask / mask.sum()).contiguous();
+}
+
+sampling::RngKey DraftBook::key(uint32_t step, int64_t position, Purpose purpose) const {
+  sampling::RngKey k;
+  k.seed = seed_;
+  k.sequence = sequence_;
+  k.step = step;
+  k.position = static_cast<uint32_t>(position);
+  k.purpose = purpose;
+  return k;
+}
+
+at::Tensor DraftBook::one_hot(int64_t token) const {
+  at::Tensor q = at::zeros({layout_.vocab_size()}, at::kFloat);
+  q[token] = 1.0f;
+  return q;
+}
+
+int64_t DraftBook::token_at(const std::vector<int64_t>& committed, int64_t position) const {
+  if (position < static_cast<int64_t>(committed.size())) return committed[static_cast<size_t>(position)];
+  return drafts_[static_cast<size_t>(position - first_)].token;
+}
+
+Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const {
+  // scd-gs draws every draft of a position with the same Gumbel noise, initial ones included.
+  const sampling::RngKey init_key = method_.tail == TailUpdate::kGumbelShared ? key(0, position, Purpose::kGumbel)
+                                                                              : key(step, position, Purpose::kInit);
+  const int64_t forced = layout_.forced(position);
+  if (forced >= 0) return {forced, one_hot(forced)};  // structure tokens are drafted as themselves
+  const InitScheme scheme = method_.init;
+  const bool left = scheme == InitScheme::kRepeatLeft || scheme == InitScheme::kSampleLeft;
+  // The preferred neighbour, else the other one (first column / first row), else random.
+  int64_t neighbour = -1;
+  if (scheme != InitScheme::kRandom) {
+    neighbour = left ? layout_.left_of(position) : layout_.up_of(position);
+    if (neighbour < 0) neighbour = left ? layout_.up_of(position) : layout_.left_of(position);
+  }
+  if (neighbour >= 0 && (scheme == InitScheme::kRepeatLeft || scheme == InitScheme::kRepeatUp)) {
+    const int64_t token = token_at(committed, neighbour);
+    return {token, one_hot(token)};  // a deterministic copy: q is exactly a point mass
+  }
+  if (neighbour >= 0) {
+    auto it = stale_p_.find(neighbour);
+    if (it != stale_p_.end()) {
+      const at::Tensor& p = it->second;
+      return {sampling::sample_race(p.data_ptr<float>(), p.numel(), init_key), p};
+    }
+  }
+  const int64_t token =
+      sampling::sample_race(uniform_image_q_.data_ptr<float>(), uniform_image_q_.numel(), init_key);
+  return {token, mutants_.one_hot_random_init ? one_hot(token) : uniform_image_q_};
+}
+
+void DraftBook::fill(const std::vector<int64_t>& committed, int64_t count, uint32_t step) {
+  const int64_t first = static_cast<int64_t>(committed.size());
+  while (first_ < first && !drafts_.empty()) {  // positions committed since
+    drafts_.pop_front();
+    ++first_;
+  }
+  first_ = first;
+  while (static_cast<int64_t>(drafts_.size()) < count) {
+    drafts_.push_back(initialise(committed, first + static_cast<int64_t>(drafts_.size()), step));
+  }
+  if (static_cast<int64_t>(drafts_.size()) > count) drafts_.resize(static_cast<size_t>(count));
+  if (static_cast<int64_t>(tree_.size()) > count) tree_.resize(static_cast<size_t>(count));
+}
+
+void DraftBook::remember_p(int64_t position, const at::Tensor& p) {
+  if (method_.init == InitScheme::kSampleLeft || method_.init == InitScheme::kSampleUp) stale_p_[position] = p;
+}
+
+void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree) {
+  first_ = first;
+  drafts_.assign(std::make_move_iterator(next.begin()), std::make_move_iterator(next.end()));
+  tree_ = std::move(tree);
+  // sample-up reads p one grid row back (row ends included); older ones are dropped.
+  const int64_t keep_from = first - layout_.grid_width() - 2;
+  stale_p_.erase(stale_p_.begin(), stale_p_.lower_bound(keep_from));
+}
+
+Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step,
+                             double weight) const {
+  const float* pp = p.data_ptr<float>();
+  const int64_t n = p.numel();
+  switch (method_.tail) {
+    case TailUpdate::kGreedy:
+      return {sampling::argmax(pp, n), p};
+    case TailUpdate::kGumbelShared: {
+      sampling::RngKey gumbel = key(0, position, Purpose::kGumbel);  // no step: shared across iterations
+      return {sampling::sample_race(pp, n, gumbel), p};
+    }
+    case TailUpdate::kMaximalCoupling:
+      if (old != nullptr) {
+        std::vector<float> scratch(static_cast<size_t>(n));
+        const sampling::VerifyKeys keys{key(step, position, Purpose::kAccept), key(step, position, Purpose::kResidual)};
+        const auto outcome = sampling::verify_draft(pp, old->q.data_ptr<float>(), n, old->token, method_.relax,
+                                                    weight, keys, scratch.data());
+        // The output is distributed as p: that is its q (the stale-q mutant keeps the old one).
+        return {outcome.token, mutants_.stale_q ? old->q : p};
+      }
+      [[fallthrough]];
+    case TailUpdate::kResample:
+      return {sampling::sample_race(pp, n, key(step, position, Purpose::kJacobi)), p};
+  }
+  return {};
+}
+
+TreeLevel DraftBook::make_level(int64_t position, const Draft& first, uint32_t step) const {
+  TreeLevel level;
+  level.q = first.q;
+  level.candidates.push_back(first.token);
+  if (layout_.forced(position) >= 0) return level;  // a point mass has one candidate
+  // The rest are drawn without replacement from q given that `first` came first.
+  at::Tensor rest = first.q.clone();
+  rest[first.token] = 0.0f;
+  const auto more = sampling::draw_without_replacement(rest.data_ptr<float>(), rest.numel(), method_.pd_k - 1,
+                                                       key(step, position, Purpose::kCandidates));
+  level.candidates.insert(level.candidates.end(), more.begin(), more.end());
+  return level;
+}
+
+}  // namespace sjd::decoding

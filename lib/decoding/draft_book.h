@@ -1,0 +1,73 @@
+#pragma once
+// The drafts ahead of the committed prefix: for each upcoming position the
+// draft token and the distribution q it was drawn from, the latest p seen for
+// positions (stale p, used by sample-left/up and by proactive drafting), and
+// the tree levels proactive drafting prepared for the next window.
+#include <ATen/ATen.h>
+
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "decoding/method.h"
+#include "decoding/mutants.h"
+#include "family/token_layout.h"
+#include "sampling/philox.h"
+
+namespace sjd::decoding {
+
+struct Draft {
+  int64_t token = -1;
+  at::Tensor q;  // float [V]: the distribution the token was drawn from
+};
+
+// K candidates for one tree depth, drawn without replacement from q; the first
+// is also the spine draft of that position.
+struct TreeLevel {
+  std::vector<int64_t> candidates;
+  at::Tensor q;
+};
+
+class DraftBook {
+ public:
+  DraftBook(const family::TokenLayout& layout, const MethodConfig& method, const Mutants& mutants, uint64_t seed,
+            uint32_t sequence);
+
+  // Makes sure positions first .. first + count - 1 have drafts, initialising new
+  // ones by the method's scheme. `committed` is the generated prefix (size first).
+  void fill(const std::vector<int64_t>& committed, int64_t count, uint32_t step);
+
+  const std::deque<Draft>& drafts() const { return drafts_; }
+  const std::vector<TreeLevel>& tree() const { return tree_; }
+
+  // Remembers p for `position` (the latest distribution computed there).
+  void remember_p(int64_t position, const at::Tensor& p);
+  // Replaces the drafts after a step: `next` are drafts for positions from `first`
+  // on; older positions and p's no longer needed are dropped.
+  void replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree);
+
+  // Draft for `position` from its fresh p, by the method's tail update; for
+  // maximal coupling `old` is the old draft coupled with p (may be null).
+  Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
+  // Proactive drafting: K candidates for `position` with `first` as candidate 0.
+  TreeLevel make_level(int64_t position, const Draft& first, uint32_t step) const;
+
+ private:
+  Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const;
+  int64_t token_at(const std::vector<int64_t>& committed, int64_t position) const;
+  sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose) const;
+  at::Tensor one_hot(int64_t token) const;
+
+  const family::TokenLayout& layout_;
+  const MethodConfig& method_;
+  Mutants mutants_;
+  uint64_t seed_;
+  uint32_t sequence_;
+  int64_t first_ = 0;  // position of drafts_[0]
+  std::deque<Draft> drafts_;
+  std::vector<TreeLevel> tree_;
+  std::map<int64_t, at::Tensor> stale_p_;
+  at::Tensor uniform_image_q_;
+};
+
+}  // namespace sjd::decoding

@@ -1,0 +1,82 @@
+#include "decoding/method.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace sjd::decoding {
+
+const std::vector<std::string>& method_names() {
+  static const std::vector<std::string> names = {"ar", "jacobi", "sjd", "scd-mc", "pac-ac", "scd-gs", "sjd-pac"};
+  return names;
+}
+
+MethodConfig make_method(const std::string& name) {
+  MethodConfig m;
+  m.name = name;
+  if (name == "ar") {
+    m.window = 0;
+  } else if (name == "jacobi") {
+    m.tail = TailUpdate::kGreedy;
+    m.greedy = true;
+  } else if (name == "sjd") {
+    m.tail = TailUpdate::kResample;
+  } else if (name == "scd-mc" || name == "pac-ac") {
+    // Maximal coupling and SJD-PAC's adaptive continuation are one computation.
+    m.name = "scd-mc";
+    m.tail = TailUpdate::kMaximalCoupling;
+    m.continuation = true;
+  } else if (name == "scd-gs") {
+    m.tail = TailUpdate::kGumbelShared;
+  } else if (name == "sjd-pac") {
+    m.tail = TailUpdate::kMaximalCoupling;
+    m.continuation = true;
+    m.proactive_tree = true;
+    m.window = 64;  // the paper's default L
+  } else {
+    throw std::invalid_argument("unknown method '" + name + "' (expected ar, jacobi, sjd, scd-mc, pac-ac, scd-gs or sjd-pac)");
+  }
+  return m;
+}
+
+InitScheme parse_init_scheme(const std::string& name) {
+  if (name == "random") return InitScheme::kRandom;
+  if (name == "repeat-left") return InitScheme::kRepeatLeft;
+  if (name == "repeat-up") return InitScheme::kRepeatUp;
+  if (name == "sample-left") return InitScheme::kSampleLeft;
+  if (name == "sample-up") return InitScheme::kSampleUp;
+  throw std::invalid_argument("unknown init scheme '" + name +
+                              "' (expected random, repeat-left, repeat-up, sample-left or sample-up)");
+}
+
+std::string init_scheme_name(InitScheme scheme) {
+  switch (scheme) {
+    case InitScheme::kRandom: return "random";
+    case InitScheme::kRepeatLeft: return "repeat-left";
+    case InitScheme::kRepeatUp: return "repeat-up";
+    case InitScheme::kSampleLeft: return "sample-left";
+    case InitScheme::kSampleUp: return "sample-up";
+  }
+  return "?";
+}
+
+std::string MethodConfig::describe() const {
+  std::ostringstream out;
+  out << name;
+  if (speculative()) {
+    out << " (L=" << window;
+    if (proactive_tree) out << ", K=" << pd_k << ", D=" << pd_depth;
+    out << ", init=" << init_scheme_name(init) << ", relax=" << sampling::relax_kind_name(relax.kind);
+    if (relax.kind == sampling::RelaxKind::kUniform || relax.kind == sampling::RelaxKind::kCool) {
+      out << ", delta=" << relax.delta;
+      if (relax.kind == sampling::RelaxKind::kCool) out << ", nu=" << relax.nu;
+    }
+    if (relax.kind == sampling::RelaxKind::kLantern) {
+      out << ", k=" << relax.lantern_k << ", lambda=" << relax.lantern_lambda;
+    }
+    out << ")";
+  }
+  if (!lossless()) out << " [LOSSY]";
+  return out.str();
+}
+
+}  // namespace sjd::decoding

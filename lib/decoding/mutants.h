@@ -1,0 +1,16 @@
+#pragma once
+// Deliberately wrong variants of the decoding pieces. Only the exactness tests
+// switch them on: each is a known way to lose losslessness (several are bugs
+// of public implementations), kept so the tests prove they can fail.
+#include "sampling/rejection.h"
+
+namespace sjd::decoding {
+
+struct Mutants {
+  bool stale_q = false;               // keep the old q for continued (coupled) tail tokens
+  bool longest_sibling = false;       // pick the sibling with the longest accepted path, not the first accepted
+  bool one_hot_random_init = false;   // record q = one-hot for a uniformly drawn initial token
+  sampling::Mutant candidates = sampling::Mutant::kNone;  // e.g. skip residual renormalisation
+};
+
+}  // namespace sjd::decoding

@@ -1,0 +1,30 @@
+#pragma once
+// What one generation run measured: steps (target forward passes after
+// prefill), tokens, accepted-length histogram, the step that committed each
+// generated position, and where the time went.
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace sjd::decoding {
+
+struct RunStats {
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  std::vector<int64_t> accepted_histogram;  // [n] = steps that committed n tokens
+  std::vector<int64_t> committed_at_step;   // per generated index
+  int64_t tree_windows = 0;     // sjd-pac windows that held a proactive draft tree
+  int64_t sibling_accepts = 0;  // tree levels won by a candidate other than the spine's
+  double prefill_seconds = 0.0;
+  double forward_seconds = 0.0;
+  double pipeline_seconds = 0.0;
+  double verify_seconds = 0.0;
+
+  double step_compression() const { return steps > 0 ? static_cast<double>(tokens) / steps : 0.0; }
+  void record_step(int64_t first_position, int64_t committed);
+};
+
+nlohmann::json to_json(const RunStats& stats);
+
+}  // namespace sjd::decoding

@@ -1,0 +1,154 @@
+#include "decoding/window_verifier.h"
+
+#include <algorithm>
+
+#include "sampling/categorical.h"
+
+namespace sjd::decoding {
+
+using sampling::Purpose;
+
+sampling::RngKey WindowVerifier::key(uint32_t step, int64_t position, Purpose purpose, uint32_t sub) const {
+  sampling::RngKey k;
+  k.seed = seed_;
+  k.sequence = sequence_;
+  k.step = step;
+  k.position = static_cast<uint32_t>(position);
+  k.purpose = purpose;
+  k.sub = sub;
+  return k;
+}
+
+WindowOutcome WindowVerifier::sample_one(const WindowInput& in) const {
+  const at::Tensor p = in.probs[0];
+  WindowOutcome out;
+  out.tokens.push_back(
+      sampling::sample_race(p.data_ptr<float>(), p.numel(), key(in.step, in.first_position, Purpose::kSample)));
+  return out;
+}
+
+// The mutant's notion of a sibling passing: an independent test per candidate.
+static bool passes_alone(const float* p, const TreeLevel& level, int k, const sampling::RngKey& accept) {
+  const int64_t c = level.candidates[static_cast<size_t>(k)];
+  const double q = level.q.data_ptr<float>()[c];
+  sampling::RngKey key = accept;
+  key.sub = static_cast<uint32_t>(k);
+  return q > 0.0 && sampling::uniform01(key, 0) < std::min(1.0, p[c] / q);
+}
+
+int WindowVerifier::longest_path(const WindowInput& in, const std::vector<TreeLevel>& tree, int slot,
+                                 int depth) const {
+  if (depth >= static_cast<int>(tree.size()) || tree[static_cast<size_t>(depth)].candidates.size() < 2) return 0;
+  const float* p = in.probs[slot].data_ptr<float>();
+  const sampling::RngKey accept = key(in.step, in.first_position + depth, Purpose::kAccept);
+  int best = 0;
+  const TreeLevel& level = tree[static_cast<size_t>(depth)];
+  for (int k = 0; k < static_cast<int>(level.candidates.size()); ++k) {
+    if (!passes_alone(p, level, k, accept)) continue;
+    const int child = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(k)];
+    best = std::max(best, 1 + longest_path(in, tree, child + 1, depth + 1));
+  }
+  return best;
+}
+
+sampling::VerifyOutcome WindowVerifier::verify_level(const float* p, const std::vector<TreeLevel>& tree, int depth,
+                                                     double weight, const WindowInput& in, int slot) const {
+  const TreeLevel& level = tree[static_cast<size_t>(depth)];
+  const int64_t position = in.first_position + depth;
+  const sampling::VerifyKeys keys{key(in.step, position, Purpose::kAccept),
+                                  key(in.step, position, Purpose::kResidual)};
+  const int64_t vocab = level.q.numel();
+  if (!mutants_.longest_sibling) {
+    return sampling::verify_candidates(p, level.q.data_ptr<float>(), vocab, level.candidates, method_.relax, weight,
+                                       keys, mutants_.candidates);
+  }
+  // Mutant: keep the passing sibling whose subtree accepts the longest path.
+  int chosen = -1, best = -1;
+  for (int k = 0; k < static_cast<int>(level.candidates.size()); ++k) {
+    if (!passes_alone(p, level, k, keys.accept)) continue;
+    const int child = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(k)];
+    const int length = longest_path(in, tree, child + 1, depth + 1);
+    if (length > best) {
+      best = length;
+      chosen = k;
+    }
+  }
+  if (chosen >= 0) return {true, chosen, level.candidates[static_cast<size_t>(chosen)]};
+  std::vector<float> residual(static_cast<size_t>(vocab));
+  sampling::relaxed_residual(method_.relax, p, level.q.data_ptr<float>(), vocab, level.candidates[0], weight,
+                             residual.data());
+  return {false, -1, sampling::sample_race(residual.data(), vocab, keys.residual)};
+}
+
+WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) const {
+  const auto& drafts = book.drafts();
+  const auto& tree = book.tree();
+  const int64_t vocab = in.probs.size(1);
+  std::vector<float> scratch(static_cast<size_t>(vocab));
+  WindowOutcome out;
+  out.tree_window = !tree.empty();
+  int slot = 0;
+  bool on_spine = true;
+  int k = 0;
+  int64_t final_token = -1;
+  for (; k < in.chain_length; ++k) {
+    const int64_t position = in.first_position + k;
+    const double weight = sampling::relaxation_weight(method_.relax, k + 1, in.chain_length);
+    const float* p = in.probs[slot].data_ptr<float>();
+    book.remember_p(position, in.probs[slot]);
+    sampling::VerifyOutcome verdict;
+    int node = k;
+    if (k < static_cast<int>(tree.size()) && tree[static_cast<size_t>(k)].candidates.size() > 1) {
+      verdict = verify_level(p, tree, k, weight, in, slot);
+      if (verdict.accepted) {
+        node = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(verdict.candidate)];
+        out.sibling_accepts += verdict.candidate > 0 ? 1 : 0;
+      }
+    } else {
+      if (!on_spine) break;  // past the tree, only the spine continues as a chain
+      const Draft& d = drafts[static_cast<size_t>(k)];
+      const sampling::VerifyKeys keys{key(in.step, position, Purpose::kAccept),
+                                      key(in.step, position, Purpose::kResidual)};
+      verdict = sampling::verify_draft(p, d.q.data_ptr<float>(), vocab, d.token, method_.relax, weight, keys,
+                                       scratch.data());
+    }
+    if (!verdict.accepted) {
+      final_token = verdict.token;
+      out.rejected = true;
+      break;
+    }
+    out.path.push_back(node);
+    out.tokens.push_back(in.nodes->tokens[static_cast<size_t>(node)]);
+    slot = node + 1;
+    on_spine = on_spine && node == k;
+  }
+  if (final_token < 0 && in.first_position + k < in.total_length) {  // everything verified passed: bonus
+    book.remember_p(in.first_position + k, in.probs[slot]);
+    const at::Tensor p = in.probs[slot];
+    final_token = sampling::sample_race(p.data_ptr<float>(), vocab,
+                                        key(in.step, in.first_position + k, Purpose::kSample));
+  }
+  if (final_token >= 0) out.tokens.push_back(final_token);
+
+  // Next drafts: every later position with a fresh p on the spine gets the tail update.
+  const int64_t next_first = in.first_position + static_cast<int64_t>(out.tokens.size());
+  std::vector<Draft> next;
+  for (int s = static_cast<int>(next_first - in.first_position);
+       s <= in.chain_length && in.first_position + s < in.total_length; ++s) {
+    const at::Tensor p = in.probs[s];
+    book.remember_p(in.first_position + s, p);
+    const Draft* old = s < in.chain_length ? &drafts[static_cast<size_t>(s)] : nullptr;
+    const double weight = sampling::relaxation_weight(method_.relax, s + 1, in.chain_length);
+    next.push_back(book.update_tail(in.first_position + s, p, old, in.step, weight));
+  }
+  std::vector<TreeLevel> levels;
+  if (method_.proactive_tree && out.rejected) {
+    for (int d = 0; d < method_.pd_depth && d < static_cast<int>(next.size()); ++d) {
+      levels.push_back(book.make_level(next_first + d, next[static_cast<size_t>(d)], in.step));
+    }
+  }
+  book.replace(next_first, std::move(next), std::move(levels));
+  return out;
+}
+
+}  // namespace sjd::decoding

@@ -1,0 +1,58 @@
+#pragma once
+// Verification of one window: walks the draft chain (and, after a proactive
+// drafting step, the tree levels) with the shared primitives, commits what it
+// accepts plus one residual or bonus token, and prepares the next drafts.
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "decoding/draft_book.h"
+#include "decoding/method.h"
+#include "decoding/mutants.h"
+#include "model/token_model.h"
+
+namespace sjd::decoding {
+
+struct WindowOutcome {
+  std::vector<int> path;          // accepted draft nodes, root to leaf
+  std::vector<int64_t> tokens;    // committed tokens (the path's, then the residual/bonus if any)
+  bool rejected = false;          // a draft was rejected (proactive drafting follows)
+  bool tree_window = false;       // the window held proactive-drafting tree levels
+  int sibling_accepts = 0;        // tree levels where a candidate other than the first won
+};
+
+struct WindowInput {
+  int64_t first_position;         // generated index predicted by the root slot
+  int64_t total_length;           // generated tokens in the layout
+  int chain_length;               // spine/chain draft nodes (nodes 0 .. chain_length-1)
+  const model::DraftTree* nodes;
+  // child_of[slot][candidate]: node index of the child of that slot's node with
+  // that candidate, for tree levels; empty when the window is a plain chain.
+  const std::vector<std::vector<int>>* child_of;
+  at::Tensor probs;               // [1 + nodes, V] after the logits pipeline
+  uint32_t step;
+};
+
+class WindowVerifier {
+ public:
+  WindowVerifier(const MethodConfig& method, const Mutants& mutants, uint64_t seed, uint32_t sequence)
+      : method_(method), mutants_(mutants), seed_(seed), sequence_(sequence) {}
+
+  // AR: sample the root slot's p.
+  WindowOutcome sample_one(const WindowInput& in) const;
+  // Speculative: verify, commit, and hand the next drafts to `book`.
+  WindowOutcome verify(const WindowInput& in, DraftBook& book) const;
+
+ private:
+  sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose, uint32_t sub = 0) const;
+  sampling::VerifyOutcome verify_level(const float* p, const std::vector<TreeLevel>& tree, int depth, double weight,
+                                       const WindowInput& in, int slot) const;
+  int longest_path(const WindowInput& in, const std::vector<TreeLevel>& tree, int slot, int depth) const;
+
+  const MethodConfig& method_;
+  Mutants mutants_;
+  uint64_t seed_;
+  uint32_t sequence_;
+};
+
+}  // namespace sjd::decoding

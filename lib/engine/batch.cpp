@@ -1,0 +1,118 @@
+#include "engine/batch.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "engine/outputs.h"
+#include "io/atomic_file.h"
+#include "io/prompt_file.h"
+
+namespace sjd::engine {
+namespace {
+
+// Indices the manifest already records as done (and whose image still exists).
+std::set<int64_t> finished_indices(const std::filesystem::path& manifest, const std::filesystem::path& dir,
+                                   std::ostream& log) {
+  std::set<int64_t> done;
+  std::ifstream in(manifest);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j.value("status", std::string()) == "ok" && std::filesystem::exists(dir / j.value("file", std::string()))) {
+        done.insert(j.at("index").get<int64_t>());
+      }
+    } catch (const nlohmann::json::exception&) {
+      log << "warning: " << manifest.string() << ":" << number << ": unreadable line ignored\n";
+    }
+  }
+  return done;
+}
+
+std::string format_seconds(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  std::ostringstream out;
+  if (s >= 3600) out << s / 3600 << "h";
+  if (s >= 60) out << (s / 60) % 60 << "m";
+  out << s % 60 << "s";
+  return out.str();
+}
+
+}  // namespace
+
+std::string batch_file_name(int64_t index, const std::string& prompt) {
+  std::string slug;
+  for (char c : prompt) {
+    if (slug.size() >= 40) break;
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      slug += static_cast<char>(std::tolower(u));
+    } else if (!slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  std::ostringstream name;
+  name << std::setw(5) << std::setfill('0') << index << (slug.empty() ? "" : "_") << slug << ".png";
+  return name.str();
+}
+
+BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log) {
+  const std::vector<io::PromptEntry> prompts = io::read_prompts(options.prompts);
+  std::filesystem::create_directories(options.out_dir);
+  const std::filesystem::path manifest = options.out_dir / "manifest.jsonl";
+  const std::set<int64_t> done = finished_indices(manifest, options.out_dir, log);
+  const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
+                                          : static_cast<int64_t>(prompts.size());
+  BatchSummary summary;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < count; ++i) {
+    const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
+    if (done.count(i)) {
+      ++summary.skipped;
+      continue;
+    }
+    GenerationSettings settings = options.settings;
+    settings.seed = options.settings.seed + static_cast<uint64_t>(i);
+    const std::string file = batch_file_name(i, entry.prompt);
+    nlohmann::json record = {{"index", i}, {"prompt", entry.prompt}, {"line", entry.line},
+                             {"seed", settings.seed}, {"file", file}};
+    try {
+      const GenerationOutput out = generator.generate(entry.prompt, settings);
+      const double write_seconds = write_image(options.out_dir / file, out, entry.prompt, generator.bundle().name);
+      record["status"] = "ok";
+      record["method"] = out.method.describe();
+      record["settings"] = settings_to_json(settings);
+      record["steps"] = out.stats.steps;
+      record["tokens"] = out.stats.tokens;
+      record["step_compression"] = out.stats.step_compression();
+      record["seconds"] = out.total_seconds + write_seconds;
+      ++summary.generated;
+    } catch (const std::exception& e) {
+      record["status"] = "failed";
+      record["error"] = e.what();
+      log << "error: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << e.what()
+          << "\n";
+      ++summary.failed;
+    }
+    io::append_line(manifest, record.dump());
+    if (options.progress) {
+      const int64_t finished = summary.generated + summary.failed;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int64_t left = count - i - 1 - static_cast<int64_t>(std::count_if(
+                                                 done.begin(), done.end(), [&](int64_t d) { return d > i && d < count; }));
+      log << "\r[" << (i + 1) << "/" << count << "] " << finished << " generated, ETA "
+          << format_seconds(elapsed / static_cast<double>(finished) * static_cast<double>(left)) << "   "
+          << std::flush;
+    }
+  }
+  if (options.progress) log << "\n";
+  return summary;
+}
+
+}  // namespace sjd::engine

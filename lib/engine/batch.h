@@ -1,0 +1,31 @@
+#pragma once
+// `sjd batch`: one PNG per prompt of a prompt file, a manifest.jsonl line per
+// image, resumable (images already in the manifest are skipped), a failing
+// prompt is recorded and the run carries on.
+#include <filesystem>
+#include <ostream>
+
+#include "engine/generator.h"
+
+namespace sjd::engine {
+
+struct BatchOptions {
+  std::filesystem::path prompts;
+  std::filesystem::path out_dir;
+  GenerationSettings settings;  // image i uses seed settings.seed + i
+  int64_t limit = 0;            // 0: every prompt
+  bool progress = false;        // a progress line with count and ETA (on a terminal)
+};
+
+struct BatchSummary {
+  int64_t generated = 0;
+  int64_t skipped = 0;
+  int64_t failed = 0;
+};
+
+BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log);
+
+// The stable file name of prompt `index`: "00012_a-red-apple.png".
+std::string batch_file_name(int64_t index, const std::string& prompt);
+
+}  // namespace sjd::engine

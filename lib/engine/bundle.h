@@ -1,0 +1,39 @@
+#pragma once
+// A model bundle: bundle.json and the files it names (docs/bundles.md).
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/transformer_config.h"
+#include "vq/vq_decoder.h"
+
+namespace sjd::engine {
+
+// Bad input: a missing directory, malformed bundle.json, a missing file. The
+// command line turns it into exit code 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Bundle {
+  std::filesystem::path dir;
+  std::filesystem::path json_path;
+  std::string name;
+  std::string family;
+  model::TransformerConfig transformer;
+  std::vector<std::filesystem::path> transformer_weights;
+  nlohmann::json layout;
+  nlohmann::json tokenizer;      // {"kind": ..., "file": absolute path or absent, options...}
+  vq::VQConfig vq;
+  std::vector<std::filesystem::path> vq_weights;
+  nlohmann::json defaults;       // generation settings layer
+};
+
+// Reads and checks bundle.json in `dir` (files exist, numbers sane); the
+// weights themselves are read and shape-checked when the model is built.
+Bundle load_bundle(const std::filesystem::path& dir);
+
+}  // namespace sjd::engine

@@ -1,0 +1,71 @@
+#include "engine/generator.h"
+
+#include <chrono>
+
+#include "io/weights.h"
+#include "sampling/relaxation.h"
+
+namespace sjd::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
+  nlohmann::json options = b.tokenizer;
+  const std::string kind = options.value("kind", std::string());
+  const std::string file = options.value("file", std::string());
+  options.erase("kind");
+  options.erase("file");
+  return text::load_tokenizer(kind, file, options);
+}
+
+}  // namespace
+
+Generator::Generator(Bundle bundle) : bundle_(std::move(bundle)) {
+  tokenizer_ = load_bundle_tokenizer(bundle_);
+  family_ = family::make_family(bundle_.family, bundle_.layout, *tokenizer_, bundle_.transformer.vocab_size,
+                                bundle_.vq.downsample, bundle_.json_path.string() + ": layout");
+  const io::WeightMap weights = io::WeightMap::load_all(bundle_.transformer_weights);
+  model_ = std::make_unique<model::Transformer>(
+      bundle_.transformer, model::load_transformer_weights(weights, bundle_.transformer, at::kFloat));
+  vq_ = vq::make_vq_decoder(bundle_.vq, io::WeightMap::load_all(bundle_.vq_weights));
+}
+
+Generator::~Generator() = default;
+
+GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& settings,
+                                     uint32_t sequence) {
+  const auto start = Clock::now();
+  GenerationOutput out;
+  out.settings = settings;
+  out.method = method_from_settings(settings);
+  if (out.method.relax.kind == sampling::RelaxKind::kLantern) {
+    if (lantern_k_ != out.method.relax.lantern_k) {
+      const family::TokenLayout& layout = family_->layout();
+      lantern_table_ = sampling::lantern_neighbours(vq_->codebook(), out.method.relax.lantern_k,
+                                                    layout.first_code_id(), layout.vocab_size());
+      lantern_k_ = out.method.relax.lantern_k;
+    }
+    out.method.relax.neighbours = lantern_table_;
+  }
+  decoding::DecodeRequest request;
+  request.rows.push_back(family_->conditional(prompt));
+  if (settings.cfg != 1.0) request.rows.push_back(family_->unconditional());
+  request.pipeline = pipeline_from_settings(settings, family_->cfg_mix(), out.method.greedy);
+  request.method = out.method;
+  request.seed = settings.seed;
+  request.sequence = sequence;
+  decoding::DecodeResult result = decoding::decode(*model_, family_->layout(), request);
+  out.tokens = std::move(result.tokens);
+  out.stats = std::move(result.stats);
+
+  const auto vq_start = Clock::now();
+  out.codes = family_->layout().codes(out.tokens);
+  out.image = vq_->decode(out.codes);
+  out.vq_seconds = since(vq_start);
+  out.total_seconds = since(start);
+  return out;
+}
+
+}  // namespace sjd::engine

@@ -1,0 +1,53 @@
+#pragma once
+// A loaded model bundle ready to turn prompts into images: tokenizer, family
+// glue, transformer, VQ decoder. One Generator serves many prompts.
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decoding/decoder.h"
+#include "engine/bundle.h"
+#include "engine/settings.h"
+#include "family/image_family.h"
+#include "model/transformer.h"
+#include "text/tokenizer.h"
+#include "vq/vq_decoder.h"
+
+namespace sjd::engine {
+
+struct GenerationOutput {
+  std::vector<int64_t> tokens;   // the generated sequence
+  at::Tensor codes;              // int64 [grid_h, grid_w]
+  at::Tensor image;              // uint8 [H, W, 3]
+  decoding::RunStats stats;
+  decoding::MethodConfig method;
+  GenerationSettings settings;
+  double vq_seconds = 0.0;
+  double total_seconds = 0.0;
+};
+
+class Generator {
+ public:
+  explicit Generator(Bundle bundle);
+  ~Generator();
+
+  const Bundle& bundle() const { return bundle_; }
+  const family::ImageFamily& family() const { return *family_; }
+  const text::Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  // `sequence` separates the random streams of several images made with one seed.
+  GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);
+
+ private:
+  Bundle bundle_;
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<family::ImageFamily> family_;
+  std::unique_ptr<model::Transformer> model_;
+  std::unique_ptr<vq::VQDecoder> vq_;
+  at::Tensor lantern_table_;  // neighbour table for the last lantern_k used
+  int lantern_k_ = -1;
+};
+
+}  // namespace sjd::engine

@@ -1,0 +1,46 @@
+#pragma once
+// Generation settings and how they resolve:
+//   built-in defaults < bundle "defaults" < --config file.json < command-line flags.
+// Every JSON layer uses the same flat keys (the names of the long flags with
+// '-' written as '_'); an unknown key is an error naming the file and key path.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "decoding/method.h"
+#include "sampling/logits_pipeline.h"
+
+namespace sjd::engine {
+
+struct GenerationSettings {
+  std::string method = "ar";
+  int window = 0;              // 0: the method's default (16; 64 for sjd-pac)
+  std::string init = "random";
+  int pd_k = 4;
+  int pd_depth = 3;
+  std::string relax = "none";
+  double delta = 1.1;
+  double nu = 0.7;
+  int lantern_k = 10;
+  double lantern_lambda = 2.0;
+  bool lantern_own_residual = false;
+  double cfg = 3.0;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+};
+
+// Overlays the keys of `layer` onto `settings`; `where` names the source in
+// errors ("configs/x.json", "models/m/bundle.json: defaults").
+void apply_settings(GenerationSettings& settings, const nlohmann::json& layer, const std::string& where);
+
+nlohmann::json settings_to_json(const GenerationSettings& settings);
+
+// The method pieces the settings select; throws std::invalid_argument for bad values.
+decoding::MethodConfig method_from_settings(const GenerationSettings& settings);
+
+sampling::PipelineSettings pipeline_from_settings(const GenerationSettings& settings, sampling::CfgMix mix,
+                                                  bool greedy);
+
+}  // namespace sjd::engine

@@ -1,0 +1,90 @@
+#include "family/lumina_family.h"
+
+#include <stdexcept>
+
+namespace sjd::family {
+namespace {
+
+int64_t need(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number_integer()) {
+    throw std::invalid_argument(where + "." + key + ": expected an integer");
+  }
+  return j[key].get<int64_t>();
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, const std::string& where) {
+  LuminaConfig c;
+  c.grid_height = need(j, "grid_height", where);
+  c.grid_width = need(j, "grid_width", where);
+  c.downsample = downsample;
+  c.image_token_first = need(j, "image_token_first", where);
+  c.codebook_size = need(j, "codebook_size", where);
+  c.bos_id = need(j, "bos_id", where);
+  c.begin_image_id = need(j, "begin_image_id", where);
+  c.end_image_id = need(j, "end_image_id", where);
+  c.newline_id = need(j, "newline_id", where);
+  c.end_of_turn_id = need(j, "end_of_turn_id", where);
+  c.size_token_base = need(j, "size_token_base", where);
+  c.size_token_unit_px = j.value("size_token_unit_px", int64_t{32});
+  c.prompt_template = j.value("prompt_template", std::string("{prompt}"));
+  return c;
+}
+
+namespace {
+TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
+  const LuminaIds ids{c.begin_image_id,
+                      c.end_image_id,
+                      c.newline_id,
+                      c.end_of_turn_id,
+                      c.size_token_base + c.grid_height * c.downsample / c.size_token_unit_px,
+                      c.size_token_base + c.grid_width * c.downsample / c.size_token_unit_px};
+  return make_lumina_layout(vocab_size, c.grid_height, c.grid_width, c.image_token_first, c.codebook_size, ids);
+}
+}  // namespace
+
+LuminaFamily::LuminaFamily(LuminaConfig config, const text::Tokenizer& tokenizer, int64_t vocab_size)
+    : config_(std::move(config)), tokenizer_(tokenizer), layout_(lumina_layout(config_, vocab_size)) {}
+
+std::vector<int64_t> LuminaFamily::prompt_ids(const std::string& prompt, bool with_template) const {
+  std::string text = prompt;
+  if (with_template) {
+    text = config_.prompt_template;
+    replace_all(text, "{width}", std::to_string(image_width()));
+    replace_all(text, "{height}", std::to_string(image_height()));
+    replace_all(text, "{prompt}", prompt);
+  }
+  std::vector<int64_t> ids = tokenizer_.encode(text);
+  if (with_template) {
+    ids.insert(ids.begin(), config_.bos_id);
+    ids.push_back(config_.end_of_turn_id);
+  }
+  return ids;
+}
+
+model::RowPrompt LuminaFamily::conditional(const std::string& prompt) const {
+  model::RowPrompt row;
+  row.tokens = prompt_ids(prompt, /*with_template=*/true);
+  for (size_t i = 0; i < row.tokens.size(); ++i) row.positions.push_back(static_cast<int64_t>(i));
+  row.key_valid.assign(row.tokens.size(), 1);
+  return row;
+}
+
+model::RowPrompt LuminaFamily::unconditional() const {
+  // The unconditional branch sees only what is generated, from begin-image at
+  // position 0. A masked placeholder root (never attended to) starts it.
+  model::RowPrompt row;
+  row.tokens = {config_.bos_id};
+  row.positions = {-1};
+  row.key_valid = {0};
+  return row;
+}
+
+}  // namespace sjd::family

@@ -1,0 +1,47 @@
+#pragma once
+// A static KV cache: one [rows, kv_heads, capacity, head_dim] buffer per layer
+// for K and for V, allocated once for the whole sequence. Each row has its own
+// committed length; a window is written right after it, so dropping a window is
+// free (the next window overwrites it) and keeping a tree path needs copies only
+// for nodes that are not already in place (the spine is laid out first).
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace sjd::model {
+
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim, at::ScalarType dtype);
+
+  int64_t rows() const { return static_cast<int64_t>(length_.size()); }
+  int64_t capacity() const { return capacity_; }
+  int64_t length(int64_t row) const { return length_[static_cast<size_t>(row)]; }
+
+  // Writes k, v ([kv_heads, count, head_dim]) of `layer` for `row` at slots
+  // length(row) .. length(row) + count - 1. Throws if past the capacity.
+  void write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v);
+  // Keys/values of slots [0, length(row) + extra) for `row`: [kv_heads, n, head_dim].
+  at::Tensor keys(int64_t layer, int64_t row, int64_t extra) const;
+  at::Tensor values(int64_t layer, int64_t row, int64_t extra) const;
+  // Slot validity [length(row)] (bool) of the committed prefix: prompt slots
+  // may be masked out for every later query (LlamaGen caption padding, CFG dummies).
+  at::Tensor key_valid(int64_t row) const { return valid_[row].narrow(0, 0, length(row)); }
+
+  // Keeps window slots `kept` (offsets from length(row), in order) of every
+  // row, moving them to be contiguous, and advances the lengths. `valid` marks
+  // the kept slots' key validity (1 for generated tokens).
+  void commit(const std::vector<int64_t>& kept, uint8_t valid = 1);
+  void commit_row(int64_t row, const std::vector<int64_t>& kept, const std::vector<uint8_t>& valid);
+  // Moves a row's length back (drops committed tokens), e.g. to re-run a suffix.
+  void rollback(int64_t row, int64_t new_length);
+
+ private:
+  std::vector<at::Tensor> k_, v_;  // per layer
+  std::vector<int64_t> length_;
+  at::Tensor valid_;  // bool [rows, capacity]
+  int64_t capacity_ = 0;
+};
+
+}  // namespace sjd::model

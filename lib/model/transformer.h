@@ -1,0 +1,51 @@
+#pragma once
+// One LLaMA-family decoder for all three families: RMSNorm, SwiGLU, RoPE (1D
+// or 2D), GQA, optional Chameleon qk-norm, fused or separate qkv (resolved at
+// load time). Prefill and window steps share one forward over a set of new
+// tokens at given positions, attending to the static KV cache through an
+// explicit mask (causal chain or draft tree).
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/token_model.h"
+#include "model/transformer_config.h"
+#include "model/transformer_weights.h"
+
+namespace sjd::model {
+
+class Transformer : public TokenModel {
+ public:
+  Transformer(TransformerConfig config, TransformerWeights weights);
+
+  const TransformerConfig& config() const { return config_; }
+  int64_t vocab_size() const override { return config_.vocab_size; }
+
+  void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) override;
+  at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes) override;
+  void commit(const std::vector<int>& path) override;
+
+  // Lower level, for tests and prefill: embeddings of `tokens` for every row.
+  at::Tensor embed(const at::Tensor& tokens) const;
+  // Runs new tokens through the stack for the given rows: hidden [rows, W, H],
+  // positions int64 [rows, W], `window_mask` bool [W, W] (true: may attend) among
+  // the new tokens. K/V are written after each row's committed length. Returns
+  // logits [rows, W, V] (float32).
+  at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden, const at::Tensor& positions,
+                            const at::Tensor& window_mask);
+
+  KvCache& cache() { return cache_; }
+
+ private:
+  at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
+                       const at::Tensor& positions, const at::Tensor& window_mask);
+
+  TransformerConfig config_;
+  TransformerWeights weights_;
+  KvCache cache_;
+  std::vector<int64_t> next_position_;  // per row: position of the next root
+  std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
+};
+
+}  // namespace sjd::model

@@ -1,0 +1,35 @@
+#pragma once
+// The one logits pipeline every method shares, applied to every window slot
+// before anything compares p with q:
+//   CFG mix (on logits or on log-probs) -> structural constraint (forced token,
+//   or mask to the allowed tokens) -> temperature -> top-k -> softmax.
+// Forced tokens come out as point masses; temperature 0 means greedy (a point
+// mass on the argmax), which is how `jacobi` decodes.
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace sjd::sampling {
+
+enum class CfgMix { kLogits, kLogProbs };
+
+struct PipelineSettings {
+  double cfg_scale = 1.0;  // guidance scale; rows beyond the first are ignored at 1.0
+  CfgMix cfg_mix = CfgMix::kLogits;
+  double temperature = 1.0;
+  int64_t top_k = 0;       // 0: no top-k
+};
+
+// The constraint of one slot: a forced token, or a boolean [V] mask of allowed
+// tokens (undefined tensor: every token allowed).
+struct SlotConstraint {
+  int64_t forced = -1;
+  at::Tensor allowed;
+};
+
+// logits: [rows, slots, V] (row 0 conditional, row 1 unconditional when CFG is
+// on). Returns probabilities [slots, V], float32, contiguous, on the CPU.
+at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
+                               const PipelineSettings& settings);
+
+}  // namespace sjd::sampling

@@ -1,0 +1,52 @@
+#pragma once
+// How the acceptance test may be relaxed (lossy), in one place for every verifier.
+//   none     accept min(1, p(x)/q(x))                      -- exact
+//   uniform  accept min(1, delta p(x)/q(x))                -- UniformRSD
+//   cool     accept min(1, w_i p(x)/q(x)), w_i = delta exp(-nu i - mu),
+//            mu such that sum_{i=1..L} exp(-nu i - mu) = L  -- Cool-SD (paper 002)
+//   lantern  accept min(1, sum_{y in A(x)} p(y) / q(x)), A(x) the latent
+//            neighbours of x whose extra mass stays below lambda p(x) -- LANTERN++
+// On rejection the residual is Cool-SD's optimal G* = Norm(max(p - q f, 0)) with
+// f(y) = min(1, score(y)/q(y)), or for lantern optionally LANTERN's own
+// Norm(max(P_A - q, 0)). With none this is the usual Norm(max(p - q, 0)).
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace sjd::sampling {
+
+enum class RelaxKind { kNone, kUniform, kCool, kLantern };
+
+struct Relaxation {
+  RelaxKind kind = RelaxKind::kNone;
+  double delta = 1.1;
+  double nu = 0.7;
+  int lantern_k = 10;
+  double lantern_lambda = 2.0;
+  bool lantern_own_residual = false;
+  // For lantern: int64 [V, k] neighbour token ids ordered by latent distance,
+  // nearest first (row v lists v's neighbours, excluding v; -1 pads).
+  at::Tensor neighbours;
+
+  bool lossless() const { return kind == RelaxKind::kNone; }
+};
+
+RelaxKind parse_relax_kind(const std::string& name);  // throws std::invalid_argument naming the value
+std::string relax_kind_name(RelaxKind kind);
+
+// The weight w_i for window position i (1-based) of a window of `window` positions.
+double relaxation_weight(const Relaxation& relax, int position, int window);
+
+// score(x): the relaxed target mass the acceptance test compares with q(x).
+double relaxed_score(const Relaxation& relax, const float* p, int64_t token, double weight);
+
+// Residual weights (unnormalised) written to out[0..n).
+void relaxed_residual(const Relaxation& relax, const float* p, const float* q, int64_t n, int64_t draft,
+                      double weight, float* out);
+
+// LANTERN neighbourhoods from a codebook's latent vectors: for each image code,
+// its k nearest other codes by L2 distance, as token ids (code + first_token_id),
+// in a [vocab, k] table (rows of non-image tokens are -1).
+at::Tensor lantern_neighbours(const at::Tensor& codebook, int k, int64_t first_token_id, int64_t vocab);
+
+}  // namespace sjd::sampling

@@ -1,0 +1,61 @@
+#pragma once
+// A table-driven conditional model behind the TokenModel interface: logits are
+// a fixed function of (row, generated prefix), so the exact autoregressive
+// distribution of whole sequences can be enumerated and compared with what the
+// decoding methods sample.
+#include <map>
+#include <vector>
+
+#include "decoding/decoder.h"
+#include "family/token_layout.h"
+#include "model/token_model.h"
+
+namespace sjd::testing {
+
+struct TableModelSpec {
+  int64_t vocab = 6;
+  double markov_scale = 2.5;   // strength of the dependence on the previous token
+  double context_scale = 0.8;  // strength of the dependence on the whole prefix
+  uint64_t salt = 1;
+};
+
+class TableModel : public model::TokenModel {
+ public:
+  explicit TableModel(TableModelSpec spec) : spec_(spec) {}
+  int64_t vocab_size() const override { return spec_.vocab; }
+  void start(const std::vector<model::RowPrompt>& rows, int64_t, int64_t) override;
+  at::Tensor forward(const std::vector<int64_t>& roots, const model::DraftTree& nodes) override;
+  void commit(const std::vector<int>& path) override;
+
+  // Logits of `row` given the generated prefix.
+  std::vector<float> logits(int64_t row, const std::vector<int64_t>& prefix) const;
+  int64_t forward_calls = 0;
+
+ private:
+  TableModelSpec spec_;
+  int64_t rows_ = 1;
+  std::vector<int64_t> history_;  // committed generated tokens in the "cache"
+  bool started_ = false;          // the root is a generated token (after the first commit)
+  model::DraftTree last_nodes_;
+  int64_t last_root_ = -1;
+};
+
+// The small layout of the tests: a 2x2 grid of image tokens 1..3, each row
+// ended by a forced newline token 4 (like Lumina-mGPT's rows), 6 tokens.
+family::TokenLayout small_layout(int64_t vocab = 6);
+
+// Exact probability of every complete sequence under AR sampling with the
+// same logits pipeline (enumerated).
+std::map<std::vector<int64_t>, double> exact_distribution(const TableModel& model, const family::TokenLayout& layout,
+                                                          const sampling::PipelineSettings& pipeline, int64_t rows);
+
+// Runs `decode` with seeds 0..runs-1 and counts the sequences.
+std::map<std::vector<int64_t>, long> sample_sequences(TableModel& model, const family::TokenLayout& layout,
+                                                      decoding::DecodeRequest request, int runs,
+                                                      const decoding::Mutants& mutants = {},
+                                                      double* mean_steps = nullptr);
+
+// Request rows for the table model: one conditional row, plus an unconditional one for CFG.
+std::vector<model::RowPrompt> table_rows(bool cfg);
+
+}  // namespace sjd::testing

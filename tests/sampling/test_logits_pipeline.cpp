@@ -1,0 +1,73 @@
+// The logits pipeline against direct formulas.
+#include <catch2/catch.hpp>
+
+#include "sampling/logits_pipeline.h"
+#include "sampling/relaxation.h"
+
+using namespace sjd::sampling;
+
+TEST_CASE("CFG mixes logits or log-probs as the family says", "[pipeline]") {
+  const at::Tensor cond = at::tensor({1.0f, 2.0f, 0.5f, -1.0f});
+  const at::Tensor uncond = at::tensor({0.5f, 0.0f, 1.0f, 0.0f});
+  const at::Tensor logits = at::stack({cond, uncond}).unsqueeze(1);  // [2, 1, 4]
+  PipelineSettings s;
+  s.cfg_scale = 3.0;
+  at::Tensor p = run_logits_pipeline(logits, {SlotConstraint{}}, s);
+  CHECK(at::allclose(p[0], at::softmax(uncond + 3.0 * (cond - uncond), 0)));
+  s.cfg_mix = CfgMix::kLogProbs;
+  p = run_logits_pipeline(logits, {SlotConstraint{}}, s);
+  const at::Tensor lu = at::log_softmax(uncond, 0);
+  CHECK(at::allclose(p[0], at::softmax(lu + 3.0 * (at::log_softmax(cond, 0) - lu), 0)));
+  s.cfg_scale = 1.0;  // guidance off: the unconditional row is ignored
+  p = run_logits_pipeline(logits, {SlotConstraint{}}, s);
+  CHECK(at::allclose(p[0], at::softmax(cond, 0)));
+}
+
+TEST_CASE("constraints, temperature and top-k", "[pipeline]") {
+  const at::Tensor logits = at::tensor({3.0f, 1.0f, 2.0f, 0.0f, -1.0f, 2.5f}).view({1, 1, 6});
+  PipelineSettings s;
+  SlotConstraint forced;
+  forced.forced = 4;
+  at::Tensor p = run_logits_pipeline(logits, {forced}, s);
+  CHECK(p[0][4].item<float>() == 1.0f);
+  CHECK(p[0].sum().item<float>() == Approx(1.0f));
+
+  SlotConstraint mask;
+  mask.allowed = at::tensor({0, 1, 1, 1, 0, 1}).to(at::kBool);
+  s.temperature = 0.5;
+  s.top_k = 2;
+  p = run_logits_pipeline(logits, {mask}, s)[0];
+  // Allowed {1,2,3,5}; the two best are 5 (2.5) and 2 (2.0); temperature 0.5.
+  const at::Tensor expected = at::softmax(at::tensor({2.0f, 2.5f}) / 0.5, 0);
+  CHECK(p[2].item<float>() == Approx(expected[0].item<float>()));
+  CHECK(p[5].item<float>() == Approx(expected[1].item<float>()));
+  CHECK((p > 0).sum().item<int64_t>() == 2);
+  CHECK(p[0].item<float>() == 0.0f);  // the global argmax is masked out
+
+  s.temperature = 0.0;  // greedy: a point mass on the best allowed token
+  p = run_logits_pipeline(logits, {mask}, s)[0];
+  CHECK(p[5].item<float>() == 1.0f);
+}
+
+TEST_CASE("LANTERN neighbourhoods come from codebook distances", "[pipeline][lossy]") {
+  // Codes on a line: 0, 1, 3, 10. Nearest of code 0: 1 then 3.
+  const at::Tensor codebook = at::tensor({0.0f, 1.0f, 3.0f, 10.0f}).view({4, 1});
+  const at::Tensor table = lantern_neighbours(codebook, 2, /*first_token_id=*/5, /*vocab=*/12);
+  CHECK(table.size(0) == 12);
+  CHECK(table[5][0].item<int64_t>() == 6);
+  CHECK(table[5][1].item<int64_t>() == 7);
+  CHECK(table[8][0].item<int64_t>() == 7);  // code 3 (=10): nearest is code 2 (=3)
+  CHECK(table[0][0].item<int64_t>() == -1);  // not an image token
+  Relaxation lantern;
+  lantern.kind = RelaxKind::kLantern;
+  lantern.lantern_k = 2;
+  lantern.lantern_lambda = 2.0;
+  lantern.neighbours = table;
+  std::vector<float> p(12, 0.0f);
+  p[5] = 0.2f;
+  p[6] = 0.3f;
+  p[7] = 0.3f;
+  p[8] = 0.2f;
+  // Code 0's neighbours add 0.3 (< 2 * 0.2), then 0.3 more would reach 0.6 >= 0.4: stop.
+  CHECK(relaxed_score(lantern, p.data(), 5, 1.0) == Approx(0.5));
+}

@@ -1,0 +1,203 @@
+// The verification primitives against their exact output distributions.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+
+#include "sampling/categorical.h"
+#include "sampling/rejection.h"
+#include "testing/statistics.h"
+
+using namespace sjd::sampling;
+
+namespace {
+
+RngKey key_of(uint64_t seed, Purpose purpose, uint32_t step = 0) {
+  RngKey k;
+  k.seed = seed;
+  k.step = step;
+  k.purpose = purpose;
+  return k;
+}
+
+std::map<int64_t, double> as_map(const std::vector<float>& p) {
+  std::map<int64_t, double> m;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] > 0) m[static_cast<int64_t>(i)] = p[i];
+  }
+  return m;
+}
+
+// Output histogram of MRS when the draft is drawn from q.
+std::map<int64_t, long> run_mrs(const std::vector<float>& p, const std::vector<float>& q, int draws,
+                                const Relaxation& relax = {}, double weight = 1.0) {
+  std::map<int64_t, long> counts;
+  std::vector<float> scratch(p.size());
+  for (int i = 0; i < draws; ++i) {
+    const int64_t x = sample_race(q.data(), static_cast<int64_t>(q.size()), key_of(i, Purpose::kInit));
+    const VerifyKeys keys{key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)};
+    const auto out = verify_draft(p.data(), q.data(), static_cast<int64_t>(p.size()), x, relax, weight, keys,
+                                  scratch.data());
+    ++counts[out.token];
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("Philox draws are reproducible and separated by every key field", "[sampling]") {
+  RngKey a = key_of(7, Purpose::kSample);
+  CHECK(uniform01(a, 3) == uniform01(a, 3));
+  RngKey b = a;
+  b.position = 1;
+  RngKey c = a;
+  c.purpose = Purpose::kAccept;
+  RngKey d = a;
+  d.step = 1;
+  RngKey e = a;
+  e.sequence = 1;
+  RngKey f = a;
+  f.sub = 1;
+  for (const RngKey& other : {b, c, d, e, f}) CHECK(uniform01(a, 0) != uniform01(other, 0));
+  double sum = 0;
+  std::vector<double> u(100000);
+  fill_uniform01(a, u.data(), static_cast<int64_t>(u.size()));
+  for (double x : u) {
+    REQUIRE(x > 0.0);
+    REQUIRE(x < 1.0);
+    sum += x;
+  }
+  CHECK(std::abs(sum / u.size() - 0.5) < 0.005);
+}
+
+TEST_CASE("exponential race samples p (chi-square, fixed seeds, p > 1e-3)", "[sampling]") {
+  const std::vector<float> p = {0.05f, 0.3f, 0.0f, 0.15f, 0.5f};
+  std::map<int64_t, long> counts;
+  for (int i = 0; i < 50000; ++i) ++counts[sample_race(p.data(), 5, key_of(i, Purpose::kSample))];
+  CHECK(counts.count(2) == 0);
+  const auto fit = sjd::testing::chi_square_fit(as_map(p), counts);
+  INFO("chi2 " << fit.chi_square << " p " << fit.p_value);
+  CHECK(fit.p_value > 1e-3);
+  const std::vector<float> zero(4, 0.0f);
+  CHECK(sample_race(zero.data(), 4, key_of(1, Purpose::kSample)) == -1);
+}
+
+TEST_CASE("draws without replacement have the sequential law", "[sampling]") {
+  const std::vector<float> q = {0.1f, 0.2f, 0.3f, 0.4f};
+  std::map<std::pair<int64_t, int64_t>, double> exact;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      if (a != b) exact[{a, b}] = q[a] * q[b] / (1.0 - q[a]);
+    }
+  }
+  std::map<std::pair<int64_t, int64_t>, long> counts;
+  for (int i = 0; i < 40000; ++i) {
+    const auto d = draw_without_replacement(q.data(), 4, 2, key_of(i, Purpose::kCandidates));
+    REQUIRE(d.size() == 2);
+    ++counts[{d[0], d[1]}];
+  }
+  const auto fit = sjd::testing::chi_square_fit(exact, counts);
+  INFO("p " << fit.p_value);
+  CHECK(fit.p_value > 1e-3);
+  const std::vector<float> two = {0.5f, 0.0f, 0.5f, 0.0f};
+  CHECK(draw_without_replacement(two.data(), 4, 3, key_of(0, Purpose::kCandidates)).size() == 2);
+}
+
+TEST_CASE("MRS output is distributed as p", "[sampling]") {
+  const std::vector<float> p = {0.1f, 0.6f, 0.2f, 0.1f};
+  const std::vector<float> q = {0.4f, 0.1f, 0.1f, 0.4f};
+  const auto fit = sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 60000));
+  INFO("p " << fit.p_value);
+  CHECK(fit.p_value > 1e-3);
+}
+
+TEST_CASE("MRS edge cases: p == q, point-mass q, top-k excluding the draft", "[sampling]") {
+  const std::vector<float> p = {0.25f, 0.25f, 0.5f};
+  std::vector<float> scratch(3);
+  // p == q: the residual is zero; every draft is accepted, never NaN.
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t x = sample_race(p.data(), 3, key_of(i, Purpose::kInit));
+    const auto out = verify_draft(p.data(), p.data(), 3, x, {}, 1.0, {key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)},
+                                  scratch.data());
+    REQUIRE(out.accepted);
+    REQUIRE(out.token == x);
+  }
+  // The draft's p is 0 (cut by top-k): it is always rejected and the output is still p.
+  const std::vector<float> cut = {0.0f, 0.4f, 0.6f};
+  const std::vector<float> point = {1.0f, 0.0f, 0.0f};
+  const auto counts = run_mrs(cut, point, 30000);
+  CHECK(counts.count(0) == 0);
+  const auto fit = sjd::testing::chi_square_fit(as_map(cut), counts);
+  CHECK(fit.p_value > 1e-3);
+}
+
+TEST_CASE("multi-candidate verification without replacement is exact; skipping renormalisation is not",
+          "[sampling]") {
+  const std::vector<float> p = {0.05f, 0.1f, 0.45f, 0.3f, 0.1f};
+  const std::vector<float> q = {0.3f, 0.3f, 0.05f, 0.05f, 0.3f};
+  auto run = [&](Mutant mutant) {
+    std::map<int64_t, long> counts;
+    for (int i = 0; i < 60000; ++i) {
+      const auto c = draw_without_replacement(q.data(), 5, 3, key_of(i, Purpose::kCandidates));
+      const auto out = verify_candidates(p.data(), q.data(), 5, c, {}, 1.0,
+                                         {key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)}, mutant);
+      ++counts[out.token];
+    }
+    return sjd::testing::chi_square_fit(as_map(p), counts);
+  };
+  const auto good = run(Mutant::kNone);
+  const auto broken = run(Mutant::kSkipResidualRenormalisation);
+  INFO("exact p " << good.p_value << ", mutant p " << broken.p_value << " TV " << broken.total_variation);
+  CHECK(good.p_value > 1e-3);
+  CHECK(broken.p_value < 1e-6);
+}
+
+TEST_CASE("relaxed acceptance: exact at delta = 1, bias grows with delta", "[sampling][lossy]") {
+  // The exact output law of one relaxed MRS: P(y) = q(y) f(y) + (1 - sum q f) G*(y).
+  const std::vector<float> p = {0.05f, 0.15f, 0.5f, 0.3f};
+  const std::vector<float> q = {0.4f, 0.3f, 0.1f, 0.2f};
+  auto tv_for = [&](double delta) {
+    Relaxation relax;
+    relax.kind = RelaxKind::kUniform;
+    relax.delta = delta;
+    const double w = relaxation_weight(relax, 1, 1);
+    std::vector<double> out(4, 0.0);
+    std::vector<float> residual(4);
+    double accepted = 0.0;
+    for (int y = 0; y < 4; ++y) {
+      const double f = std::min(1.0, relaxed_score(relax, p.data(), y, w) / q[y]);
+      out[y] += q[y] * f;
+      accepted += q[y] * f;
+    }
+    relaxed_residual(relax, p.data(), q.data(), 4, 0, w, residual.data());
+    double mass = 0;
+    for (float r : residual) mass += r;
+    double tv = 0.0;
+    for (int y = 0; y < 4; ++y) tv += std::abs(out[y] + (1.0 - accepted) * (mass > 0 ? residual[y] / mass : 0.0) - p[y]);
+    return tv / 2.0;
+  };
+  CHECK(tv_for(1.0) < 1e-7);
+  CHECK(tv_for(1.5) > 1e-3);
+  CHECK(tv_for(3.0) > tv_for(1.5));
+  CHECK(tv_for(10.0) >= tv_for(3.0));
+  // Sampled check of the same law: delta 1 passes the exactness test.
+  Relaxation none;
+  none.kind = RelaxKind::kUniform;
+  none.delta = 1.0;
+  CHECK(sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 40000, none, 1.0)).p_value > 1e-3);
+}
+
+TEST_CASE("Cool-SD weights average to delta and decay along the window", "[sampling][lossy]") {
+  Relaxation cool;
+  cool.kind = RelaxKind::kCool;
+  cool.delta = 2.0;
+  cool.nu = 0.7;
+  double sum = 0.0;
+  for (int i = 1; i <= 8; ++i) {
+    sum += relaxation_weight(cool, i, 8);
+    if (i > 1) CHECK(relaxation_weight(cool, i, 8) < relaxation_weight(cool, i - 1, 8));
+  }
+  CHECK(sum == Approx(2.0 * 8));
+  cool.nu = 0.0;
+  CHECK(relaxation_weight(cool, 3, 8) == Approx(2.0));
+}

@@ -1,0 +1,29 @@
+#pragma once
+// Helpers shared by the Catch2 test programs.
+#include <filesystem>
+#include <string>
+
+namespace sjd::testing {
+
+// A fresh, empty directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::filesystem::path source_dir();
+std::filesystem::path build_dir();
+
+// Writes bytes to a file (creating parent folders).
+void write_file(const std::filesystem::path& path, const std::string& bytes);
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace sjd::testing
