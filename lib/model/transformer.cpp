@@ -109,6 +109,13 @@ void Transformer::commit(const std::vector<int>& path) {
   }
 }
 
+void Transformer::rollback(int64_t tokens) {
+  for (int64_t r = 0; r < cache_.rows(); ++r) {
+    cache_.rollback(r, cache_.length(r) - tokens);
+    next_position_[static_cast<size_t>(r)] -= tokens;
+  }
+}
+
 at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
                                   const at::Tensor& positions, const at::Tensor& window_mask) {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];

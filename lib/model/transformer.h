@@ -25,6 +25,9 @@ class Transformer : public TokenModel {
   void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) override;
   at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes) override;
   void commit(const std::vector<int>& path) override;
+  // Drops the last `tokens` committed tokens of every row; the next window's
+  // root is then the first dropped token again.
+  void rollback(int64_t tokens);
 
   // Lower level, for tests and prefill: embeddings of `tokens` for every row.
   at::Tensor embed(const at::Tensor& tokens) const;

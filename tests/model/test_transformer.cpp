@@ -1,0 +1,188 @@
+// The transformer's window forward, KV cache and position encodings.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "model/rope.h"
+#include "model/transformer.h"
+
+using namespace sjd::model;
+
+namespace {
+
+TransformerConfig tiny_config(bool qk_norm, int64_t kv_heads = 2) {
+  TransformerConfig c;
+  c.vocab_size = 32;
+  c.hidden_size = 32;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = 8;
+  c.intermediate_size = 48;
+  c.qk_norm = qk_norm;
+  return c;
+}
+
+// Random weights in the HF key layout, through the same loader as real checkpoints.
+Transformer tiny_transformer(const TransformerConfig& c, uint64_t seed) {
+  at::manual_seed(seed);
+  sjd::io::WeightMap w;
+  auto put = [&](const std::string& name, at::IntArrayRef shape, double scale) {
+    w.insert(name, at::randn(shape) * scale, "test");
+  };
+  put("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, 1.0);
+  put("model.norm.weight", {c.hidden_size}, 1.0);
+  put("lm_head.weight", {c.vocab_size, c.hidden_size}, 0.3);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    put(p + "input_layernorm.weight", {c.hidden_size}, 1.0);
+    put(p + "post_attention_layernorm.weight", {c.hidden_size}, 1.0);
+    put(p + "self_attn.q_proj.weight", {c.num_heads * c.head_dim, c.hidden_size}, 0.3);
+    put(p + "self_attn.k_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden_size}, 0.3);
+    put(p + "self_attn.v_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden_size}, 0.3);
+    put(p + "self_attn.o_proj.weight", {c.hidden_size, c.num_heads * c.head_dim}, 0.3);
+    put(p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}, 0.3);
+    put(p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size}, 0.3);
+    put(p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}, 0.3);
+    if (c.qk_norm) {
+      put(p + "self_attn.q_norm.weight", {1, c.head_dim}, 1.0);
+      put(p + "self_attn.q_norm.bias", {1, c.head_dim}, 0.1);
+      put(p + "self_attn.k_norm.weight", {c.num_kv_heads, c.head_dim}, 1.0);
+      put(p + "self_attn.k_norm.bias", {c.num_kv_heads, c.head_dim}, 0.1);
+    }
+  }
+  return Transformer(c, load_transformer_weights(w, c, at::kFloat));
+}
+
+RowPrompt prompt_of(std::vector<int64_t> tokens, int64_t first_position = 0) {
+  RowPrompt r;
+  r.tokens = std::move(tokens);
+  for (size_t i = 0; i < r.tokens.size(); ++i) r.positions.push_back(first_position + static_cast<int64_t>(i));
+  r.key_valid.assign(r.tokens.size(), 1);
+  return r;
+}
+
+DraftTree chain(const std::vector<int64_t>& tokens) {
+  DraftTree t;
+  for (size_t i = 0; i < tokens.size(); ++i) t.push(tokens[i], static_cast<int>(i) - 1);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a window over k tokens equals k single-token steps", "[model]") {
+  for (bool qk_norm : {false, true}) {
+    Transformer model = tiny_transformer(tiny_config(qk_norm), 1);
+    const std::vector<RowPrompt> rows = {prompt_of({1, 2, 3}), prompt_of({4, 5})};
+    const std::vector<int64_t> drafts = {7, 8, 9, 10};
+
+    model.start(rows, 16, 8);
+    const at::Tensor window = model.forward({3, 5}, chain(drafts));  // [2, 5, V]
+
+    model.start(rows, 16, 8);
+    std::vector<int64_t> roots = {3, 5};
+    for (size_t k = 0; k <= drafts.size(); ++k) {
+      const at::Tensor single = model.forward(roots, DraftTree{});
+      INFO("qk_norm " << qk_norm << " slot " << k);
+      CHECK(at::allclose(single.select(1, 0), window.select(1, static_cast<int64_t>(k)), 1e-4, 1e-4));
+      if (k == drafts.size()) break;
+      model.commit({});
+      roots = {drafts[k], drafts[k]};
+    }
+  }
+}
+
+TEST_CASE("tree windows equal their root-to-node chains; commit compacts the accepted path", "[model]") {
+  Transformer model = tiny_transformer(tiny_config(true, 4), 2);
+  const std::vector<RowPrompt> rows = {prompt_of({1, 2})};
+  // Spine 10 -> 11, and a sibling 12 of 10 with child 13.
+  DraftTree tree;
+  tree.push(10, -1);
+  tree.push(11, 0);
+  tree.push(12, -1);
+  tree.push(13, 2);
+  model.start(rows, 16, 8);
+  const at::Tensor t = model.forward({2}, tree);
+  model.start(rows, 16, 8);
+  const at::Tensor sibling_chain = model.forward({2}, chain({12, 13}));
+  CHECK(at::allclose(t.select(1, 3), sibling_chain.select(1, 1), 1e-4, 1e-4));
+  CHECK(at::allclose(t.select(1, 4), sibling_chain.select(1, 2), 1e-4, 1e-4));
+
+  // Keep the off-spine path (nodes 2, 3): the next step must equal a fresh run over 1 2 12 13.
+  model.start(rows, 16, 8);
+  model.forward({2}, tree);
+  model.commit({2, 3});
+  const at::Tensor after = model.forward({20}, DraftTree{});
+  model.start({prompt_of({1, 2, 12, 13, 20})}, 16, 8);
+  const at::Tensor fresh = model.forward({20}, DraftTree{});
+  CHECK(at::allclose(after, fresh, 1e-4, 1e-4));
+}
+
+TEST_CASE("rollback then re-forward equals a fresh run", "[model]") {
+  Transformer model = tiny_transformer(tiny_config(false), 3);
+  model.start({prompt_of({1, 2, 3})}, 16, 8);
+  model.forward({3}, chain({4, 5}));
+  model.commit({0, 1});  // cache: 1 2 3 4 5
+  model.rollback(3);  // back to 1 2 with root 3 (fed again)
+  const at::Tensor again = model.forward({3}, chain({6}));
+  model.start({prompt_of({1, 2, 3})}, 16, 8);
+  const at::Tensor fresh = model.forward({3}, chain({6}));
+  CHECK(at::allclose(again, fresh, 1e-5, 1e-5));
+}
+
+TEST_CASE("masked prompt slots are invisible to later tokens", "[model]") {
+  Transformer model = tiny_transformer(tiny_config(false), 4);
+  RowPrompt with_dummy = prompt_of({31, 5});
+  with_dummy.key_valid = {0, 1};
+  with_dummy.positions = {-1, 0};
+  model.start({with_dummy}, 8, 4);
+  const at::Tensor a = model.forward({5}, chain({6}));
+  model.start({prompt_of({5})}, 8, 4);
+  const at::Tensor b = model.forward({5}, chain({6}));
+  CHECK(at::allclose(a, b, 1e-5, 1e-5));
+}
+
+TEST_CASE("1D RoPE rotates (x_k, x_{k+D/2}) by pos * theta^(-2k/D)", "[model]") {
+  TransformerConfig c = tiny_config(false);
+  c.rope_theta = 10000.0;
+  const at::Tensor x = at::randn({3, 2, 8}, at::kDouble);
+  const at::Tensor pos = at::tensor({0L, 5L, 17L});
+  const at::Tensor y = apply_rope(x, pos, c);
+  for (int t = 0; t < 3; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      const double angle = pos[t].item<double>() * std::pow(10000.0, -2.0 * k / 8.0);
+      const double a = x[t][1][k].item<double>(), b = x[t][1][k + 4].item<double>();
+      CHECK(y[t][1][k].item<double>() == Approx(a * std::cos(angle) - b * std::sin(angle)));
+      CHECK(y[t][1][k + 4].item<double>() == Approx(b * std::cos(angle) + a * std::sin(angle)));
+    }
+  }
+}
+
+TEST_CASE("2D RoPE rotates interleaved pairs by row then column; caption slots are zeroed", "[model]") {
+  TransformerConfig c = tiny_config(false);
+  c.rope = RopeKind::k2d;
+  c.grid_width = 4;
+  const at::Tensor x = at::randn({2, 1, 8}, at::kDouble);
+  const at::Tensor y = apply_rope(x, at::tensor({6L, -1L}), c);  // cell (1, 2); a caption slot
+  const int row = 1, col = 2;
+  for (int k = 0; k < 4; ++k) {
+    const int axis_pos = k < 2 ? row : col;
+    const double angle = axis_pos * std::pow(10000.0, -2.0 * (k % 2) / 4.0);
+    const double a = x[0][0][2 * k].item<double>(), b = x[0][0][2 * k + 1].item<double>();
+    CHECK(y[0][0][2 * k].item<double>() == Approx(a * std::cos(angle) - b * std::sin(angle)));
+    CHECK(y[0][0][2 * k + 1].item<double>() == Approx(a * std::sin(angle) + b * std::cos(angle)));
+  }
+  CHECK(y[1].abs().max().item<double>() == 0.0);
+}
+
+TEST_CASE("a mis-shaped checkpoint tensor is named in the error", "[model]") {
+  const TransformerConfig c = tiny_config(false);
+  sjd::io::WeightMap w;
+  w.insert("model.embed_tokens.weight", at::zeros({c.vocab_size, c.hidden_size + 1}), "bad.safetensors");
+  try {
+    load_transformer_weights(w, c, at::kFloat);
+    FAIL("no error");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Catch::Contains("model.embed_tokens.weight") && Catch::Contains("bad.safetensors"));
+  }
+}
