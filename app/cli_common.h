@@ -33,5 +33,7 @@ int& command_exit_code();
 
 void add_generate_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace sjd::app

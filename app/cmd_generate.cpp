@@ -48,7 +48,7 @@ void add_generate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "generate one image from a text prompt");
   cmd->add_option("--model,-m", args->model, "model bundle directory (holds bundle.json)")->required();
   cmd->add_option("--prompt,-p", args->prompt, "text prompt")->required();
-  cmd->add_option("--output,-o", args->output, "PNG to write (atomically)", true);
+  cmd->add_option("--output,-o", args->output, "PNG to write (atomically)")->capture_default_str();
   cmd->add_option("--stats", args->stats, "write steps, step compression and latency breakdown as JSON");
   cmd->add_option("--heatmap", args->heatmap, "write the committed-at-step map over the image grid as PNG");
   cmd->add_option("--tokens", args->tokens, "write the generated token ids as JSON");

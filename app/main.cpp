@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   sjd::app::add_generate_command(app);
   sjd::app::add_batch_command(app);
+  sjd::app::add_compare_command(app);
+  sjd::app::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

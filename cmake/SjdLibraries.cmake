@@ -31,5 +31,5 @@ function(sjd_tests area)
   target_precompile_headers(tests_${area} REUSE_FROM sjd_pch)
   catch_discover_tests(tests_${area}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    PROPERTIES ENVIRONMENT "SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES ENVIRONMENT "SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1")
 endfunction()

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 build_dir=${SJD_BUILD_DIR:-build}
 jobs=${SJD_JOBS:-$(nproc)}
-apt_packages=(cmake g++ ninja-build python3 python3-pip nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev)
+apt_packages=(cmake g++ ninja-build python3 python3-pip nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev libicu-dev)
 
 missing=()
 for pkg in "${apt_packages[@]}"; do

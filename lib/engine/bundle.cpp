@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "text/tokenizer.h"
+
 namespace sjd::engine {
 namespace {
 
@@ -73,6 +75,15 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     throw InputError(e.what());
   }
   return b;
+}
+
+std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
+  nlohmann::json options = b.tokenizer;
+  const std::string kind = options.value("kind", std::string());
+  const std::string file = options.value("file", std::string());
+  options.erase("kind");
+  options.erase("file");
+  return text::load_tokenizer(kind, file, options);
 }
 
 }  // namespace sjd::engine

@@ -3,10 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/transformer_config.h"
+#include "text/tokenizer.h"
 #include "vq/vq_decoder.h"
 
 namespace sjd::engine {
@@ -35,5 +37,8 @@ struct Bundle {
 // Reads and checks bundle.json in `dir` (files exist, numbers sane); the
 // weights themselves are read and shape-checked when the model is built.
 Bundle load_bundle(const std::filesystem::path& dir);
+
+// The text tokenizer the bundle's "tokenizer" object describes.
+std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& bundle);
 
 }  // namespace sjd::engine

@@ -11,15 +11,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
-  nlohmann::json options = b.tokenizer;
-  const std::string kind = options.value("kind", std::string());
-  const std::string file = options.value("file", std::string());
-  options.erase("kind");
-  options.erase("file");
-  return text::load_tokenizer(kind, file, options);
-}
-
 }  // namespace
 
 Generator::Generator(Bundle bundle) : bundle_(std::move(bundle)) {

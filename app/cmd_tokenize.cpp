@@ -1,0 +1,75 @@
+// `sjd tokenize`: the prompt ids a model sees, or a bare tokenizer file's ids,
+// to check our tokenizers against the reference ones (like llama.cpp's tokenize tool).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli_common.h"
+#include "engine/bundle.h"
+#include "family/image_family.h"
+#include "text/json_lines.h"
+
+namespace sjd::app {
+namespace {
+
+struct TokenizeArgs {
+  std::string model;
+  bool with_template = false;
+  std::string tokenizer_file;
+  std::string kind;
+  std::string options = "{}";
+  std::string json_lines;
+  std::string text;
+};
+
+void print_ids(const std::vector<int64_t>& ids) { std::cout << nlohmann::json(ids).dump() << "\n"; }
+
+int run_tokenize(const TokenizeArgs& args) {
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::unique_ptr<engine::Bundle> bundle;
+  if (!args.model.empty()) {
+    bundle = std::make_unique<engine::Bundle>(engine::load_bundle(args.model));
+    tokenizer = engine::load_bundle_tokenizer(*bundle);
+  } else if (!args.tokenizer_file.empty() || args.kind == "byte") {
+    nlohmann::json options;
+    try {
+      options = nlohmann::json::parse(args.options);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw engine::InputError(std::string("--options: invalid JSON: ") + e.what());
+    }
+    tokenizer = text::load_tokenizer(args.kind, args.tokenizer_file, options);
+  } else {
+    throw engine::InputError("give --model DIR, or --tokenizer FILE with --kind");
+  }
+  if (!args.json_lines.empty()) {
+    std::ifstream in(args.json_lines);
+    if (!in) throw engine::InputError(args.json_lines + ": cannot open");
+    for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);
+    return 0;
+  }
+  if (bundle) {
+    const auto family = family::make_family(bundle->family, bundle->layout, *tokenizer, bundle->transformer.vocab_size,
+                                            bundle->vq.downsample, bundle->json_path.string() + ": layout");
+    print_ids(family->prompt_ids(args.text, args.with_template));
+  } else {
+    print_ids(tokenizer->encode(args.text));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app) {
+  auto args = std::make_shared<TokenizeArgs>();
+  CLI::App* cmd = app.add_subcommand("tokenize", "print the token ids of a text (a model's prompt, or a tokenizer file)");
+  cmd->add_option("--model,-m", args->model, "model bundle: ids as that family builds the prompt");
+  cmd->add_flag("--template", args->with_template, "with --model: include the prompt template and its special tokens");
+  cmd->add_option("--tokenizer", args->tokenizer_file, "a bare tokenizer file (tokenizer.json, .tiktoken, .model)");
+  cmd->add_option("--kind", args->kind, "with --tokenizer: bpe | tiktoken | spm | byte");
+  cmd->add_option("--options", args->options, "with --tokenizer: JSON options, e.g. {\"qwen_specials\": true}");
+  cmd->add_option("--json-lines", args->json_lines, "tokenize each JSON string line of this file, one id list per line");
+  cmd->add_option("text", args->text, "the text to tokenize");
+  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_tokenize(*args); }); });
+}
+
+}  // namespace sjd::app

@@ -1,0 +1,85 @@
+#include "engine/compare.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace sjd::engine {
+
+CompareReport run_compare(Generator& generator, const CompareOptions& options) {
+  CompareReport report;
+  std::vector<std::vector<at::Tensor>> columns(options.methods.size());  // per method: images in row order
+  for (size_t m = 0; m < options.methods.size(); ++m) {
+    GenerationSettings settings = options.base;
+    settings.method = options.methods[m];
+    settings.window = options.base.window;
+    CompareRow row;
+    int64_t tokens = 0, steps = 0;
+    for (const std::string& prompt : options.prompts) {
+      for (int s = 0; s < options.seeds; ++s) {
+        settings.seed = options.base.seed + static_cast<uint64_t>(s);
+        const GenerationOutput out = generator.generate(prompt, settings);
+        row.method = out.method.describe();
+        row.lossless = out.method.lossless();
+        ++row.runs;
+        tokens += out.stats.tokens;
+        steps += out.stats.steps;
+        row.seconds += out.total_seconds;
+        columns[m].push_back(out.image);
+      }
+    }
+    row.steps = static_cast<double>(steps) / row.runs;
+    row.step_compression = steps > 0 ? static_cast<double>(tokens) / steps : 0.0;
+    row.accepted_drafts = row.step_compression - 1.0;
+    row.seconds /= row.runs;
+    report.rows.push_back(row);
+  }
+  for (size_t m = 0; m < options.methods.size(); ++m) {
+    if (options.methods[m] != "ar") continue;
+    for (auto& row : report.rows) row.speedup = report.rows[m].seconds / row.seconds;
+  }
+  std::vector<at::Tensor> grid_rows;
+  for (size_t i = 0; i < columns.front().size(); ++i) {
+    std::vector<at::Tensor> cells;
+    for (const auto& column : columns) cells.push_back(column[i]);
+    grid_rows.push_back(at::cat(cells, 1));
+  }
+  report.grid = at::cat(grid_rows, 0).contiguous();
+  return report;
+}
+
+std::string format_table(const CompareReport& report) {
+  std::ostringstream out;
+  out << std::left << std::setw(44) << "method" << std::setw(10) << "lossless" << std::right << std::setw(9)
+      << "steps" << std::setw(13) << "compression" << std::setw(10) << "accepted" << std::setw(10) << "seconds"
+      << std::setw(10) << "speed-up" << "\n";
+  out << std::fixed;
+  for (const auto& r : report.rows) {
+    out << std::left << std::setw(44) << r.method << std::setw(10) << (r.lossless ? "yes" : "LOSSY") << std::right
+        << std::setprecision(1) << std::setw(9) << r.steps << std::setprecision(2) << std::setw(12)
+        << r.step_compression << "x" << std::setw(10) << r.accepted_drafts << std::setprecision(3) << std::setw(10)
+        << r.seconds << std::setprecision(2) << std::setw(9) << r.speedup << "x\n";
+  }
+  return out.str();
+}
+
+nlohmann::json to_json(const CompareReport& report, const CompareOptions& options) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : report.rows) {
+    rows.push_back({{"method", r.method},
+                    {"lossless", r.lossless},
+                    {"runs", r.runs},
+                    {"steps", r.steps},
+                    {"step_compression", r.step_compression},
+                    {"mean_accepted_drafts", r.accepted_drafts},
+                    {"seconds", r.seconds},
+                    {"speedup_vs_ar", r.speedup}});
+  }
+  return {{"prompts", options.prompts},
+          {"seeds", options.seeds},
+          {"first_seed", options.base.seed},
+          {"settings", settings_to_json(options.base)},
+          {"grid", "rows: prompt x seed in order; columns: methods in order"},
+          {"methods", rows}};
+}
+
+}  // namespace sjd::engine

@@ -1,0 +1,43 @@
+#pragma once
+// `sjd compare`: every method on the same prompts and seeds; a table (method,
+// lossless?, steps, step compression, mean accepted drafts, seconds, speed-up
+// vs ar), its JSON, and a side-by-side image grid (rows: prompt x seed,
+// columns: methods).
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+
+namespace sjd::engine {
+
+struct CompareOptions {
+  std::vector<std::string> prompts;
+  std::vector<std::string> methods;
+  int seeds = 1;                 // seeds base.seed .. base.seed + seeds - 1
+  GenerationSettings base;       // every setting but the method
+};
+
+struct CompareRow {
+  std::string method;            // the method's description (parameters, LOSSY mark)
+  bool lossless = true;
+  int runs = 0;
+  double steps = 0.0;            // mean per image
+  double step_compression = 0.0; // tokens / steps over all images
+  double accepted_drafts = 0.0;  // mean drafts accepted per step (step compression - 1)
+  double seconds = 0.0;          // mean wall time per image (generation + VQ decode)
+  double speedup = 0.0;          // ar's seconds / this method's, 0 without an ar row
+};
+
+struct CompareReport {
+  std::vector<CompareRow> rows;
+  at::Tensor grid;               // uint8 [rows * H, methods * W, 3]
+};
+
+CompareReport run_compare(Generator& generator, const CompareOptions& options);
+
+std::string format_table(const CompareReport& report);
+nlohmann::json to_json(const CompareReport& report, const CompareOptions& options);
+
+}  // namespace sjd::engine

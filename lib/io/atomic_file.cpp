@@ -1,0 +1,109 @@
+#include "io/atomic_file.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sjd::io {
+namespace {
+
+std::string system_reason() { return std::strerror(errno); }
+
+// Writes all of `size` bytes, resuming after partial writes and signals.
+bool write_fully(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+std::filesystem::path directory_of(const std::filesystem::path& path) {
+  return path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+}
+
+// Makes a completed rename durable; failure only weakens crash safety, so it is ignored.
+void sync_directory(const std::filesystem::path& directory) {
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
+  static std::atomic<unsigned> counter{0};
+  const std::string stem = "." + target_.filename().string() + ".tmp." + std::to_string(::getpid()) + ".";
+  // O_EXCL with a fresh name per attempt: two writers (threads or processes)
+  // of the same target never share a temporary file.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp_ = directory_of(target_) / (stem + std::to_string(counter++));
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0) return;
+    if (errno != EEXIST) break;
+  }
+  throw FileError("cannot create " + target_.string() + ": " + system_reason());
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(const void* data, size_t size) {
+  if (fd_ < 0) throw FileError("cannot write " + target_.string() + ": file already committed");
+  if (!write_fully(fd_, static_cast<const char*>(data), size)) {
+    throw FileError("cannot write " + target_.string() + ": " + system_reason());
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw FileError("cannot commit " + target_.string() + ": file already committed");
+  if (::fsync(fd_) != 0) throw FileError("cannot flush " + target_.string() + ": " + system_reason());
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const std::string reason = system_reason();
+    ::unlink(temp_.c_str());
+    throw FileError("cannot write " + target_.string() + ": " + reason);
+  }
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+    const std::string reason = system_reason();
+    ::unlink(temp_.c_str());
+    throw FileError("cannot replace " + target_.string() + ": " + reason);
+  }
+  sync_directory(directory_of(target_));
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
+  AtomicFileWriter writer(path);
+  writer.write(bytes);
+  writer.commit();
+}
+
+void append_line(const std::filesystem::path& path, std::string_view line) {
+  if (line.find('\n') != std::string_view::npos) {
+    throw FileError("cannot append to " + path.string() + ": the line contains a newline");
+  }
+  std::string record(line);
+  record.push_back('\n');
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) throw FileError("cannot open " + path.string() + " for appending: " + system_reason());
+  const bool written = write_fully(fd, record.data(), record.size()) && ::fdatasync(fd) == 0;
+  const std::string reason = written ? "" : system_reason();
+  ::close(fd);
+  if (!written) throw FileError("cannot append to " + path.string() + ": " + reason);
+}
+
+}  // namespace sjd::io

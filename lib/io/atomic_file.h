@@ -1,0 +1,51 @@
+#pragma once
+// Output files that are either complete or absent: content goes to a temporary
+// file in the target's directory, which is flushed and then renamed over the
+// target, so a crash or a full disk never leaves a half-written image or weight
+// file behind (and readers that mmap the old file keep a valid copy).
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace sjd::io {
+
+// A file could not be created, written or renamed; the message names the path
+// and the system's reason.
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Streams bytes into a temporary sibling of `target`; commit() makes them the
+// target. Destroying an uncommitted writer removes the temporary file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path target);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t size);
+  void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  // Flushes the data to disk and renames the temporary file onto the target.
+  void commit();
+
+  const std::filesystem::path& target() const { return target_; }
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  int fd_ = -1;
+};
+
+// Replaces `path` with `bytes` atomically.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+// Appends `line` and a newline to `path` (created if absent) with one write()
+// call, then flushes it to disk, so concurrent appenders never interleave
+// within a line and a crash loses at most the line being written. `line` must
+// not contain a newline (it would split one JSONL record into two).
+void append_line(const std::filesystem::path& path, std::string_view line);
+
+}  // namespace sjd::io

@@ -1,0 +1,139 @@
+#include "io/prompt_file.h"
+
+#include "io/delimited_text.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace sjd::io {
+namespace {
+
+enum class PromptFormat { kText, kTsv, kCsv, kJsonLines };
+
+[[noreturn]] void fail(const std::filesystem::path& file, int line, const std::string& what) {
+  throw PromptFileError(file.string() + ":" + std::to_string(line) + ": " + what);
+}
+
+std::string read_contents(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw PromptFileError(file.string() + ": cannot open the prompt file");
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  std::string text = contents.str();
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark
+  return text;
+}
+
+bool is_blank(std::string_view line) {
+  return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
+}
+
+// Each line of `text` with its 1-based number, without LF or CRLF.
+template <typename Visit>
+void for_each_line(std::string_view text, Visit visit) {
+  int number = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    visit(line, ++number);
+    begin = end + 1;
+  }
+}
+
+PromptFormat format_of(const std::filesystem::path& file, std::string_view text) {
+  const std::string extension = file.extension().string();
+  if (extension == ".txt") return PromptFormat::kText;
+  if (extension == ".tsv") return PromptFormat::kTsv;
+  if (extension == ".csv") return PromptFormat::kCsv;
+  if (extension == ".jsonl") return PromptFormat::kJsonLines;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{' ? PromptFormat::kJsonLines : PromptFormat::kText;
+}
+
+std::vector<PromptEntry> text_prompts(std::string_view text) {
+  std::vector<PromptEntry> prompts;
+  for_each_line(text, [&](std::string_view line, int number) {
+    if (!is_blank(line)) prompts.push_back({std::string(line), number});
+  });
+  return prompts;
+}
+
+std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::filesystem::path& file) {
+  std::vector<PromptEntry> prompts;
+  for_each_line(text, [&](std::string_view line, int number) {
+    if (is_blank(line)) return;
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& error) {
+      fail(file, number, std::string("not valid JSON: ") + error.what());
+    }
+    if (!record.is_object()) fail(file, number, "not a JSON object");
+    auto prompt = record.find("prompt");
+    if (prompt == record.end()) fail(file, number, "no \"prompt\" field");
+    if (!prompt->is_string()) fail(file, number, "\"prompt\" is not a string");
+    prompts.push_back({prompt->get<std::string>(), number});
+  });
+  return prompts;
+}
+
+// The prompts of the "Prompt" column of CSV or TSV records (the first is the header).
+std::vector<PromptEntry> column_prompts(const std::vector<DelimitedRecord>& records, char separator,
+                                        const std::filesystem::path& file) {
+  if (records.empty()) return {};
+  const std::vector<std::string>& header = records.front().fields;
+  auto is_prompt = [](std::string name) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    return name == "prompt";
+  };
+  auto column = std::find_if(header.begin(), header.end(), is_prompt);
+  if (column == header.end()) {
+    std::string columns;
+    for (const auto& name : header) columns += (columns.empty() ? "'" : ", '") + name + "'";
+    fail(file, records.front().line, "the header has no 'Prompt' column (columns: " + columns + ")");
+  }
+  const size_t index = static_cast<size_t>(column - header.begin());
+  const bool prompt_is_last = index + 1 == header.size();
+
+  std::vector<PromptEntry> prompts;
+  for (size_t r = 1; r < records.size(); ++r) {
+    const DelimitedRecord& record = records[r];
+    const size_t count = record.fields.size();
+    if (count < header.size() || (count > header.size() && !prompt_is_last)) {
+      fail(file, record.line, "the record has " + std::to_string(count) + " fields but the header has " +
+                                  std::to_string(header.size()));
+    }
+    std::string prompt = record.fields[index];
+    if (prompt_is_last) {
+      for (size_t extra = index + 1; extra < count; ++extra) prompt += separator + record.fields[extra];
+    }
+    prompts.push_back({std::move(prompt), record.line});
+  }
+  return prompts;
+}
+
+}  // namespace
+
+std::vector<PromptEntry> read_prompts(const std::filesystem::path& file) {
+  const std::string text = read_contents(file);
+  std::vector<PromptEntry> prompts;
+  switch (format_of(file, text)) {
+    case PromptFormat::kText: prompts = text_prompts(text); break;
+    case PromptFormat::kTsv: prompts = column_prompts(parse_tsv(text), '\t', file); break;
+    case PromptFormat::kCsv: prompts = column_prompts(parse_csv(text, file), ',', file); break;
+    case PromptFormat::kJsonLines: prompts = json_lines_prompts(text, file); break;
+  }
+  for (const PromptEntry& entry : prompts) {
+    if (is_blank(entry.prompt)) fail(file, entry.line, "the prompt is empty");
+  }
+  if (prompts.empty()) throw PromptFileError(file.string() + ": the file holds no prompts");
+  return prompts;
+}
+
+}  // namespace sjd::io

@@ -1,0 +1,37 @@
+#pragma once
+// Prompt lists for `sjd batch` and benchmarks, in the formats the usual
+// evaluation sets come in (PartiPrompts .tsv, COCO caption .csv, GenEval .txt,
+// .jsonl records).
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sjd::io {
+
+// A prompt file that cannot be read or parsed; the message names the file and line.
+class PromptFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PromptEntry {
+  std::string prompt;  // as written (only CSV/JSON quoting is undone)
+  int line = 0;        // 1-based line where the prompt's record starts
+};
+
+// The prompts of `file`, in file order, by extension:
+//  .txt   one prompt per line; blank lines are skipped;
+//  .tsv   a header line with a "Prompt" column (any case), tab-separated, no quoting;
+//  .csv   a header with a "Prompt" column, RFC 4180 quoting (see delimited_text.h);
+//  .jsonl one JSON object per line with a string "prompt" field.
+// Other extensions are read as .jsonl if the first non-blank line starts
+// with '{', else as .txt. In .tsv/.csv, when "Prompt" is the last column, a
+// record with more fields than the header is taken to hold an unquoted
+// separator inside the prompt, and the extra fields are joined back (the
+// COCO caption lists are written that way). Throws PromptFileError for an
+// unreadable file, a missing column, a bad record, an empty prompt, or a file
+// without prompts.
+std::vector<PromptEntry> read_prompts(const std::filesystem::path& file);
+
+}  // namespace sjd::io

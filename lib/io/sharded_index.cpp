@@ -1,0 +1,75 @@
+#include "io/sharded_index.h"
+
+#include "io/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace sjd::io {
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& index_file, const std::string& what) {
+  throw WeightError(index_file.string() + ": " + what);
+}
+
+// The index's "weight_map": tensor name -> shard file name.
+std::map<std::string, std::string> read_weight_map(const std::filesystem::path& index_file) {
+  std::ifstream in(index_file, std::ios::binary);
+  if (!in) fail(index_file, "cannot open the index file");
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    fail(index_file, std::string("not valid JSON: ") + error.what());
+  }
+  if (!index.is_object() || !index.contains("weight_map")) fail(index_file, "no \"weight_map\" object");
+  const nlohmann::json& entries = index["weight_map"];
+  if (!entries.is_object()) fail(index_file, "\"weight_map\" is not an object");
+  std::map<std::string, std::string> weight_map;
+  for (const auto& [tensor, shard] : entries.items()) {
+    if (!shard.is_string() || shard.get<std::string>().empty()) {
+      const std::string found = shard.is_string() ? "an empty string" : std::string("a ") + shard.type_name();
+      fail(index_file, "tensor '" + tensor + "': the shard is " + found + ", not a file name");
+    }
+    weight_map[tensor] = shard.get<std::string>();
+  }
+  return weight_map;
+}
+
+}  // namespace
+
+WeightMap load_sharded_safetensors(const std::filesystem::path& index_file) {
+  const std::map<std::string, std::string> weight_map = read_weight_map(index_file);
+  std::map<std::string, std::string> first_tensor_of_shard;  // for messages about a shard
+  for (const auto& [tensor, shard] : weight_map) first_tensor_of_shard.emplace(shard, tensor);
+
+  WeightMap weights;
+  for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
+    const std::filesystem::path shard_file = index_file.parent_path() / shard;
+    SafetensorsFile contents;
+    try {
+      contents = read_safetensors(shard_file);
+    } catch (const WeightError& error) {
+      fail(index_file, "shard '" + shard + "' (listed for tensor '" + first_tensor + "'): " + error.what());
+    }
+    for (auto& [tensor, value] : contents.tensors) {
+      // Tensors the index does not list are kept (HF loaders keep them too);
+      // a listed tensor must be in its listed shard only.
+      auto listed = weight_map.find(tensor);
+      if (listed != weight_map.end() && listed->second != shard) {
+        fail(index_file, "tensor '" + tensor + "': the index places it in '" + listed->second +
+                             "' but it is in '" + shard + "'");
+      }
+      weights.insert(tensor, std::move(value), shard_file.string());
+    }
+  }
+  for (const auto& [tensor, shard] : weight_map) {
+    if (!weights.contains(tensor)) {
+      fail(index_file, "tensor '" + tensor + "': the index places it in '" + shard + "', which does not contain it");
+    }
+  }
+  return weights;
+}
+
+}  // namespace sjd::io

@@ -1,0 +1,39 @@
+#include "text/byte_tokenizer.h"
+
+#include "text/utf8.h"
+
+namespace sjd::text {
+
+ByteTokenizer::ByteTokenizer(const JsonNode& options) {
+  options.reject_unknown_keys({"kind", "file", "first_id"});
+  const JsonNode first_id = options.at("first_id");
+  first_id_ = first_id.as_integer();
+  if (first_id_ < 0) first_id.fail("must not be negative");
+}
+
+std::vector<int64_t> ByteTokenizer::encode(const std::string& utf8) const {
+  std::vector<int64_t> ids;
+  ids.reserve(utf8.size());
+  for (const char c : utf8) ids.push_back(first_id_ + static_cast<unsigned char>(c));
+  return ids;
+}
+
+std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string bytes;
+  bytes.reserve(ids.size());
+  for (const int64_t id : ids) {
+    if (id < first_id_ || id >= first_id_ + 256) {
+      throw TokenizerError("byte tokenizer: id " + std::to_string(id) + " is outside its ids " +
+                           std::to_string(first_id_) + ".." + std::to_string(first_id_ + 255));
+    }
+    bytes += static_cast<char>(id - first_id_);
+  }
+  return utf8::to_valid(bytes);
+}
+
+std::optional<int64_t> ByteTokenizer::token_id(const std::string& token) const {
+  if (token.size() != 1) return std::nullopt;
+  return first_id_ + static_cast<unsigned char>(token[0]);
+}
+
+}  // namespace sjd::text

@@ -1,0 +1,54 @@
+#pragma once
+// VQ image decoders: a grid of codebook indices -> an RGB image. The bundle's
+// `vq` object says which decoder and its architecture numbers; the weights
+// come from a WeightMap holding the checkpoint's own tensor names.
+#include <ATen/ATen.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/weights.h"
+
+namespace sjd::vq {
+
+struct VQConfig {
+  std::string kind;  // "chameleon-vqgan"
+  int64_t codebook_size = 0;
+  int64_t embed_dim = 0;   // codebook vector length
+  int64_t z_channels = 0;  // post_quant_conv output, decoder input
+  int64_t ch = 0;          // base channel count; level i has ch * ch_mult[i]
+  std::vector<int64_t> ch_mult;
+  int64_t num_res_blocks = 0;  // the decoder uses num_res_blocks + 1 per level
+  // Taming's attention placement: level i has attention blocks when
+  // resolution / 2^i is listed here (resolution is the training image side).
+  std::vector<int64_t> attn_resolutions;
+  int64_t out_channels = 0;
+  int64_t downsample = 0;  // pixels per code along each side: 2^(levels-1)
+  // Training image side (taming's `resolution`); only needed, and then
+  // required, when attn_resolutions is not empty. 0 when absent.
+  int64_t resolution = 0;
+};
+
+// Reads a bundle's `vq` object. `where` names that object in messages, e.g.
+// "models/default/bundle.json: vq"; every error names the offending key.
+// Unknown keys are errors; `weights` is accepted and left to the bundle loader.
+VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where);
+
+class VQDecoder {
+ public:
+  virtual ~VQDecoder() = default;
+  // codes: integer [H, W] codebook indices -> uint8 RGB [H*ds, W*ds, 3] (CPU).
+  virtual at::Tensor decode(const at::Tensor& codes) const = 0;
+  // Codebook latent vectors [codebook_size, embed_dim], float32 (LANTERN
+  // neighbourhoods use their distances).
+  virtual at::Tensor codebook() const = 0;
+};
+
+// Builds the decoder `config.kind` names, validating every tensor's shape
+// against the config (errors name the tensor, both shapes and the file).
+std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights);
+
+}  // namespace sjd::vq

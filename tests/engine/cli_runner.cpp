@@ -1,0 +1,30 @@
+#include "cli_runner.h"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+
+#include "testing/test_support.h"
+
+namespace sjd::testing {
+
+CommandResult run_sjd(const std::string& args) {
+  static int counter = 0;
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const auto out = dir / ("sjd_cli_" + tag + ".out");
+  const auto err = dir / ("sjd_cli_" + tag + ".err");
+  const std::string command = (build_dir() / "sjd").string() + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(command.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+std::filesystem::path default_model() { return source_dir() / "models" / "default"; }
+
+}  // namespace sjd::testing

@@ -1,0 +1,118 @@
+// End to end through the `sjd` program: golden tokens, PNG output, batch
+// resume, and the exit code and one-line reason for bad input.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "io/png_reader.h"
+#include "testing/test_support.h"
+
+using namespace sjd::testing;
+
+namespace {
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+int count_lines(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.empty() ? 0 : 1;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("generate: fixed seed gives the golden token ids and a PNG with its settings", "[cli]") {
+  TempDir dir("generate");
+  const auto png = dir / "apple.png";
+  const auto tokens = dir / "tokens.json";
+  const auto stats = dir / "stats.json";
+  const auto r = run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " + quoted(png) +
+                         " --seed 7 --method ar --tokens " + quoted(tokens) + " --stats " + quoted(stats));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("wrote"));
+  const auto golden = nlohmann::json::parse(read_file(source_dir() / "tests/golden/default_ar_seed7_tokens.json"));
+  CHECK(nlohmann::json::parse(read_file(tokens)) == golden);
+  const auto size = sjd::io::read_png_size(png);
+  CHECK(size.first == 128);
+  CHECK(size.second == 128);
+  bool saw_prompt = false;
+  for (const auto& [key, value] : sjd::io::read_png_text(png)) saw_prompt |= key == "prompt" && value == "a red apple";
+  CHECK(saw_prompt);
+  const auto s = nlohmann::json::parse(read_file(stats));
+  CHECK(s["tokens"] == 277);
+  CHECK(s["steps"] == 277);  // AR: one forward pass per token
+  CHECK(s["lossless"] == true);
+
+  // The same seed reproduces the image exactly; a speculative method runs too.
+  const auto again = dir / "again.png";
+  REQUIRE(run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " + quoted(again) +
+                  " --seed 7 --method ar").exit_code == 0);
+  CHECK(read_file(again) == read_file(png));
+  const auto spec = run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " +
+                            quoted(dir / "sjd.png") + " --seed 7 --method sjd-pac --relax cool");
+  CHECK(spec.exit_code == 0);
+  CHECK_THAT(spec.out, Catch::Contains("LOSSY"));
+}
+
+TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prompts, failures carry on",
+          "[cli]") {
+  TempDir dir("batch");
+  const auto prompts = dir / "prompts.txt";
+  write_file(prompts, "a red apple\na blue square\na green ring\n");
+  const auto out = dir / "out";
+  // A folder where the second image must go makes that prompt fail; the others still run.
+  std::filesystem::create_directories(out / "00001_a-blue-square.png");
+  const std::string cmd = "batch --model " + quoted(default_model()) + " --prompts " + quoted(prompts) +
+                          " --out-dir " + quoted(out) + " --seed 3";
+  const auto first = run_sjd(cmd);
+  CHECK(first.exit_code == 1);
+  CHECK(std::filesystem::exists(out / "00000_a-red-apple.png"));
+  CHECK(std::filesystem::exists(out / "00002_a-green-ring.png"));
+  CHECK(count_lines(out / "manifest.jsonl") == 3);
+  CHECK_THAT(read_file(out / "manifest.jsonl"), Catch::Contains("\"status\":\"failed\""));
+
+  std::filesystem::remove(out / "00001_a-blue-square.png");
+  const auto before = std::filesystem::last_write_time(out / "00000_a-red-apple.png");
+  const auto second = run_sjd(cmd);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  CHECK_THAT(second.out, Catch::Contains("1 generated, 2 already done, 0 failed"));
+  CHECK(std::filesystem::last_write_time(out / "00000_a-red-apple.png") == before);
+  CHECK(std::filesystem::exists(out / "00001_a-blue-square.png"));
+}
+
+TEST_CASE("bad input exits with code 2 and a one-line reason", "[cli]") {
+  TempDir dir("bad");
+  const std::string model = " --model " + quoted(default_model());
+  write_file(dir / "bad.json", "{\"cfg\": 2.0, ");
+  write_file(dir / "unknown.json", "{\"tmperature\": 1.0}");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"generate --model /nonexistent/model -p x -o " + quoted(dir / "a.png"), "/nonexistent/model"},
+      {"generate" + model + " -p x -o " + quoted(dir / "a.png") + " --config " + quoted(dir / "bad.json"), "bad.json"},
+      {"generate" + model + " -p x -o " + quoted(dir / "a.png") + " --config " + quoted(dir / "unknown.json"),
+       "tmperature"},
+      {"generate" + model + " -p x -o " + quoted(dir / "a.png") + " --method fastest", "fastest"},
+      {"generate" + model + " -p x -o /nonexistent/dir/a.png", "/nonexistent/dir/a.png"},
+      {"batch" + model + " --prompts /nonexistent.txt --out-dir " + quoted(dir / "o"), "/nonexistent.txt"},
+  };
+  for (const auto& [args, named] : cases) {
+    const auto r = run_sjd(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(named));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("--help works for every subcommand", "[cli]") {
+  for (const std::string cmd : {"generate", "batch"}) {
+    const auto r = run_sjd(cmd + " --help");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("--model"));
+  }
+  CHECK_THAT(run_sjd("generate --help").out, Catch::Contains("LOSSY"));
+}

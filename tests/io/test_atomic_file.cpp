@@ -1,0 +1,64 @@
+// Atomic whole-file writes and line appends (the batch manifest).
+#include "io/atomic_file.h"
+#include "testing/test_support.h"
+
+#include <catch2/catch.hpp>
+
+namespace io = sjd::io;
+using Catch::Matchers::Contains;
+using sjd::testing::TempDir;
+
+namespace {
+
+size_t entries_in(const std::filesystem::path& directory) {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(directory),
+                                           std::filesystem::directory_iterator{}));
+}
+
+}  // namespace
+
+TEST_CASE("write_file_atomic creates and replaces files, leaving no temporary", "[io][atomic]") {
+  TempDir dir("atomic_write");
+  const auto file = dir / "stats.json";
+  io::write_file_atomic(file, "first");
+  CHECK(sjd::testing::read_file(file) == "first");
+  io::write_file_atomic(file, std::string("sec\0ond", 7));
+  CHECK(sjd::testing::read_file(file) == std::string("sec\0ond", 7));
+  CHECK(entries_in(dir.path()) == 1);
+}
+
+TEST_CASE("an uncommitted writer leaves the target untouched", "[io][atomic]") {
+  TempDir dir("atomic_abort");
+  const auto file = dir / "weights.bin";
+  io::write_file_atomic(file, "old");
+  {
+    io::AtomicFileWriter writer(file);
+    writer.write("new content");
+  }  // destroyed without commit(), as when an exception interrupts writing
+  CHECK(sjd::testing::read_file(file) == "old");
+  CHECK(entries_in(dir.path()) == 1);
+}
+
+TEST_CASE("atomic writes to impossible places name the path", "[io][atomic]") {
+  TempDir dir("atomic_errors");
+  const auto in_missing_dir = dir / "no" / "such" / "file.txt";
+  CHECK_THROWS_AS(io::write_file_atomic(in_missing_dir, "x"), io::FileError);
+  CHECK_THROWS_WITH(io::write_file_atomic(in_missing_dir, "x"), Contains(in_missing_dir.string()));
+  CHECK_THROWS_WITH(io::write_file_atomic("/proc/sjd_atomic_test", "x"), Contains("/proc/sjd_atomic_test"));
+  // A directory cannot be replaced by a file: the rename fails and the temporary is removed.
+  std::filesystem::create_directory(dir / "taken");
+  std::filesystem::create_directory(dir / "taken" / "child");
+  CHECK_THROWS_WITH(io::write_file_atomic(dir / "taken", "x"), Contains((dir / "taken").string()));
+  CHECK(entries_in(dir.path()) == 1);
+}
+
+TEST_CASE("append_line appends whole lines", "[io][atomic]") {
+  TempDir dir("atomic_append");
+  const auto manifest = dir / "manifest.jsonl";
+  io::append_line(manifest, R"({"image": "0.png"})");
+  io::append_line(manifest, R"({"image": "1.png"})");
+  CHECK(sjd::testing::read_file(manifest) == "{\"image\": \"0.png\"}\n{\"image\": \"1.png\"}\n");
+  CHECK_THROWS_WITH(io::append_line(manifest, "two\nlines"), Contains(manifest.string()) && Contains("newline"));
+  CHECK_THROWS_WITH(io::append_line(dir / "missing" / "m.jsonl", "x"), Contains("missing/m.jsonl"));
+  CHECK(sjd::testing::read_file(manifest) == "{\"image\": \"0.png\"}\n{\"image\": \"1.png\"}\n");
+}

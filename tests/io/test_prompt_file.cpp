@@ -1,0 +1,151 @@
+// Prompt files in the four formats, their error cases, and the shared
+// evaluation prompt sets when the shared data folder is present.
+#include "io/prompt_file.h"
+#include "testing/test_support.h"
+
+#include <catch2/catch.hpp>
+
+namespace io = sjd::io;
+using Catch::Matchers::Contains;
+using sjd::testing::TempDir;
+
+namespace {
+
+std::vector<io::PromptEntry> read_written(const TempDir& dir, const std::string& name, const std::string& text) {
+  sjd::testing::write_file(dir / name, text);
+  return io::read_prompts(dir / name);
+}
+
+std::string error_of(const TempDir& dir, const std::string& name, const std::string& text) {
+  try {
+    read_written(dir, name, text);
+  } catch (const io::PromptFileError& error) {
+    return error.what();
+  }
+  FAIL("reading " << name << " did not throw PromptFileError");
+  return "";
+}
+
+std::vector<std::string> prompts_of(const std::vector<io::PromptEntry>& entries) {
+  std::vector<std::string> prompts;
+  for (const auto& entry : entries) prompts.push_back(entry.prompt);
+  return prompts;
+}
+
+std::vector<int> lines_of(const std::vector<io::PromptEntry>& entries) {
+  std::vector<int> lines;
+  for (const auto& entry : entries) lines.push_back(entry.line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("txt: one prompt per non-empty line", "[io][prompts]") {
+  TempDir dir("prompts_txt");
+  const std::string byte_order_mark = "\xEF\xBB\xBF";
+  const auto entries =
+      read_written(dir, "p.txt", byte_order_mark + "a photo of a cat\r\n\n   \nan \"astronaut\", riding\n");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"a photo of a cat", "an \"astronaut\", riding"});
+  CHECK(lines_of(entries) == std::vector<int>{1, 4});
+}
+
+TEST_CASE("tsv: the Prompt column of a header line", "[io][prompts]") {
+  TempDir dir("prompts_tsv");
+  const std::string creme_brulee = "cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e";
+  const auto entries = read_written(dir, "p.tsv",
+                                    "Category\tPrompt\tNote\n"
+                                    "Animals\ta \"quoted\" dog\t\n"
+                                    "\n"
+                                    "Art\t" + creme_brulee + "\tx\r\n");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"a \"quoted\" dog", creme_brulee});
+  CHECK(lines_of(entries) == std::vector<int>{2, 4});
+}
+
+TEST_CASE("csv: RFC 4180 quoting", "[io][prompts]") {
+  TempDir dir("prompts_csv");
+  const auto entries = read_written(dir, "p.csv",
+                                    "id,prompt\r\n"
+                                    "1,\"a cat, a dog\"\r\n"
+                                    "2,\"she said \"\"hi\"\"\"\n"
+                                    "3,\"two\nlines\"\n"
+                                    "\n"
+                                    "4,plain text\n"
+                                    "5,\"\"\"Head shot\"\" of a zebra\"");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"a cat, a dog", "she said \"hi\"", "two\nlines", "plain text",
+                                                        "\"Head shot\" of a zebra"});
+  CHECK(lines_of(entries) == std::vector<int>{2, 3, 4, 7, 8});
+}
+
+TEST_CASE("csv: stray quotes and unquoted commas in a last Prompt column", "[io][prompts]") {
+  TempDir dir("prompts_csv_loose");
+  const auto entries = read_written(dir, "p.csv",
+                                    "Prompt\n"
+                                    "\"Head shot\" of a zebra.\n"
+                                    "A furry, black bear, in the wild.\n"
+                                    "Meal of egg \"salad\", apple\n");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"\"Head shot\" of a zebra.",
+                                                        "A furry, black bear, in the wild.",
+                                                        "Meal of egg \"salad\", apple"});
+}
+
+TEST_CASE("jsonl: a prompt field per line", "[io][prompts]") {
+  TempDir dir("prompts_jsonl");
+  const auto entries = read_written(dir, "p.jsonl",
+                                    "{\"prompt\": \"a cat\", \"seed\": 3}\n\n{\"prompt\": \"\\u732b \\\"q\\\"\"}\n");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"a cat", "\xE7\x8C\xAB \"q\""});
+  CHECK(lines_of(entries) == std::vector<int>{1, 3});
+}
+
+TEST_CASE("unknown extensions are sniffed", "[io][prompts]") {
+  TempDir dir("prompts_sniff");
+  CHECK(prompts_of(read_written(dir, "list", "\n{\"prompt\": \"json one\"}\n")) ==
+        std::vector<std::string>{"json one"});
+  CHECK(prompts_of(read_written(dir, "list.prompts", "line one\nline two\n")) ==
+        std::vector<std::string>{"line one", "line two"});
+}
+
+TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
+  TempDir dir("prompts_errors");
+  const std::string root = dir.path().string();
+
+  CHECK_THAT(error_of(dir, "a.tsv", "Category\tNote\nx\ty\n"),
+             Contains(root + "/a.tsv:1") && Contains("no 'Prompt' column") && Contains("'Category', 'Note'"));
+  CHECK_THAT(error_of(dir, "b.csv", "id,text\n1,x\n"), Contains("b.csv:1") && Contains("no 'Prompt' column"));
+  CHECK_THAT(error_of(dir, "c.csv", "Prompt\nok\n\"never closed, at all\nmore\n"),
+             Contains("c.csv:3") && Contains("unterminated quote"));
+  CHECK_THAT(error_of(dir, "d.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \n"),
+             Contains("d.jsonl:2") && Contains("not valid JSON"));
+  CHECK_THAT(error_of(dir, "e.jsonl", "{\"text\": \"x\"}\n"), Contains("e.jsonl:1") && Contains("no \"prompt\" field"));
+  CHECK_THAT(error_of(dir, "f.jsonl", "{\"prompt\": 5}\n"), Contains("f.jsonl:1") && Contains("not a string"));
+  CHECK_THAT(error_of(dir, "g.jsonl", "[\"prompt\"]\n"), Contains("g.jsonl:1") && Contains("not a JSON object"));
+  CHECK_THAT(error_of(dir, "h.tsv", "Prompt\tNote\nfine\tx\nshort\n"),
+             Contains("h.tsv:3") && Contains("1 fields but the header has 2"));
+  CHECK_THAT(error_of(dir, "i.csv", "Prompt,Note\na,b,c\n"), Contains("i.csv:2") && Contains("3 fields"));
+  CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("empty"));
+  CHECK_THAT(error_of(dir, "k.txt", "\n  \n"), Contains("k.txt") && Contains("no prompts"));
+  CHECK_THROWS_WITH(io::read_prompts(dir / "absent.txt"), Contains("absent.txt") && Contains("cannot open"));
+}
+
+TEST_CASE("shared evaluation prompt sets read completely", "[io][prompts][shared]") {
+  const auto prompts_dir = sjd::testing::source_dir() / ".." / "shared" / "data" / "prompts";
+  if (!std::filesystem::exists(prompts_dir / "PartiPrompts.tsv") ||
+      !std::filesystem::exists(prompts_dir / "coco_captions_30k.csv")) {
+    WARN("shared prompt sets not found under " << prompts_dir.string() << ": not tested");
+    SUCCEED();
+    return;
+  }
+  const auto parti = io::read_prompts(prompts_dir / "PartiPrompts.tsv");
+  CHECK(parti.size() == 1632);
+  CHECK(parti.front().prompt == "bond");
+  CHECK(parti.front().line == 2);
+  CHECK(parti.back().line == 1633);
+
+  const auto coco = io::read_prompts(prompts_dir / "coco_captions_30k.csv");
+  CHECK(coco.size() == 30000);
+  CHECK(coco.front().prompt == "This wire metal rack holds several pairs of shoes and sandals");
+  CHECK(coco.back().line == 30001);
+  for (const auto& entry : coco) {
+    INFO("line " << entry.line);
+    REQUIRE(entry.prompt.find('\n') == std::string::npos);
+  }
+}
