@@ -48,6 +48,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
+  add_setting(cmd, o, a, "--resolution", &values_.resolution, &S::resolution,
+              "image side in pixels where the family supports several (0 = the model's own)");
 }
 
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,

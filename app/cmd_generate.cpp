@@ -28,7 +28,7 @@ int run_generate(const GenerateArgs& args) {
   const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
   const nlohmann::json stats = engine::stats_json(out, write_seconds);
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
-  if (!args.heatmap.empty()) engine::write_step_heatmap(args.heatmap, out, generator.family().layout());
+  if (!args.heatmap.empty()) engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout());
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
   std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0) << ")\n"
             << "method " << out.method.describe() << (out.method.lossless() ? "" : " -- lossy: output differs in distribution from ar") << "\n"

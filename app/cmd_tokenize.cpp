@@ -48,8 +48,7 @@ int run_tokenize(const TokenizeArgs& args) {
     return 0;
   }
   if (bundle) {
-    const auto family = family::make_family(bundle->family, bundle->layout, *tokenizer, bundle->transformer.vocab_size,
-                                            bundle->vq.downsample, bundle->json_path.string() + ": layout");
+    const auto family = family::make_family(engine::family_context(*bundle, *tokenizer, nullptr, 0));
     print_ids(family->prompt_ids(args.text, args.with_template));
   } else {
     print_ids(tokenizer->encode(args.text));

@@ -69,6 +69,7 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     b.vq = vq::parse_vq_config(v, where + ": vq");
     b.vq_weights = file_list(v, dir, where + ": vq");
     b.defaults = j.value("defaults", nlohmann::json::object());
+    b.raw = j;
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -84,6 +85,21 @@ std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
   options.erase("kind");
   options.erase("file");
   return text::load_tokenizer(kind, file, options);
+}
+
+family::FamilyContext family_context(const Bundle& b, const text::Tokenizer& tokenizer, const io::WeightMap* weights,
+                                     int64_t resolution) {
+  family::FamilyContext c;
+  c.family = b.family;
+  c.bundle = b.raw;
+  c.bundle_dir = b.dir;
+  c.where = b.json_path.string();
+  c.tokenizer = &tokenizer;
+  c.weights = weights;
+  c.vocab_size = b.transformer.vocab_size;
+  c.downsample = b.vq.downsample;
+  c.resolution = resolution;
+  return c;
 }
 
 }  // namespace sjd::engine

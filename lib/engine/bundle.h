@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "family/image_family.h"
 #include "model/transformer_config.h"
 #include "text/tokenizer.h"
 #include "vq/vq_decoder.h"
@@ -32,6 +33,7 @@ struct Bundle {
   vq::VQConfig vq;
   std::vector<std::filesystem::path> vq_weights;
   nlohmann::json defaults;       // generation settings layer
+  nlohmann::json raw;            // the whole bundle.json (families read their own sections)
 };
 
 // Reads and checks bundle.json in `dir` (files exist, numbers sane); the
@@ -40,5 +42,9 @@ Bundle load_bundle(const std::filesystem::path& dir);
 
 // The text tokenizer the bundle's "tokenizer" object describes.
 std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& bundle);
+
+// What the bundle's family needs to build itself (weights may be null when only tokenizing).
+family::FamilyContext family_context(const Bundle& bundle, const text::Tokenizer& tokenizer,
+                                     const io::WeightMap* weights, int64_t resolution);
 
 }  // namespace sjd::engine

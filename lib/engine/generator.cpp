@@ -15,15 +15,20 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 Generator::Generator(Bundle bundle) : bundle_(std::move(bundle)) {
   tokenizer_ = load_bundle_tokenizer(bundle_);
-  family_ = family::make_family(bundle_.family, bundle_.layout, *tokenizer_, bundle_.transformer.vocab_size,
-                                bundle_.vq.downsample, bundle_.json_path.string() + ": layout");
-  const io::WeightMap weights = io::WeightMap::load_all(bundle_.transformer_weights);
+  weights_ = io::WeightMap::load_all(bundle_.transformer_weights);
+  family(0);  // checks the layout before the weights are converted
   model_ = std::make_unique<model::Transformer>(
-      bundle_.transformer, model::load_transformer_weights(weights, bundle_.transformer, at::kFloat));
+      bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, at::kFloat));
   vq_ = vq::make_vq_decoder(bundle_.vq, io::WeightMap::load_all(bundle_.vq_weights));
 }
 
 Generator::~Generator() = default;
+
+const family::ImageFamily& Generator::family(int64_t resolution) {
+  auto& slot = families_[resolution];
+  if (!slot) slot = family::make_family(family_context(bundle_, *tokenizer_, &weights_, resolution));
+  return *slot;
+}
 
 GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& settings,
                                      uint32_t sequence) {
@@ -31,9 +36,10 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   GenerationOutput out;
   out.settings = settings;
   out.method = method_from_settings(settings);
+  const family::ImageFamily& glue = family(settings.resolution);
   if (out.method.relax.kind == sampling::RelaxKind::kLantern) {
     if (lantern_k_ != out.method.relax.lantern_k) {
-      const family::TokenLayout& layout = family_->layout();
+      const family::TokenLayout& layout = glue.layout();
       lantern_table_ = sampling::lantern_neighbours(vq_->codebook(), out.method.relax.lantern_k,
                                                     layout.first_code_id(), layout.vocab_size());
       lantern_k_ = out.method.relax.lantern_k;
@@ -41,18 +47,18 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
     out.method.relax.neighbours = lantern_table_;
   }
   decoding::DecodeRequest request;
-  request.rows.push_back(family_->conditional(prompt));
-  if (settings.cfg != 1.0) request.rows.push_back(family_->unconditional());
-  request.pipeline = pipeline_from_settings(settings, family_->cfg_mix(), out.method.greedy);
+  request.rows.push_back(glue.conditional(prompt));
+  if (settings.cfg != 1.0) request.rows.push_back(glue.unconditional());
+  request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), out.method.greedy);
   request.method = out.method;
   request.seed = settings.seed;
   request.sequence = sequence;
-  decoding::DecodeResult result = decoding::decode(*model_, family_->layout(), request);
+  decoding::DecodeResult result = decoding::decode(*model_, glue.layout(), request);
   out.tokens = std::move(result.tokens);
   out.stats = std::move(result.stats);
 
   const auto vq_start = Clock::now();
-  out.codes = family_->layout().codes(out.tokens);
+  out.codes = glue.layout().codes(out.tokens);
   out.image = vq_->decode(out.codes);
   out.vq_seconds = since(vq_start);
   out.total_seconds = since(start);

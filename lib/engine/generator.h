@@ -3,6 +3,7 @@
 // glue, transformer, VQ decoder. One Generator serves many prompts.
 #include <ATen/ATen.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,7 +35,8 @@ class Generator {
   ~Generator();
 
   const Bundle& bundle() const { return bundle_; }
-  const family::ImageFamily& family() const { return *family_; }
+  // The family glue for a resolution (0 = the bundle's own), built on first use.
+  const family::ImageFamily& family(int64_t resolution = 0);
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
 
   // `sequence` separates the random streams of several images made with one seed.
@@ -43,7 +45,8 @@ class Generator {
  private:
   Bundle bundle_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
-  std::unique_ptr<family::ImageFamily> family_;
+  io::WeightMap weights_;  // kept: families may read tensors (LlamaGen's caption projection)
+  std::map<int64_t, std::unique_ptr<family::ImageFamily>> families_;  // by resolution
   std::unique_ptr<model::Transformer> model_;
   std::unique_ptr<vq::VQDecoder> vq_;
   at::Tensor lantern_table_;  // neighbour table for the last lantern_k used

@@ -29,6 +29,7 @@ struct GenerationSettings {
   double temperature = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 0;
+  int64_t resolution = 0;      // image side in pixels; 0 = the bundle's own
 };
 
 // Overlays the keys of `layer` onto `settings`; `where` names the source in

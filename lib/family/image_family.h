@@ -4,10 +4,12 @@
 // Everything else (model, loop, methods) is shared by all families.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "family/token_layout.h"
+#include "io/weights.h"
 #include "model/token_model.h"
 #include "sampling/logits_pipeline.h"
 #include "text/tokenizer.h"
@@ -28,10 +30,22 @@ class ImageFamily {
   virtual int64_t image_width() const = 0;
 };
 
-// Builds the family named by a bundle from its "layout" object; `where` names
-// that object in errors. The tokenizer must outlive the family.
-std::unique_ptr<ImageFamily> make_family(const std::string& family, const nlohmann::json& layout,
-                                         const text::Tokenizer& tokenizer, int64_t vocab_size, int64_t downsample,
-                                         const std::string& where);
+// What a family may read to build itself. Families read their own sections of
+// the bundle ("layout", and e.g. LlamaGen's "text_encoder").
+struct FamilyContext {
+  std::string family;
+  nlohmann::json bundle;                // the whole bundle.json
+  std::filesystem::path bundle_dir;
+  std::string where;                    // bundle.json's path, for errors
+  const text::Tokenizer* tokenizer = nullptr;  // must outlive the family
+  const io::WeightMap* weights = nullptr;      // transformer tensors; null when only tokenizing
+  int64_t vocab_size = 0;
+  int64_t downsample = 0;               // VQ pixels per code
+  int64_t resolution = 0;               // requested image side in pixels; 0 = the bundle's grid
+};
+
+// Builds the family the context names; an unknown family or an unsupported
+// resolution is std::invalid_argument naming the bundle and value.
+std::unique_ptr<ImageFamily> make_family(const FamilyContext& context);
 
 }  // namespace sjd::family

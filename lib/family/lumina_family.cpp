@@ -1,6 +1,8 @@
 #include "family/lumina_family.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace sjd::family {
 namespace {
@@ -20,7 +22,8 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 }  // namespace
 
-LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, const std::string& where) {
+LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, int64_t resolution,
+                                 const std::string& where) {
   LuminaConfig c;
   c.grid_height = need(j, "grid_height", where);
   c.grid_width = need(j, "grid_width", where);
@@ -35,6 +38,17 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, co
   c.size_token_base = need(j, "size_token_base", where);
   c.size_token_unit_px = j.value("size_token_unit_px", int64_t{32});
   c.prompt_template = j.value("prompt_template", std::string("{prompt}"));
+  if (resolution > 0 && resolution != c.grid_height * downsample) {
+    const std::vector<int64_t> allowed = j.value("resolutions", std::vector<int64_t>{});
+    if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end() || resolution % downsample != 0) {
+      std::string list;
+      for (int64_t r : allowed) list += (list.empty() ? "" : ", ") + std::to_string(r);
+      throw std::invalid_argument(where + ": resolution " + std::to_string(resolution) +
+                                  " is not supported (supported: " +
+                                  (list.empty() ? std::to_string(c.grid_height * downsample) : list) + ")");
+    }
+    c.grid_height = c.grid_width = resolution / downsample;
+  }
   return c;
 }
 

@@ -16,7 +16,10 @@ struct LuminaConfig {
   std::string prompt_template;
 };
 
-LuminaConfig parse_lumina_config(const nlohmann::json& layout, int64_t downsample, const std::string& where);
+// `resolution` (pixels, 0 = the bundle's grid) must be a multiple of
+// downsample * size_token_unit_px listed in the layout's "resolutions" (if any).
+LuminaConfig parse_lumina_config(const nlohmann::json& layout, int64_t downsample, int64_t resolution,
+                                 const std::string& where);
 
 class LuminaFamily : public ImageFamily {
  public:

@@ -15,6 +15,9 @@ struct RowPrompt {
   std::vector<int64_t> tokens;      // at least one token
   std::vector<int64_t> positions;   // RoPE position of each prompt token
   std::vector<uint8_t> key_valid;   // 0: later tokens must not attend to this slot
+  // Optional [tokens, hidden] input vectors used instead of the token embeddings
+  // (LlamaGen's projected caption); the last row is the first window's root.
+  at::Tensor embeddings;
 };
 // Generated token t of a row sits at position positions.back() + 1 + t.
 

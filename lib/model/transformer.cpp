@@ -44,6 +44,7 @@ void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generate
                    longest + max_generated + max_window + 1, config_.head_dim, weights_.embed.scalar_type());
   next_position_.assign(rows.size(), 0);
   pending_valid_.clear();
+  pending_root_embedding_.assign(rows.size(), at::Tensor());
   for (size_t r = 0; r < rows.size(); ++r) {
     const RowPrompt& row = rows[r];
     if (row.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");
@@ -60,12 +61,16 @@ void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generate
         if (!valid[static_cast<size_t>(j)]) mask.select(1, j).fill_(false);
       }
       mask.diagonal().fill_(true);
-      forward_hidden({static_cast<int64_t>(r)}, embed(tokens), positions, mask);
+      const at::Tensor hidden = row.embeddings.defined()
+                                    ? row.embeddings.narrow(0, 0, n).unsqueeze(0).to(weights_.embed.scalar_type())
+                                    : embed(tokens);
+      forward_hidden({static_cast<int64_t>(r)}, hidden, positions, mask);
       std::vector<int64_t> kept(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j) kept[static_cast<size_t>(j)] = j;
       cache_.commit_row(static_cast<int64_t>(r), kept, valid);
     }
     next_position_[r] = row.positions.back();
+    if (row.embeddings.defined()) pending_root_embedding_[r] = row.embeddings[n].to(weights_.embed.scalar_type());
     pending_valid_.push_back(row.key_valid.back());
   }
 }
@@ -94,7 +99,12 @@ at::Tensor Transformer::forward(const std::vector<int64_t>& roots, const DraftTr
     m[slot][0] = true;
     for (int a = static_cast<int>(i); a >= 0; a = nodes.parent[static_cast<size_t>(a)]) m[slot][a + 1] = true;
   }
-  return forward_hidden(row_ids, embed(tokens), positions, mask);
+  at::Tensor hidden = embed(tokens);
+  for (int64_t r = 0; r < rows; ++r) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
+    const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(r)];
+    if (root.defined()) hidden[r][0].copy_(root);
+  }
+  return forward_hidden(row_ids, hidden, positions, mask);
 }
 
 void Transformer::commit(const std::vector<int>& path) {
@@ -106,6 +116,7 @@ void Transformer::commit(const std::vector<int>& path) {
     cache_.commit_row(r, kept, valid);
     next_position_[static_cast<size_t>(r)] += static_cast<int64_t>(kept.size());
     pending_valid_[static_cast<size_t>(r)] = 1;
+    pending_root_embedding_[static_cast<size_t>(r)] = at::Tensor();
   }
 }
 

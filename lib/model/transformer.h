@@ -49,6 +49,7 @@ class Transformer : public TokenModel {
   KvCache cache_;
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
+  std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root
 };
 
 }  // namespace sjd::model

@@ -63,10 +63,14 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
       "kind", "weights", "codebook_size", "embed_dim", "z_channels", "ch", "ch_mult", "num_res_blocks",
       "attn_resolutions", "out_channels", "downsample", "resolution"};
   ConfigReader reader(j, where);
-  for (const auto& item : j.items())
-    if (!known.count(item.key())) reader.fail(item.key(), "unknown key");
+  // Other kinds add their own keys (read from `raw` by their decoders, which check them).
+  if (j.value("kind", std::string()) == "chameleon-vqgan") {
+    for (const auto& item : j.items())
+      if (!known.count(item.key())) reader.fail(item.key(), "unknown key");
+  }
 
   VQConfig c;
+  c.raw = j;
   c.kind = reader.string("kind");
   c.codebook_size = reader.positive_int("codebook_size");
   c.embed_dim = reader.positive_int("embed_dim");

@@ -4,12 +4,17 @@
 #include <stdexcept>
 
 #include "vq/chameleon_vqgan.h"
+#include "vq/movq_decoder.h"
+#include "vq/vq16_decoder.h"
 
 namespace sjd::vq {
 
 std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights) {
   if (config.kind == "chameleon-vqgan") return std::make_unique<ChameleonVQGAN>(config, weights);
-  throw std::invalid_argument("vq.kind: unknown VQ decoder \"" + config.kind + "\" (known: chameleon-vqgan)");
+  if (config.kind == "movq") return make_movq_decoder(config, weights);
+  if (config.kind == "vq16") return make_vq16_decoder(config, weights);
+  throw std::invalid_argument("vq.kind: unknown VQ decoder \"" + config.kind +
+                              "\" (known: chameleon-vqgan, movq, vq16)");
 }
 
 }  // namespace sjd::vq

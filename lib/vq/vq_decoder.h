@@ -3,7 +3,7 @@
 // `vq` object says which decoder and its architecture numbers; the weights
 // come from a WeightMap holding the checkpoint's own tensor names.
 #include <ATen/ATen.h>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -30,6 +30,7 @@ struct VQConfig {
   // Training image side (taming's `resolution`); only needed, and then
   // required, when attn_resolutions is not empty. 0 when absent.
   int64_t resolution = 0;
+  nlohmann::json raw;  // the whole `vq` object: kind-specific keys (MoVQ's temporal stack, ...)
 };
 
 // Reads a bundle's `vq` object. `where` names that object in messages, e.g.

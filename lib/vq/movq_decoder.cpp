@@ -1,0 +1,12 @@
+#include "vq/movq_decoder.h"
+
+#include <stdexcept>
+
+namespace sjd::vq {
+
+// Placeholder until the family's decoder lands (issue 4).
+std::unique_ptr<VQDecoder> make_movq_decoder(const VQConfig& config, const io::WeightMap&) {
+  throw std::invalid_argument("vq.kind \"" + config.kind + "\" is not implemented yet");
+}
+
+}  // namespace sjd::vq

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Turn an original model release into an sjd bundle (a folder with bundle.json).
+
+One subcommand per family; each explains what it wrote. Run with --help, or
+`export_bundle.py FAMILY --help` for the files each family needs (docs/models.md
+lists the downloads). Needs PyTorch 2.x and the pinned packages of requirements.txt.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sjd_export import FAMILIES  # noqa: E402
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="family", required=True)
+    for module in FAMILIES:
+        module.add_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except (FileNotFoundError, KeyError, ValueError) as error:
+        print(f"export_bundle: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Helpers shared by the exporters: writing tensors and bundle.json, and saying what was written."""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+
+def write_json_atomic(path, data):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as out:
+        json.dump(data, out, indent=2)
+        out.write("\n")
+    os.replace(tmp, path)
+
+
+def save_safetensors(path, tensors):
+    """Contiguous CPU tensors to a .safetensors file (atomically)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    save_file({k: v.detach().cpu().contiguous() for k, v in sorted(tensors.items())}, str(tmp))
+    os.replace(tmp, path)
+
+
+class _TensorArchive(torch.nn.Module):
+    """A module whose buffers are the tensors, named with '.' (nested modules)."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        for name, tensor in tensors.items():
+            owner = self
+            *parents, leaf = name.split(".")
+            for part in parents:
+                if not hasattr(owner, part):
+                    owner.add_module(part, torch.nn.Module())
+                owner = getattr(owner, part)
+            owner.register_buffer(leaf, tensor.detach().cpu().contiguous())
+
+
+def save_torchscript(path, tensors):
+    """Tensors as a TorchScript archive readable by torch::jit::load (the product's format)."""
+    import warnings
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TorchScript is deprecated on the Python side; C++ loading stays
+        scripted = torch.jit.script(_TensorArchive(tensors))
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.jit.save(scripted, str(tmp))
+    os.replace(tmp, path)
+
+
+def load_state_dict(path):
+    """A pickled checkpoint's state dict, under 'model', 'module' or 'state_dict' if nested."""
+    checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)
+    for key in ("model", "module", "state_dict"):
+        if isinstance(checkpoint, dict) and key in checkpoint and isinstance(checkpoint[key], dict):
+            checkpoint = checkpoint[key]
+            break
+    if not isinstance(checkpoint, dict):
+        raise ValueError(f"{path}: no state dict found (expected a dict, or one under model/module/state_dict)")
+    return {k: v for k, v in checkpoint.items() if isinstance(v, torch.Tensor)}
+
+
+def report(out_dir, written):
+    """Prints what the export wrote, one line per file."""
+    print(f"wrote bundle {out_dir}:")
+    for name, what in written:
+        print(f"  {name}: {what}")
