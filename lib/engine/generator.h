@@ -38,6 +38,8 @@ class Generator {
   // The family glue for a resolution (0 = the bundle's own), built on first use.
   const family::ImageFamily& family(int64_t resolution = 0);
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
+  model::Transformer& transformer() { return *model_; }
+  const vq::VQDecoder& vq_decoder() const { return *vq_; }
 
   // `sequence` separates the random streams of several images made with one seed.
   GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);

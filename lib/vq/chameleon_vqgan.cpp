@@ -100,13 +100,4 @@ at::Tensor ChameleonVQGAN::decode_float(const at::Tensor& codes) const {
   return conv_out_(swish(norm_out_(h)))[0];
 }
 
-at::Tensor ChameleonVQGAN::decode(const at::Tensor& codes) const { return to_rgb_bytes(decode_float(codes)); }
-
-at::Tensor to_rgb_bytes(const at::Tensor& image) {
-  c10::InferenceMode inference;
-  // Values are in [0, 255] after the clamp, so the cast truncates like numpy's astype(uint8).
-  const at::Tensor scaled = (image.clamp(-1.0, 1.0) + 1.0) / 2.0 * 255.0;
-  return scaled.permute({1, 2, 0}).to(at::kByte).contiguous();
-}
-
 }  // namespace sjd::vq

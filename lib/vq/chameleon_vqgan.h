@@ -16,12 +16,8 @@ class ChameleonVQGAN : public VQDecoder {
   // docs/bundles.md); tensors of the encoder side, if present, are ignored.
   ChameleonVQGAN(const VQConfig& config, const io::WeightMap& weights);
 
-  at::Tensor decode(const at::Tensor& codes) const override;
+  at::Tensor decode_float(const at::Tensor& codes) const override;
   at::Tensor codebook() const override { return codebook_; }
-
-  // The decoder's raw output [out_channels, H*ds, W*ds] before clamping and
-  // quantising to bytes (parity tests compare it against a reference).
-  at::Tensor decode_float(const at::Tensor& codes) const;
 
  private:
   // One resolution of the up path; levels are indexed as in the checkpoint
@@ -44,8 +40,5 @@ class ChameleonVQGAN : public VQDecoder {
   Conv2d conv_out_;
 };
 
-// The decoder's [-1, 1] output [3, H, W] -> uint8 [H, W, 3], truncating like
-// the reference's `(clamp(x) + 1) / 2 * 255 -> uint8` conversion.
-at::Tensor to_rgb_bytes(const at::Tensor& image);
 
 }  // namespace sjd::vq

@@ -41,12 +41,19 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where);
 class VQDecoder {
  public:
   virtual ~VQDecoder() = default;
-  // codes: integer [H, W] codebook indices -> uint8 RGB [H*ds, W*ds, 3] (CPU).
-  virtual at::Tensor decode(const at::Tensor& codes) const = 0;
+  // codes: integer [H, W] codebook indices -> the decoder's raw output
+  // [3, H*ds, W*ds] in about [-1, 1] (parity tests compare this).
+  virtual at::Tensor decode_float(const at::Tensor& codes) const = 0;
+  // codes -> uint8 RGB [H*ds, W*ds, 3] (CPU).
+  at::Tensor decode(const at::Tensor& codes) const;
   // Codebook latent vectors [codebook_size, embed_dim], float32 (LANTERN
   // neighbourhoods use their distances).
   virtual at::Tensor codebook() const = 0;
 };
+
+// The decoder's [-1, 1] output [3, H, W] -> uint8 [H, W, 3], truncating like
+// the references' `(clamp(x) + 1) / 2 * 255 -> uint8` conversion.
+at::Tensor to_rgb_bytes(const at::Tensor& image);
 
 // Builds the decoder `config.kind` names, validating every tensor's shape
 // against the config (errors name the tensor, both shapes and the file).
