@@ -40,11 +40,7 @@ int run_compare_command(const CompareArgs& args) {
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
   if (args.seeds < 1) throw engine::InputError("--seeds must be >= 1");
-  for (const auto& m : options.methods) {  // reject a bad name before any work
-    engine::GenerationSettings probe = options.base;
-    probe.method = m;
-    engine::method_from_settings(probe);
-  }
+  for (const auto& m : options.methods) engine::compare_settings(options.base, m);  // bad names fail before any work
   if (!args.prompt.empty()) options.prompts.push_back(args.prompt);
   if (!args.prompts_file.empty()) {
     for (const auto& entry : io::read_prompts(args.prompts_file)) {
@@ -74,7 +70,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--prompt,-p", args->prompt, "text prompt");
   cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)");
   cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts");
-  cmd->add_option("--methods", args->methods, "comma-separated methods")->capture_default_str();
+  cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
   cmd->add_option("--out-dir", args->out_dir, "where compare.json and compare.png go")->capture_default_str();
   args->settings.add_to(*cmd);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one place that installs what sjd needs and builds it. Idempotent.
 #   scripts/setup.sh            install packages (if missing), configure, build into build/
-# Environment: SJD_BUILD_DIR (default build), SJD_JOBS (default nproc).
+# Environment: SJD_BUILD_DIR (default build), SJD_JOBS (default nproc),
+#              SJD_TARGET (default: everything; e.g. "sjd" for the program alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,5 +41,5 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
     -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$(command -v "$python")"
 fi
 start=$(date +%s)
-cmake --build "$build_dir" -j "$jobs"
+cmake --build "$build_dir" -j "$jobs" ${SJD_TARGET:+--target "$SJD_TARGET"}
 echo "setup: build finished in $(( $(date +%s) - start )) s ($build_dir)"

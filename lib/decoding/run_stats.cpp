@@ -22,6 +22,7 @@ nlohmann::json to_json(const RunStats& s) {
           {"accepted_length_histogram", s.accepted_histogram},
           {"tree_windows", s.tree_windows},
           {"sibling_accepts", s.sibling_accepts},
+          {"committed_at_step", s.committed_at_step},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},
                        {"pipeline", s.pipeline_seconds},

@@ -5,13 +5,20 @@
 
 namespace sjd::engine {
 
+GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry) {
+  GenerationSettings settings = base;
+  const size_t colon = entry.find(':');
+  settings.method = entry.substr(0, colon);
+  if (colon != std::string::npos) settings.relax = entry.substr(colon + 1);
+  method_from_settings(settings);  // throws for a bad method or relaxation
+  return settings;
+}
+
 CompareReport run_compare(Generator& generator, const CompareOptions& options) {
   CompareReport report;
   std::vector<std::vector<at::Tensor>> columns(options.methods.size());  // per method: images in row order
   for (size_t m = 0; m < options.methods.size(); ++m) {
-    GenerationSettings settings = options.base;
-    settings.method = options.methods[m];
-    settings.window = options.base.window;
+    GenerationSettings settings = compare_settings(options.base, options.methods[m]);
     CompareRow row;
     int64_t tokens = 0, steps = 0;
     for (const std::string& prompt : options.prompts) {
@@ -34,7 +41,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
     report.rows.push_back(row);
   }
   for (size_t m = 0; m < options.methods.size(); ++m) {
-    if (options.methods[m] != "ar") continue;
+    if (compare_settings(options.base, options.methods[m]).method != "ar") continue;
     for (auto& row : report.rows) row.speedup = report.rows[m].seconds / row.seconds;
   }
   std::vector<at::Tensor> grid_rows;

@@ -14,7 +14,7 @@ namespace sjd::engine {
 
 struct CompareOptions {
   std::vector<std::string> prompts;
-  std::vector<std::string> methods;
+  std::vector<std::string> methods;  // "name" or "name:relaxation"
   int seeds = 1;                 // seeds base.seed .. base.seed + seeds - 1
   GenerationSettings base;       // every setting but the method
 };
@@ -34,6 +34,9 @@ struct CompareReport {
   std::vector<CompareRow> rows;
   at::Tensor grid;               // uint8 [rows * H, methods * W, 3]
 };
+
+// The settings of one --methods entry: "name" or "name:relaxation" (e.g. "sjd-pac:cool").
+GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry);
 
 CompareReport run_compare(Generator& generator, const CompareOptions& options);
 

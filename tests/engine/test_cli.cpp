@@ -116,3 +116,37 @@ TEST_CASE("--help works for every subcommand", "[cli]") {
   }
   CHECK_THAT(run_sjd("generate --help").out, Catch::Contains("LOSSY"));
 }
+
+TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
+  TempDir dir("compare");
+  const auto r = run_sjd("compare --model " + quoted(default_model()) +
+                         " -p 'a red apple' --methods ar,sjd,sjd-pac --seeds 2 --out-dir " + quoted(dir.path()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("sjd-pac") && Catch::Contains("speed-up"));
+  const auto report = nlohmann::json::parse(read_file(dir / "compare.json"));
+  REQUIRE(report["methods"].size() == 3);
+  CHECK(report["methods"][0]["steps"] == 277.0);  // ar: a forward pass per token
+  CHECK(report["methods"][2]["step_compression"].get<double>() > 1.0);
+  const auto size = sjd::io::read_png_size(dir / "compare.png");
+  CHECK(size.first == 3 * 128);   // one column per method
+  CHECK(size.second == 2 * 128);  // one row per seed
+}
+
+TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
+  TempDir dir("heatmap");
+  const auto r = run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " +
+                         quoted(dir / "a.png") + " --method scd-mc --stats " + quoted(dir / "s.json") +
+                         " --heatmap " + quoted(dir / "h.png"));
+  REQUIRE(r.exit_code == 0);
+  const auto s = nlohmann::json::parse(read_file(dir / "s.json"));
+  const auto at_step = s["committed_at_step"].get<std::vector<int64_t>>();
+  REQUIRE(at_step.size() == 277);
+  CHECK(std::is_sorted(at_step.begin(), at_step.end()));
+  CHECK(at_step.back() == s["steps"].get<int64_t>() - 1);
+  int64_t histogram_tokens = 0;
+  const auto histogram = s["accepted_length_histogram"].get<std::vector<int64_t>>();
+  for (size_t n = 0; n < histogram.size(); ++n) histogram_tokens += static_cast<int64_t>(n) * histogram[n];
+  CHECK(histogram_tokens == 277);
+  CHECK(sjd::io::read_png_size(dir / "h.png").first == 16 * 8);
+}

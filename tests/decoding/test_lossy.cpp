@@ -1,0 +1,80 @@
+// Lossy relaxations measured against the exact AR distribution: the total
+// variation distance of whole sequences grows with delta and is zero (within
+// the exactness test) at delta = 1; relaxing buys fewer steps.
+#include <catch2/catch.hpp>
+
+#include "decoding/decoder.h"
+#include "sampling/relaxation.h"
+#include "table_model.h"
+#include "testing/statistics.h"
+
+using namespace sjd;
+
+namespace {
+
+struct LossyRun {
+  sjd::testing::FitResult fit;
+  double steps = 0.0;
+};
+
+LossyRun run(const std::string& method, sampling::RelaxKind kind, double delta, double nu = 0.7) {
+  sjd::testing::TableModel model({});
+  const auto layout = sjd::testing::small_layout();
+  decoding::DecodeRequest request;
+  request.method = decoding::make_method(method);
+  request.method.window = 4;
+  request.method.pd_k = 3;
+  request.method.pd_depth = 2;
+  request.method.relax.kind = kind;
+  request.method.relax.delta = delta;
+  request.method.relax.nu = nu;
+  if (kind == sampling::RelaxKind::kLantern) {
+    // Image tokens 1..3 as codes on a line; lambda/k from delta for a sweep.
+    const at::Tensor codebook = at::tensor({0.0f, 1.0f, 2.5f}).view({3, 1});
+    request.method.relax.neighbours = sampling::lantern_neighbours(codebook, 2, 1, model.vocab_size());
+    request.method.relax.lantern_k = 2;
+    request.method.relax.lantern_lambda = delta;
+  }
+  request.rows = sjd::testing::table_rows(false);
+  const auto exact = sjd::testing::exact_distribution(model, layout, request.pipeline, 1);
+  LossyRun r;
+  const auto counts = sjd::testing::sample_sequences(model, layout, request, 8000, {}, &r.steps);
+  r.fit = sjd::testing::chi_square_fit(exact, counts);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("uniform relaxation: exact at delta 1, TV grows with delta, steps shrink", "[lossy]") {
+  for (const std::string method : {"sjd", "scd-mc", "sjd-pac"}) {
+    const auto d1 = run(method, sampling::RelaxKind::kUniform, 1.0);
+    const auto d2 = run(method, sampling::RelaxKind::kUniform, 2.0);
+    const auto d6 = run(method, sampling::RelaxKind::kUniform, 6.0);
+    INFO(method << ": TV " << d1.fit.total_variation << " / " << d2.fit.total_variation << " / "
+                << d6.fit.total_variation << ", steps " << d1.steps << " / " << d2.steps << " / " << d6.steps);
+    CHECK(d1.fit.p_value > 1e-3);
+    CHECK(d2.fit.p_value < 1e-6);
+    CHECK(d6.fit.total_variation > d2.fit.total_variation);
+    CHECK(d2.fit.total_variation > d1.fit.total_variation);
+    CHECK(d6.steps < d1.steps);
+  }
+}
+
+TEST_CASE("Cool-SD: TV grows with delta; nu = 0 and delta = 1 is exact", "[lossy]") {
+  const auto exact = run("sjd", sampling::RelaxKind::kCool, 1.0, 0.0);
+  const auto mild = run("sjd", sampling::RelaxKind::kCool, 1.5);
+  const auto strong = run("sjd", sampling::RelaxKind::kCool, 4.0);
+  INFO("TV " << exact.fit.total_variation << " / " << mild.fit.total_variation << " / " << strong.fit.total_variation);
+  CHECK(exact.fit.p_value > 1e-3);
+  CHECK(strong.fit.total_variation > mild.fit.total_variation);
+  CHECK(strong.steps < exact.steps);
+}
+
+TEST_CASE("LANTERN++: biased, and more so with a larger lambda", "[lossy]") {
+  const auto small = run("sjd", sampling::RelaxKind::kLantern, 0.5);
+  const auto large = run("sjd", sampling::RelaxKind::kLantern, 4.0);
+  INFO("TV " << small.fit.total_variation << " / " << large.fit.total_variation << ", steps " << small.steps << " / "
+             << large.steps);
+  CHECK(large.fit.p_value < 1e-6);
+  CHECK(large.fit.total_variation > small.fit.total_variation);
+}
