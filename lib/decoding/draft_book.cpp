@@ -17,13 +17,7 @@ DraftBook::DraftBook(const family::TokenLayout& layout, const MethodConfig& meth
 }
 
 sampling::RngKey DraftBook::key(uint32_t step, int64_t position, Purpose purpose) const {
-  sampling::RngKey k;
-  k.seed = seed_;
-  k.sequence = sequence_;
-  k.step = step;
-  k.position = static_cast<uint32_t>(position);
-  k.purpose = purpose;
-  return k;
+  return sampling::make_key(seed_, sequence_, step, position, purpose);
 }
 
 at::Tensor DraftBook::one_hot(int64_t token) const {

@@ -9,14 +9,7 @@ namespace sjd::decoding {
 using sampling::Purpose;
 
 sampling::RngKey WindowVerifier::key(uint32_t step, int64_t position, Purpose purpose, uint32_t sub) const {
-  sampling::RngKey k;
-  k.seed = seed_;
-  k.sequence = sequence_;
-  k.step = step;
-  k.position = static_cast<uint32_t>(position);
-  k.purpose = purpose;
-  k.sub = sub;
-  return k;
+  return sampling::make_key(seed_, sequence_, step, position, purpose, sub);
 }
 
 WindowOutcome WindowVerifier::sample_one(const WindowInput& in) const {

@@ -29,6 +29,18 @@ struct RngKey {
   uint32_t sub = 0;       // sub-stream (e.g. sibling attempt in multi-candidate verification)
 };
 
+inline RngKey make_key(uint64_t seed, uint32_t sequence, uint32_t step, int64_t position, Purpose purpose,
+                       uint32_t sub = 0) {
+  RngKey k;
+  k.seed = seed;
+  k.sequence = sequence;
+  k.step = step;
+  k.position = static_cast<uint32_t>(position);
+  k.purpose = purpose;
+  k.sub = sub;
+  return k;
+}
+
 // Four 32-bit words for block `block` of the stream addressed by `key`.
 std::array<uint32_t, 4> philox_block(const RngKey& key, uint32_t block);
 
