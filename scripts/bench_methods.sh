@@ -13,6 +13,8 @@ if [ ! -f "$prompts" ]; then
   exit 2
 fi
 [ -x build/sjd ] || SJD_TARGET=sjd scripts/setup.sh
+# The default model is tiny: one thread avoids OpenMP spin-waits on a shared 2-core machine.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 out=out/bench_methods
 echo "bench_methods: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc) cores; ${count} PartiPrompts x ${seeds} seeds"
 build/sjd compare --model models/default --prompts "$prompts" --limit "$count" --seeds "$seeds" \
