@@ -1,6 +1,7 @@
 #include "family/lumina_family.h"
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -38,6 +39,9 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   c.size_token_base = need(j, "size_token_base", where);
   c.size_token_unit_px = j.value("size_token_unit_px", int64_t{32});
   c.prompt_template = j.value("prompt_template", std::string("{prompt}"));
+  c.where = where;
+  if (downsample <= 0) throw std::invalid_argument(where + ": the VQ's downsample must be positive");
+  if (c.size_token_unit_px <= 0) throw std::invalid_argument(where + ".size_token_unit_px: must be positive");
   if (resolution > 0 && resolution != c.grid_height * downsample) {
     const std::vector<int64_t> allowed = j.value("resolutions", std::vector<int64_t>{});
     if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end() || resolution % downsample != 0) {
@@ -49,17 +53,31 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
     }
     c.grid_height = c.grid_width = resolution / downsample;
   }
+  for (const int64_t side : {c.grid_height * downsample, c.grid_width * downsample}) {
+    if (side % c.size_token_unit_px != 0) {
+      throw std::invalid_argument(where + ": image side " + std::to_string(side) + " px is not a multiple of " +
+                                  "size_token_unit_px (" + std::to_string(c.size_token_unit_px) + ")");
+    }
+  }
   return c;
 }
 
 namespace {
 TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
-  const LuminaIds ids{c.begin_image_id,
-                      c.end_image_id,
-                      c.newline_id,
-                      c.end_of_turn_id,
-                      c.size_token_base + c.grid_height * c.downsample / c.size_token_unit_px,
-                      c.size_token_base + c.grid_width * c.downsample / c.size_token_unit_px};
+  const int64_t height_token = c.size_token_base + c.grid_height * c.downsample / c.size_token_unit_px;
+  const int64_t width_token = c.size_token_base + c.grid_width * c.downsample / c.size_token_unit_px;
+  // A structure id past the vocabulary would only fail deep in the sampler; name it here.
+  const std::pair<const char*, int64_t> structure[] = {
+      {"bos_id", c.bos_id},         {"begin_image_id", c.begin_image_id},  {"end_image_id", c.end_image_id},
+      {"newline_id", c.newline_id}, {"end_of_turn_id", c.end_of_turn_id},  {"size_token_base", c.size_token_base},
+      {"size_token_base (height token)", height_token}, {"size_token_base (width token)", width_token}};
+  for (const auto& [key, id] : structure) {
+    if (id < 0 || id >= vocab_size) {
+      throw std::invalid_argument(c.where + "." + key + ": id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                  std::to_string(vocab_size) + ")");
+    }
+  }
+  const LuminaIds ids{c.begin_image_id, c.end_image_id, c.newline_id, c.end_of_turn_id, height_token, width_token};
   return make_lumina_layout(vocab_size, c.grid_height, c.grid_width, c.image_token_first, c.codebook_size, ids);
 }
 }  // namespace

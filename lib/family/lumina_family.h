@@ -1,9 +1,11 @@
 #pragma once
 // Lumina-mGPT (Chameleon vocabulary): prompt = BOS + template text + end-of-turn;
 // the model then writes begin-image, height and width tokens, rows of image
-// codes each ended by a newline token, end-of-image and end-of-turn. The
-// unconditional CFG row starts at begin-image with positions from 0; CFG mixes
-// raw logits.
+// codes each ended by a newline token, end-of-image and end-of-turn (at 768 px:
+// 3 + 48 * 49 + 2 = 2357 tokens). The unconditional CFG row starts at
+// begin-image with positions from 0; CFG mixes raw logits. Every id comes from
+// the bundle's layout, which scripts/sjd_export/lumina.py resolves from the
+// release's vocabulary.
 #include "family/image_family.h"
 
 namespace sjd::family {
@@ -14,10 +16,12 @@ struct LuminaConfig {
   int64_t bos_id = 0, begin_image_id = 0, end_image_id = 0, newline_id = 0, end_of_turn_id = 0;
   int64_t size_token_base = 0, size_token_unit_px = 32;
   std::string prompt_template;
+  std::string where;  // the layout's place in bundle.json, for errors
 };
 
-// `resolution` (pixels, 0 = the bundle's grid) must be a multiple of
-// downsample * size_token_unit_px listed in the layout's "resolutions" (if any).
+// `resolution` (pixels, 0 = the bundle's grid) must be the grid's side or one
+// listed in the layout's "resolutions", and a multiple of downsample and of
+// size_token_unit_px (the size tokens count pixels in those units).
 LuminaConfig parse_lumina_config(const nlohmann::json& layout, int64_t downsample, int64_t resolution,
                                  const std::string& where);
 

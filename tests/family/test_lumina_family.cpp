@@ -1,0 +1,191 @@
+// The Lumina-mGPT family glue at the release's real ids and geometry. The ids
+// below are written out from the release's vocabulary (and Lumina's
+// inference_solver.py, which hard-codes the same numbers: image tokens 4..8195,
+// end-of-turn 8710, size tokens 8804 + pixels / 32), not derived from the code
+// under test: <racm3:break> 8197, <eoss> 8196, <reserved08799> 8803.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "family/image_family.h"
+#include "family/lumina_family.h"
+#include "text/tokenizer.h"
+
+using namespace sjd;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr int64_t kVocab = 65536, kBos = 0, kFirstImage = 4, kLastImage = 8195, kEndImage = 8196;
+constexpr int64_t kBeginImage = 8197, kEndOfTurn = 8710, kNewline = 8803, kSize768 = 8828;
+constexpr int64_t kTextFirst = 9000;  // the test's byte tokenizer: byte b -> 9000 + b
+
+nlohmann::json release_layout() {
+  return {{"kind", "lumina-mgpt"},
+          {"grid_height", 48},
+          {"grid_width", 48},
+          {"image_token_first", kFirstImage},
+          {"codebook_size", 8192},
+          {"bos_id", kBos},
+          {"begin_image_id", kBeginImage},
+          {"end_image_id", kEndImage},
+          {"newline_id", kNewline},
+          {"end_of_turn_id", kEndOfTurn},
+          {"size_token_base", 8804},
+          {"size_token_unit_px", 32},
+          {"resolutions", {512, 768, 1024}},
+          {"prompt_template", "Generate an image of {width}x{height} according to the following prompt:\n{prompt}"}};
+}
+
+struct Lumina {
+  std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer("byte", "", {{"first_id", kTextFirst}});
+  std::unique_ptr<family::ImageFamily> make(int64_t resolution, nlohmann::json layout = release_layout()) const {
+    family::FamilyContext c;
+    c.family = "lumina-mgpt";
+    c.bundle = {{"layout", layout}};
+    c.where = "lumina/bundle.json";
+    c.tokenizer = tokenizer.get();
+    c.vocab_size = kVocab;
+    c.downsample = 16;
+    c.resolution = resolution;
+    return family::make_family(c);
+  }
+};
+
+// The expected sequence shape, spelled out: begin-image, height, width, rows of
+// (codes + newline), end-image, end-of-turn.
+std::vector<int64_t> expected_forced(int64_t grid, int64_t size_token) {
+  std::vector<int64_t> forced = {kBeginImage, size_token, size_token};
+  for (int64_t r = 0; r < grid; ++r) {
+    for (int64_t c = 0; c < grid; ++c) forced.push_back(-1);
+    forced.push_back(kNewline);
+  }
+  forced.push_back(kEndImage);
+  forced.push_back(kEndOfTurn);
+  return forced;
+}
+
+}  // namespace
+
+TEST_CASE("lumina 768 px: 2357 generated tokens with the structure forced at the right slots", "[lumina]") {
+  const auto glue = Lumina().make(0);
+  const family::TokenLayout& layout = glue->layout();
+  REQUIRE(layout.length() == 2357);  // 3 + 48 * 49 + 2
+  REQUIRE(glue->image_height() == 768);
+  REQUIRE(glue->image_width() == 768);
+  const std::vector<int64_t> expected = expected_forced(48, kSize768);
+  REQUIRE(static_cast<int64_t>(expected.size()) == 2357);
+  int64_t image_slots = 0;
+  for (int64_t t = 0; t < layout.length(); ++t) {
+    INFO("generated index " << t);
+    REQUIRE(layout.forced(t) == expected[static_cast<size_t>(t)]);
+    const sampling::SlotConstraint constraint = layout.constraint(t);
+    REQUIRE(constraint.forced == expected[static_cast<size_t>(t)]);
+    if (expected[static_cast<size_t>(t)] < 0) {
+      ++image_slots;
+      REQUIRE(layout.cell(t) >= 0);
+    } else {
+      REQUIRE(layout.cell(t) == -1);
+    }
+  }
+  REQUIRE(image_slots == 2304);
+  REQUIRE(layout.forced(3 + 48) == kNewline);
+  REQUIRE(layout.forced(3 + 47 * 49 + 48) == kNewline);
+  REQUIRE(layout.forced(2355) == kEndImage);
+  REQUIRE(layout.forced(2356) == kEndOfTurn);
+}
+
+TEST_CASE("lumina image slots allow exactly the 8192 image tokens 4..8195", "[lumina]") {
+  const auto glue = Lumina().make(0);
+  const at::Tensor allowed = glue->layout().constraint(3).allowed;
+  REQUIRE(allowed.size(0) == kVocab);
+  REQUIRE(allowed.sum().item<int64_t>() == 8192);
+  REQUIRE(allowed.narrow(0, kFirstImage, 8192).all().item<bool>());
+  REQUIRE_FALSE(allowed[kFirstImage - 1].item<bool>());
+  REQUIRE_FALSE(allowed[kLastImage + 1].item<bool>());
+  for (int64_t id : {kBos, kBeginImage, kEndImage, kNewline, kEndOfTurn, kSize768}) REQUIRE_FALSE(allowed[id].item<bool>());
+}
+
+TEST_CASE("lumina codes come out on the 48x48 grid, row-major, as id - 4", "[lumina]") {
+  const auto glue = Lumina().make(0);
+  const family::TokenLayout& layout = glue->layout();
+  std::vector<int64_t> generated;
+  int64_t cell = 0;
+  for (int64_t forced : expected_forced(48, kSize768)) {
+    generated.push_back(forced >= 0 ? forced : kFirstImage + (cell++ * 37) % 8192);
+  }
+  const at::Tensor codes = layout.codes(generated);
+  REQUIRE(codes.sizes() == at::IntArrayRef({48, 48}));
+  REQUIRE(codes[0][0].item<int64_t>() == 0);
+  REQUIRE(codes[0][1].item<int64_t>() == 37);
+  REQUIRE(codes[1][0].item<int64_t>() == (48 * 37) % 8192);
+  REQUIRE(codes[47][47].item<int64_t>() == (2303 * 37) % 8192);
+  // Neighbours on the grid, across the row-end tokens.
+  REQUIRE(layout.left_of(3 + 49 + 1) == 3 + 49);
+  REQUIRE(layout.up_of(3 + 49 + 5) == 3 + 5);
+  REQUIRE(layout.left_of(3 + 49) == -1);
+
+  generated[3 + 49 + 2] = kNewline;  // a structure token where a code belongs
+  REQUIRE_THROWS_WITH(layout.codes(generated), Contains("generated token 54") && Contains("not an image token"));
+}
+
+TEST_CASE("lumina resolutions 512 and 1024 are accepted with their size tokens, 640 is rejected", "[lumina]") {
+  const Lumina lumina;
+  const auto at512 = lumina.make(512);
+  REQUIRE(at512->layout().length() == 3 + 32 * 33 + 2);
+  REQUIRE(at512->layout().forced(1) == 8820);
+  REQUIRE(at512->layout().grid_width() == 32);
+  const auto at1024 = lumina.make(1024);
+  REQUIRE(at1024->layout().length() == 4165);  // the SJD paper's count at 1024 px
+  REQUIRE(at1024->layout().forced(2) == 8836);
+  REQUIRE(lumina.make(768)->layout().length() == 2357);
+  REQUIRE_THROWS_WITH(lumina.make(640), Contains("lumina/bundle.json: layout") &&
+                                            Contains("resolution 640 is not supported (supported: 512, 768, 1024)"));
+  REQUIRE_THROWS_WITH(lumina.make(2048), Contains("resolution 2048 is not supported"));
+}
+
+TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn; the CFG row starts at begin-image", "[lumina]") {
+  const Lumina lumina;
+  const auto glue = lumina.make(0);
+  const std::string text = "Generate an image of 768x768 according to the following prompt:\na cat";
+  std::vector<int64_t> expected = {kBos};
+  for (unsigned char byte : text) expected.push_back(kTextFirst + byte);
+  expected.push_back(kEndOfTurn);
+  const model::RowPrompt row = glue->conditional("a cat");
+  REQUIRE(row.tokens == expected);
+  for (size_t i = 0; i < row.positions.size(); ++i) REQUIRE(row.positions[i] == static_cast<int64_t>(i));
+  REQUIRE(row.key_valid == std::vector<uint8_t>(expected.size(), 1));
+  REQUIRE(glue->prompt_ids("a cat", false) == std::vector<int64_t>(expected.begin() + 65, expected.end() - 1));
+
+  const auto at512 = lumina.make(512);
+  const std::vector<int64_t> ids512 = at512->prompt_ids("x", true);
+  const std::string text512 = "Generate an image of 512x512 according to the following prompt:\nx";
+  REQUIRE(ids512.size() == text512.size() + 2);
+  REQUIRE(ids512[22] == kTextFirst + '5');
+
+  // The unconditional row is only a masked placeholder: generated token 0 (begin-image) gets position 0.
+  const model::RowPrompt uncond = glue->unconditional();
+  REQUIRE(uncond.tokens.size() == 1);
+  REQUIRE(uncond.positions == std::vector<int64_t>{-1});
+  REQUIRE(uncond.key_valid == std::vector<uint8_t>{0});
+  REQUIRE(glue->cfg_mix() == sampling::CfgMix::kLogits);
+}
+
+TEST_CASE("lumina layout errors name the key", "[lumina]") {
+  const Lumina lumina;
+  nlohmann::json layout = release_layout();
+  layout["newline_id"] = kVocab;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("lumina/bundle.json: layout.newline_id") && Contains("65536"));
+  layout = release_layout();
+  layout["size_token_base"] = kVocab - 10;  // 768 px would need base + 24
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("height token"));
+  layout = release_layout();
+  layout.erase("end_of_turn_id");
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.end_of_turn_id"));
+  layout = release_layout();
+  layout["size_token_unit_px"] = 40;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("768 px is not a multiple of size_token_unit_px (40)"));
+}
