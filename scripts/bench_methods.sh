@@ -16,6 +16,6 @@ fi
 # The default model is tiny: one thread avoids OpenMP spin-waits on a shared 2-core machine.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 out=out/bench_methods
-echo "bench_methods: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc) cores; ${count} PartiPrompts x ${seeds} seeds"
+echo "bench_methods: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc --all) cores; ${count} PartiPrompts x ${seeds} seeds"
 build/sjd compare --model models/default --prompts "$prompts" --limit "$count" --seeds "$seeds" \
   --methods ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac:cool --out-dir "$out" "$@"

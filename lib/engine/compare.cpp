@@ -55,13 +55,16 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
 }
 
 std::string format_table(const CompareReport& report) {
+  size_t name_width = 8;
+  for (const auto& r : report.rows) name_width = std::max(name_width, r.method.size() + 2);
+  const int w = static_cast<int>(name_width);
   std::ostringstream out;
-  out << std::left << std::setw(44) << "method" << std::setw(10) << "lossless" << std::right << std::setw(9)
+  out << std::left << std::setw(w) << "method" << std::setw(10) << "lossless" << std::right << std::setw(9)
       << "steps" << std::setw(13) << "compression" << std::setw(10) << "accepted" << std::setw(10) << "seconds"
       << std::setw(10) << "speed-up" << "\n";
   out << std::fixed;
   for (const auto& r : report.rows) {
-    out << std::left << std::setw(44) << r.method << std::setw(10) << (r.lossless ? "yes" : "LOSSY") << std::right
+    out << std::left << std::setw(w) << r.method << std::setw(10) << (r.lossless ? "yes" : "LOSSY") << std::right
         << std::setprecision(1) << std::setw(9) << r.steps << std::setprecision(2) << std::setw(12)
         << r.step_compression << "x" << std::setw(10) << r.accepted_drafts << std::setprecision(3) << std::setw(10)
         << r.seconds << std::setprecision(2) << std::setw(9) << r.speedup << "x\n";
