@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "engine/bundle.h"
+#include "engine/device.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
 #include "io/weights.h"
@@ -50,6 +51,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
   add_setting(cmd, o, a, "--resolution", &values_.resolution, &S::resolution,
               "image side in pixels where the family supports several (0 = the model's own)");
+  add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda");
+  add_setting(cmd, o, a, "--dtype", &values_.dtype, &S::dtype, "transformer weights and KV cache: f32 | bf16");
 }
 
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,
@@ -69,6 +72,7 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
   }
   for (const auto& apply : appliers_) apply(s);
   engine::method_from_settings(s);  // validates the combination now, before any work
+  engine::placement_from_settings(s);  // --device cuda on a CPU-only build fails here, with exit code 2
   return s;
 }
 

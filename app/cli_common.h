@@ -36,5 +36,6 @@ void add_batch_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace sjd::app

@@ -27,7 +27,7 @@ int run_batch_command(const BatchArgs& args) {
   options.limit = args.limit;
   options.progress = ::isatty(STDERR_FILENO) != 0;
   if (!std::filesystem::exists(options.prompts)) throw engine::InputError("prompt file not found: " + args.prompts);
-  engine::Generator generator(std::move(bundle));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
   const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
             << " failed; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";

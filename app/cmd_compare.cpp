@@ -49,7 +49,7 @@ int run_compare_command(const CompareArgs& args) {
     }
   }
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
-  engine::Generator generator(std::move(bundle));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base));
   const engine::CompareReport report = engine::run_compare(generator, options);
   std::filesystem::create_directories(args.out_dir);
   const std::filesystem::path json = std::filesystem::path(args.out_dir) / "compare.json";

@@ -23,7 +23,7 @@ struct GenerateArgs {
 int run_generate(const GenerateArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
-  engine::Generator generator(std::move(bundle));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   const engine::GenerationOutput out = generator.generate(args.prompt, settings);
   const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
   const nlohmann::json stats = engine::stats_json(out, write_seconds);

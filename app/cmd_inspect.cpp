@@ -28,11 +28,12 @@ nlohmann::json read_json(const std::string& file) {
   }
 }
 
-// A row of a logits request: {"text": ..., "template": bool} through the family,
-// {"uncond": true} for the family's unconditional row, or raw {"tokens", "positions"?, "key_valid"?}.
+// A row of a logits request: {"text": ...} through the family, {"uncond": true,
+// "prompt": ...} for the family's unconditional row of that prompt, or raw
+// {"tokens", "positions"?, "key_valid"?}.
 model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j) {
   if (j.contains("text")) return generator.family().conditional(j["text"].get<std::string>());
-  if (j.value("uncond", false)) return generator.family().unconditional();
+  if (j.value("uncond", false)) return generator.family().unconditional(j.value("prompt", std::string()));
   model::RowPrompt row;
   row.tokens = j.at("tokens").get<std::vector<int64_t>>();
   for (size_t i = 0; i < row.tokens.size(); ++i) row.positions.push_back(static_cast<int64_t>(i));
@@ -89,7 +90,7 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "describe a bundle; dump logits or decoded pixels for parity checks");
   cmd->add_option("--model,-m", args->model, "model bundle directory")->required();
   cmd->add_option("--logits", args->logits_request,
-                  "JSON {\"rows\": [{\"text\": ...} | {\"uncond\": true} | {\"tokens\": [...]}], \"window\": [ids]}");
+                  "JSON {\"rows\": [{\"text\": ...} | {\"uncond\": true, \"prompt\": ...} | {\"tokens\": [...]}], \"window\": [ids]}");
   cmd->add_option("--decode", args->decode_request, "JSON {\"codes\": [[...], ...]}: decode with the bundle's VQ");
   cmd->add_option("--out", args->out, "safetensors file for --logits / --decode");
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_inspect(*args); }); });

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   sjd::app::add_compare_command(app);
   sjd::app::add_tokenize_command(app);
   sjd::app::add_inspect_command(app);
+  sjd::app::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,10 +1,30 @@
 # CUDA sources are built only when the found Torch was built with CUDA (the GPU
-# machine's PyTorch 2.11 wheel). On CPU machines nothing here is enabled.
+# machine's PyTorch 2.11 wheel). On CPU machines nothing here is enabled; the
+# kernels are then only compile-checked by a test (cmake/SjdCudaCheck.cmake).
 set(SJD_WITH_CUDA OFF)
 if(SJD_ENABLE_CUDA AND (TARGET torch_cuda OR CAFFE2_USE_CUDA))
   set(SJD_WITH_CUDA ON)
+  # H100 / H200 unless the user asks for other architectures.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
   enable_language(CUDA)
-  message(STATUS "sjd: Torch has CUDA, CUDA sources enabled")
+  find_package(CUDAToolkit REQUIRED)
+  message(STATUS "sjd: Torch has CUDA, CUDA sources enabled (architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "sjd: Torch has no CUDA, CPU build")
 endif()
+
+# sjd_kernels: the .cu files of lib/kernels, over raw pointers (no ATen), with
+# the shared CUDA runtime that Torch also uses. --fmad=false keeps a*b+c as two
+# rounded operations, as on the CPU, so the verification kernels make the CPU
+# reference's exact decisions.
+function(sjd_add_kernels)
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lib/kernels/*.cu)
+  add_library(sjd_kernels STATIC ${sources})
+  target_include_directories(sjd_kernels PUBLIC ${PROJECT_SOURCE_DIR}/lib)
+  set_target_properties(sjd_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+                        CUDA_RUNTIME_LIBRARY Shared POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(sjd_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
+  target_link_libraries(sjd_kernels PUBLIC CUDA::cudart)
+endfunction()

@@ -13,12 +13,12 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 }  // namespace
 
-Generator::Generator(Bundle bundle) : bundle_(std::move(bundle)) {
+Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bundle)) {
   tokenizer_ = load_bundle_tokenizer(bundle_);
   weights_ = io::WeightMap::load_all(bundle_.transformer_weights);
   family(0);  // checks the layout before the weights are converted
   model_ = std::make_unique<model::Transformer>(
-      bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, at::kFloat));
+      bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
   vq_ = vq::make_vq_decoder(bundle_.vq, io::WeightMap::load_all(bundle_.vq_weights));
 }
 
@@ -48,7 +48,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   }
   decoding::DecodeRequest request;
   request.rows.push_back(glue.conditional(prompt));
-  if (settings.cfg != 1.0) request.rows.push_back(glue.unconditional());
+  if (settings.cfg != 1.0) request.rows.push_back(glue.unconditional(prompt));
   request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), out.method.greedy);
   request.method = out.method;
   request.seed = settings.seed;

@@ -10,6 +10,7 @@
 
 #include "decoding/decoder.h"
 #include "engine/bundle.h"
+#include "engine/device.h"
 #include "engine/settings.h"
 #include "family/image_family.h"
 #include "model/transformer.h"
@@ -31,7 +32,8 @@ struct GenerationOutput {
 
 class Generator {
  public:
-  explicit Generator(Bundle bundle);
+  // The transformer's weights go to `placement` (device and dtype) as they load.
+  explicit Generator(Bundle bundle, Placement placement = {});
   ~Generator();
 
   const Bundle& bundle() const { return bundle_; }

@@ -21,7 +21,7 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
   static const std::vector<std::string> known = {
       "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
-      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution"};
+      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype"};
   for (const auto& item : layer.items()) {
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
       throw std::invalid_argument(where + ": /" + item.key() + ": unknown key");
@@ -43,6 +43,8 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   read(layer, "top_k", s.top_k, where);
   read(layer, "seed", s.seed, where);
   read(layer, "resolution", s.resolution, where);
+  read(layer, "device", s.device, where);
+  read(layer, "dtype", s.dtype, where);
 }
 
 nlohmann::json settings_to_json(const GenerationSettings& s) {
@@ -51,7 +53,7 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
           {"delta", s.delta},     {"nu", s.nu},           {"lantern_k", s.lantern_k},
           {"lantern_lambda", s.lantern_lambda}, {"lantern_own_residual", s.lantern_own_residual},
           {"cfg", s.cfg},         {"temperature", s.temperature}, {"top_k", s.top_k},
-          {"seed", s.seed},       {"resolution", s.resolution}};
+          {"seed", s.seed},       {"resolution", s.resolution}, {"device", s.device}, {"dtype", s.dtype}};
 }
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {

@@ -30,6 +30,8 @@ struct GenerationSettings {
   int64_t top_k = 0;
   uint64_t seed = 0;
   int64_t resolution = 0;      // image side in pixels; 0 = the bundle's own
+  std::string device = "cpu";  // cpu | cuda (engine/device.h checks it)
+  std::string dtype = "f32";   // f32 | bf16: the transformer's weights and KV cache
 };
 
 // Overlays the keys of `layer` onto `settings`; `where` names the source in

@@ -21,7 +21,9 @@ class ImageFamily {
   virtual ~ImageFamily() = default;
   virtual const TokenLayout& layout() const = 0;
   virtual model::RowPrompt conditional(const std::string& prompt) const = 0;
-  virtual model::RowPrompt unconditional() const = 0;
+  // The unconditional CFG row for `prompt` (families that need nothing of the
+  // prompt ignore it; LlamaGen reuses its caption mask).
+  virtual model::RowPrompt unconditional(const std::string& prompt) const = 0;
   virtual sampling::CfgMix cfg_mix() const = 0;
   // Prompt ids as the model sees them, with or without the template.
   virtual std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const = 0;

@@ -1,12 +1,201 @@
 #include "family/llamagen_family.h"
 
+#include <c10/core/InferenceMode.h>
+
+#include <set>
 #include <stdexcept>
+#include <vector>
+
+#include "text/caption_cleaning.h"
 
 namespace sjd::family {
+namespace {
 
-// Placeholder until the family lands (issue 4).
+const std::set<std::string> kLayoutKeys = {"kind", "grid_height", "grid_width", "image_token_first", "codebook_size"};
+
+int64_t integer(const nlohmann::json& j, const std::string& key, const std::string& where, int64_t minimum) {
+  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < minimum) {
+    throw std::invalid_argument(where + "." + key + ": expected an integer >= " + std::to_string(minimum) +
+                                (j.contains(key) ? ", found " + j[key].dump() : " (missing)"));
+  }
+  return j[key].get<int64_t>();
+}
+
+const nlohmann::json& object(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_object()) throw std::invalid_argument(where + ": missing object \"" + key + "\"");
+  return j[key];
+}
+
+std::vector<std::filesystem::path> weight_files(const nlohmann::json& section, const std::filesystem::path& dir,
+                                                const std::string& where) {
+  std::vector<std::string> names;
+  if (section.contains("weights") && section["weights"].is_string()) {
+    names.push_back(section["weights"].get<std::string>());
+  } else if (section.contains("weights") && section["weights"].is_array() && !section["weights"].empty()) {
+    for (const auto& f : section["weights"]) {
+      if (!f.is_string()) throw std::invalid_argument(where + ".weights: expected file names, found " + f.dump());
+      names.push_back(f.get<std::string>());
+    }
+  } else {
+    throw std::invalid_argument(where + ".weights: expected a file name or a list of them");
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& name : names) {
+    files.push_back(dir / name);
+    if (!std::filesystem::exists(files.back())) {
+      throw std::invalid_argument(where + ".weights: file not found: " + files.back().string());
+    }
+  }
+  return files;
+}
+
+TokenLayout image_only_layout(const LlamaGenConfig& c, int64_t vocab_size) {
+  const std::vector<int64_t> no_forced_tokens(static_cast<size_t>(c.grid_size * c.grid_size), -1);
+  return TokenLayout(vocab_size, no_forced_tokens, c.grid_size, c.grid_size, c.first_code_id, c.codebook_size);
+}
+
+int64_t end_of_text_id(const text::Tokenizer& tokenizer) {
+  const auto id = tokenizer.token_id("</s>");
+  if (!id) {
+    throw std::invalid_argument("LlamaGen: the tokenizer has no \"</s>\" piece (FLAN-T5's spiece.model ends every "
+                                "caption with it)");
+  }
+  return *id;
+}
+
+}  // namespace
+
+LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
+  const std::string where = context.where + ": layout";
+  const nlohmann::json& layout = object(context.bundle, "layout", context.where);
+  for (const auto& item : layout.items()) {
+    if (!kLayoutKeys.count(item.key())) throw std::invalid_argument(where + "." + item.key() + ": unknown key");
+  }
+  if (layout.value("kind", std::string("llamagen")) != "llamagen") {
+    throw std::invalid_argument(where + ".kind: expected \"llamagen\", found " + layout["kind"].dump());
+  }
+  LlamaGenConfig c;
+  const int64_t grid_height = integer(layout, "grid_height", where, 1);
+  c.grid_size = integer(layout, "grid_width", where, 1);
+  if (grid_height != c.grid_size) {
+    throw std::invalid_argument(where + ": LlamaGen's grid is square (its 2D RoPE table is grid x grid), got " +
+                                std::to_string(grid_height) + "x" + std::to_string(c.grid_size));
+  }
+  c.first_code_id = integer(layout, "image_token_first", where, 0);
+  c.codebook_size = integer(layout, "codebook_size", where, 1);
+  c.downsample = context.downsample;
+  if (c.downsample <= 0) throw std::invalid_argument(where + ": the VQ decoder's downsample factor is not set");
+
+  const std::string twhere = context.where + ": transformer";
+  const nlohmann::json& transformer = object(context.bundle, "transformer", context.where);
+  if (transformer.value("rope", std::string()) != "2d") {
+    throw std::invalid_argument(twhere + ".rope: LlamaGen needs \"2d\"");
+  }
+  if (integer(transformer, "grid_width", twhere, 1) != c.grid_size) {
+    throw std::invalid_argument(twhere + ".grid_width: " + transformer["grid_width"].dump() +
+                                " differs from layout.grid_width " + std::to_string(c.grid_size));
+  }
+  c.caption_length = integer(transformer, "caption_length", twhere, 1);
+
+  const int64_t native = c.grid_size * c.downsample;
+  if (context.resolution != 0 && context.resolution != native) {
+    throw std::invalid_argument(context.where + ": resolution " + std::to_string(context.resolution) +
+                                " is not supported by this LlamaGen bundle (supported: " + std::to_string(native) +
+                                "; each LlamaGen checkpoint has its own resolution: export the 256 px stage-1 or "
+                                "the 512 px stage-2 checkpoint for the other)");
+  }
+  return c;
+}
+
+CaptionEmbedder CaptionEmbedder::load(const io::WeightMap& w, int64_t hidden, int64_t caption_dim,
+                                      int64_t caption_length) {
+  const auto get = [&](const std::string& name, at::IntArrayRef shape) {
+    return w.get(name, shape).to(at::kFloat).contiguous();
+  };
+  return {get("cls_embedding.cap_proj.fc1.weight", {hidden, caption_dim}),
+          get("cls_embedding.cap_proj.fc2.weight", {hidden, hidden}),
+          get("cls_embedding.uncond_embedding", {caption_length, caption_dim})};
+}
+
+at::Tensor CaptionEmbedder::project(const at::Tensor& caption) const {
+  c10::InferenceMode inference_mode;
+  return at::matmul(at::gelu(at::matmul(caption, fc1.t()), "tanh"), fc2.t());
+}
+
+LlamaGenFamily::LlamaGenFamily(LlamaGenConfig config, const text::Tokenizer& tokenizer, int64_t vocab_size,
+                               std::shared_ptr<const model::T5Encoder> encoder, CaptionEmbedder embedder)
+    : config_(config),
+      tokenizer_(tokenizer),
+      eos_id_(end_of_text_id(tokenizer)),
+      layout_(image_only_layout(config_, vocab_size)),
+      encoder_(std::move(encoder)),
+      embedder_(std::move(embedder)) {}
+
+std::vector<int64_t> LlamaGenFamily::prompt_ids(const std::string& prompt, bool with_template) const {
+  if (!with_template) return tokenizer_.encode(prompt);
+  // language/t5.py runs its caption cleaner twice; the tokenizer then truncates
+  // to max_length (= caption_length) including the </s> it appends.
+  std::vector<int64_t> ids = tokenizer_.encode(text::clean_caption(text::clean_caption(prompt)));
+  if (static_cast<int64_t>(ids.size()) > config_.caption_length - 1) ids.resize(config_.caption_length - 1);
+  ids.push_back(eos_id_);
+  return ids;
+}
+
+model::RowPrompt LlamaGenFamily::caption_row(const at::Tensor& caption, int64_t valid) const {
+  const int64_t slots = config_.caption_length;
+  model::RowPrompt row;
+  row.embeddings = embedder_.project(caption);
+  row.tokens.assign(static_cast<size_t>(slots), config_.first_code_id);  // placeholders: the embeddings are the input
+  row.positions.assign(static_cast<size_t>(slots), -1);                  // no rotation on caption slots
+  row.key_valid.assign(static_cast<size_t>(slots - valid), 0);
+  row.key_valid.resize(static_cast<size_t>(slots), 1);
+  return row;
+}
+
+model::RowPrompt LlamaGenFamily::conditional(const std::string& prompt) const {
+  if (!encoder_) throw std::logic_error("LlamaGen family built without weights cannot encode prompts");
+  const std::vector<int64_t> ids = prompt_ids(prompt, /*with_template=*/true);
+  const int64_t valid = static_cast<int64_t>(ids.size());
+  // Encoding only the valid tokens equals the reference's padded batch: pad keys
+  // are masked, and T5's relative bias depends only on distances.
+  const at::Tensor encoded = encoder_->encode(ids);
+  // Left padding: the valid rows at the end, zero rows before them.
+  at::Tensor caption = at::zeros({config_.caption_length, encoded.size(1)}, at::kFloat);
+  caption.narrow(0, config_.caption_length - valid, valid).copy_(encoded);
+  return caption_row(caption, valid);
+}
+
+model::RowPrompt LlamaGenFamily::unconditional_row(int64_t valid) const {
+  if (!encoder_) throw std::logic_error("LlamaGen family built without weights has no unconditional caption");
+  if (valid < 1 || valid > config_.caption_length) {
+    throw std::invalid_argument("LlamaGen: " + std::to_string(valid) + " valid caption tokens (expected 1.." +
+                                std::to_string(config_.caption_length) + ")");
+  }
+  return caption_row(embedder_.uncond, valid);
+}
+
+model::RowPrompt LlamaGenFamily::unconditional(const std::string& prompt) const {
+  return unconditional_row(static_cast<int64_t>(prompt_ids(prompt, /*with_template=*/true).size()));
+}
+
 std::unique_ptr<ImageFamily> make_llamagen_family(const FamilyContext& context) {
-  throw std::invalid_argument(context.where + ": family \"" + context.family + "\" is not implemented yet");
+  const LlamaGenConfig config = parse_llamagen_config(context);
+  if (context.weights == nullptr) {  // tokenising only
+    return std::make_unique<LlamaGenFamily>(config, *context.tokenizer, context.vocab_size, nullptr, CaptionEmbedder{});
+  }
+  const std::string where = context.where + ": text_encoder";
+  const nlohmann::json& section = object(context.bundle, "text_encoder", context.where);
+  if (section.value("kind", std::string()) != "t5-encoder") {
+    throw std::invalid_argument(where + ".kind: expected \"t5-encoder\"");
+  }
+  const model::T5Config t5 = model::parse_t5_config(section, where);
+  auto encoder = std::make_shared<const model::T5Encoder>(
+      t5, io::WeightMap::load_all(weight_files(section, context.bundle_dir, where)));
+  const int64_t hidden = integer(object(context.bundle, "transformer", context.where), "hidden_size",
+                                 context.where + ": transformer", 1);
+  CaptionEmbedder embedder = CaptionEmbedder::load(*context.weights, hidden, t5.d_model, config.caption_length);
+  return std::make_unique<LlamaGenFamily>(config, *context.tokenizer, context.vocab_size, std::move(encoder),
+                                          std::move(embedder));
 }
 
 }  // namespace sjd::family

@@ -109,7 +109,7 @@ model::RowPrompt LuminaFamily::conditional(const std::string& prompt) const {
   return row;
 }
 
-model::RowPrompt LuminaFamily::unconditional() const {
+model::RowPrompt LuminaFamily::unconditional(const std::string&) const {
   // The unconditional branch sees only what is generated, from begin-image at
   // position 0. A masked placeholder root (never attended to) starts it.
   model::RowPrompt row;

@@ -31,7 +31,7 @@ class LuminaFamily : public ImageFamily {
 
   const TokenLayout& layout() const override { return layout_; }
   model::RowPrompt conditional(const std::string& prompt) const override;
-  model::RowPrompt unconditional() const override;
+  model::RowPrompt unconditional(const std::string& prompt) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogits; }
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
   int64_t image_height() const override { return config_.grid_height * config_.downsample; }

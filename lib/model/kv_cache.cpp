@@ -6,12 +6,12 @@
 namespace sjd::model {
 
 KvCache::KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim,
-                 at::ScalarType dtype)
+                 at::ScalarType dtype, at::Device device)
     : length_(static_cast<size_t>(rows), 0), capacity_(capacity) {
-  valid_ = at::zeros({rows, capacity}, at::kBool);
+  valid_ = at::zeros({rows, capacity}, at::TensorOptions().dtype(at::kBool).device(device));
   for (int64_t l = 0; l < layers; ++l) {
-    k_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype)));
-    v_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype)));
+    k_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
+    v_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
   }
 }
 
@@ -49,7 +49,11 @@ void KvCache::commit_row(int64_t row, const std::vector<int64_t>& kept, const st
       v_[l][row].narrow(1, to, 1).copy_(v_[l][row].narrow(1, from, 1));
     }
   }
-  for (size_t i = 0; i < valid.size(); ++i) valid_[row][base + static_cast<int64_t>(i)] = valid[i] != 0;
+  // One copy of the kept slots' validity (element-wise writes would each be a device transfer on a GPU).
+  std::vector<uint8_t> flags(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) flags[i] = valid[i] != 0 ? 1 : 0;
+  const int64_t count = static_cast<int64_t>(flags.size());
+  if (count > 0) valid_[row].narrow(0, base, count).copy_(at::tensor(at::ArrayRef<uint8_t>(flags)).to(at::kBool));
   length_[static_cast<size_t>(row)] += static_cast<int64_t>(kept.size());
 }
 

@@ -13,7 +13,8 @@ namespace sjd::model {
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim, at::ScalarType dtype);
+  KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim, at::ScalarType dtype,
+          at::Device device = at::Device(at::kCPU));
 
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t capacity() const { return capacity_; }

@@ -11,7 +11,7 @@ at::Tensor rotate_half(const at::Tensor& x) {
 at::Tensor rope_1d(const at::Tensor& x, const at::Tensor& positions, double theta) {
   const int64_t dim = x.size(-1);
   const at::Tensor inv_freq =
-      at::pow(theta, -at::arange(0, dim, 2, at::kDouble) / static_cast<double>(dim));  // [D/2]
+      at::pow(theta, -at::arange(0, dim, 2, positions.options().dtype(at::kDouble)) / static_cast<double>(dim));  // [D/2]
   const at::Tensor angles = positions.to(at::kDouble).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, D/2]
   const at::Tensor full = at::cat({angles, angles}, -1).unsqueeze(1);                     // [T, 1, D]
   const at::Tensor cos = full.cos().to(x.scalar_type());
@@ -22,7 +22,8 @@ at::Tensor rope_1d(const at::Tensor& x, const at::Tensor& positions, double thet
 at::Tensor rope_2d(const at::Tensor& x, const at::Tensor& positions, double theta, int64_t grid_width) {
   const int64_t dim = x.size(-1);
   const int64_t quarter = dim / 4;  // pairs per axis
-  const at::Tensor freq = at::pow(theta, -at::arange(0, quarter, at::kDouble) * 2.0 / (dim / 2.0));  // [D/4]
+  const at::Tensor freq =
+      at::pow(theta, -at::arange(0, quarter, positions.options().dtype(at::kDouble)) * 2.0 / (dim / 2.0));  // [D/4]
   const at::Tensor pos = positions.to(at::kLong);
   const at::Tensor valid = (pos >= 0).to(at::kDouble).unsqueeze(1);                // [T, 1]
   const at::Tensor safe = pos.clamp_min(0);

@@ -41,7 +41,7 @@ void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generate
   int64_t longest = 0;
   for (const auto& r : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.tokens.size()));
   cache_ = KvCache(config_.num_layers, static_cast<int64_t>(rows.size()), config_.num_kv_heads,
-                   longest + max_generated + max_window + 1, config_.head_dim, weights_.embed.scalar_type());
+                   longest + max_generated + max_window + 1, config_.head_dim, dtype(), device());
   next_position_.assign(rows.size(), 0);
   pending_valid_.clear();
   pending_root_embedding_.assign(rows.size(), at::Tensor());
@@ -50,9 +50,10 @@ void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generate
     if (row.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");
     const int64_t n = static_cast<int64_t>(row.tokens.size()) - 1;  // the last token is the first root
     if (n > 0) {
-      const at::Tensor tokens = at::tensor(std::vector<int64_t>(row.tokens.begin(), row.tokens.end() - 1)).unsqueeze(0);
+      const at::Tensor tokens =
+          at::tensor(std::vector<int64_t>(row.tokens.begin(), row.tokens.end() - 1)).unsqueeze(0).to(device());
       const at::Tensor positions =
-          at::tensor(std::vector<int64_t>(row.positions.begin(), row.positions.end() - 1)).unsqueeze(0);
+          at::tensor(std::vector<int64_t>(row.positions.begin(), row.positions.end() - 1)).unsqueeze(0).to(device());
       const at::Tensor causal = at::ones({n, n}, at::kBool).tril();
       // Prompt keys may be masked out for later queries, but each slot sees itself.
       std::vector<uint8_t> valid(row.key_valid.begin(), row.key_valid.end() - 1);
@@ -62,20 +63,24 @@ void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generate
       }
       mask.diagonal().fill_(true);
       const at::Tensor hidden = row.embeddings.defined()
-                                    ? row.embeddings.narrow(0, 0, n).unsqueeze(0).to(weights_.embed.scalar_type())
+                                    ? row.embeddings.narrow(0, 0, n).unsqueeze(0).to(device(), dtype())
                                     : embed(tokens);
-      forward_hidden({static_cast<int64_t>(r)}, hidden, positions, mask);
+      forward_hidden({static_cast<int64_t>(r)}, hidden, positions, mask.to(device()));
       std::vector<int64_t> kept(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j) kept[static_cast<size_t>(j)] = j;
       cache_.commit_row(static_cast<int64_t>(r), kept, valid);
     }
     next_position_[r] = row.positions.back();
-    if (row.embeddings.defined()) pending_root_embedding_[r] = row.embeddings[n].to(weights_.embed.scalar_type());
+    if (row.embeddings.defined()) pending_root_embedding_[r] = row.embeddings[n].to(device(), dtype());
     pending_valid_.push_back(row.key_valid.back());
   }
 }
 
 at::Tensor Transformer::forward(const std::vector<int64_t>& roots, const DraftTree& nodes) {
+  return window_logits(roots, nodes).to(at::kCPU);  // a no-op for a CPU model
+}
+
+at::Tensor Transformer::window_logits(const std::vector<int64_t>& roots, const DraftTree& nodes) {
   const int64_t rows = cache_.rows();
   const int64_t width = 1 + static_cast<int64_t>(nodes.size());
   std::vector<int64_t> row_ids(static_cast<size_t>(rows));
@@ -99,12 +104,18 @@ at::Tensor Transformer::forward(const std::vector<int64_t>& roots, const DraftTr
     m[slot][0] = true;
     for (int a = static_cast<int>(i); a >= 0; a = nodes.parent[static_cast<size_t>(a)]) m[slot][a + 1] = true;
   }
-  at::Tensor hidden = embed(tokens);
+  // Per row: a root whose key is masked (a placeholder root, e.g. Lumina's
+  // unconditional row) is invisible to the draft nodes too.
+  mask = mask.unsqueeze(0).repeat({rows, 1, 1});
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!pending_valid_[static_cast<size_t>(r)]) mask[r].narrow(0, 1, width - 1).select(1, 0).fill_(false);
+  }
+  at::Tensor hidden = embed(tokens.to(device()));
   for (int64_t r = 0; r < rows; ++r) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
     const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(r)];
     if (root.defined()) hidden[r][0].copy_(root);
   }
-  return forward_hidden(row_ids, hidden, positions, mask);
+  return forward_hidden(row_ids, hidden, positions.to(device()), mask.to(device()));
 }
 
 void Transformer::commit(const std::vector<int>& path) {
@@ -158,7 +169,17 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
     }
     // Mask [W, committed + W]: committed keys by their validity, window keys by the tree.
     const at::Tensor mask =
-        at::cat({cache_.key_valid(r).unsqueeze(0).expand({width, committed}), window_mask}, 1);
+        at::cat({cache_.key_valid(r).unsqueeze(0).expand({width, committed}),
+                 window_mask.dim() == 3 ? window_mask[static_cast<int64_t>(i)] : window_mask},
+                1);
+    if (!x.is_cpu()) {
+      // GPU: the fused attention kernel with the explicit boolean mask (true: may attend).
+      const at::Tensor out = at::scaled_dot_product_attention(q.transpose(0, 1).unsqueeze(0), keys.unsqueeze(0),
+                                                              values.unsqueeze(0), mask);
+      outputs.push_back(out.squeeze(0).transpose(0, 1).reshape({width, heads * dim}));
+      continue;
+    }
+    // CPU: the exact math path the CPU tests' tolerances were set against.
     const at::Tensor scores =
         at::matmul(q.transpose(0, 1), keys.transpose(1, 2)) / std::sqrt(static_cast<double>(dim));  // [heads, W, S]
     const at::Tensor probs = at::softmax(scores.to(at::kFloat).masked_fill(mask.logical_not(), -INFINITY), -1);

@@ -21,9 +21,15 @@ class Transformer : public TokenModel {
 
   const TransformerConfig& config() const { return config_; }
   int64_t vocab_size() const override { return config_.vocab_size; }
+  // Where the weights, the KV cache and every activation live.
+  at::Device device() const { return weights_.embed.device(); }
+  at::ScalarType dtype() const { return weights_.embed.scalar_type(); }
 
   void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) override;
+  // Logits on the CPU, for the decoding loop's CPU pipeline and verifier.
   at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes) override;
+  // The same logits left on the model's device (the CUDA pipeline and the bench read them there).
+  at::Tensor window_logits(const std::vector<int64_t>& roots, const DraftTree& nodes);
   void commit(const std::vector<int>& path) override;
   // Drops the last `tokens` committed tokens of every row; the next window's
   // root is then the first dropped token again.
@@ -32,8 +38,8 @@ class Transformer : public TokenModel {
   // Lower level, for tests and prefill: embeddings of `tokens` for every row.
   at::Tensor embed(const at::Tensor& tokens) const;
   // Runs new tokens through the stack for the given rows: hidden [rows, W, H],
-  // positions int64 [rows, W], `window_mask` bool [W, W] (true: may attend) among
-  // the new tokens. K/V are written after each row's committed length. Returns
+  // positions int64 [rows, W], `window_mask` bool [W, W] or per row [rows, W, W]
+  // (true: may attend) among the new tokens. K/V are written after each row's committed length. Returns
   // logits [rows, W, V] (float32).
   at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden, const at::Tensor& positions,
                             const at::Tensor& window_mask);

@@ -54,24 +54,24 @@ LayerWeights load_llamagen_layer(const io::WeightMap& w, const TransformerConfig
   return l;
 }
 
-at::Tensor cast(const at::Tensor& t, at::ScalarType dtype) {
-  return t.defined() ? t.to(dtype).contiguous() : t;
+at::Tensor cast(const at::Tensor& t, at::ScalarType dtype, at::Device device) {
+  return t.defined() ? t.to(device, dtype).contiguous() : t;
 }
 
 }  // namespace
 
 TransformerWeights load_transformer_weights(const io::WeightMap& w, const TransformerConfig& c,
-                                            at::ScalarType dtype) {
+                                            at::ScalarType dtype, at::Device device) {
   const bool hf = c.key_style == KeyStyle::kHf;
   TransformerWeights out;
-  out.embed = cast(w.get(hf ? "model.embed_tokens.weight" : "tok_embeddings.weight", {c.vocab_size, c.hidden_size}), dtype);
-  out.norm = cast(w.get(hf ? "model.norm.weight" : "norm.weight", {c.hidden_size}), dtype);
-  out.lm_head = cast(w.get(hf ? "lm_head.weight" : "output.weight", {c.vocab_size, c.hidden_size}), dtype);
+  out.embed = cast(w.get(hf ? "model.embed_tokens.weight" : "tok_embeddings.weight", {c.vocab_size, c.hidden_size}), dtype, device);
+  out.norm = cast(w.get(hf ? "model.norm.weight" : "norm.weight", {c.hidden_size}), dtype, device);
+  out.lm_head = cast(w.get(hf ? "lm_head.weight" : "output.weight", {c.vocab_size, c.hidden_size}), dtype, device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     LayerWeights l = hf ? load_hf_layer(w, c, i) : load_llamagen_layer(w, c, i);
     for (at::Tensor* t : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.q_norm_w, &l.q_norm_b, &l.k_norm_w, &l.k_norm_b,
                           &l.mlp_norm, &l.gate, &l.up, &l.down}) {
-      *t = cast(*t, dtype);
+      *t = cast(*t, dtype, device);
     }
     out.layers.push_back(std::move(l));
   }

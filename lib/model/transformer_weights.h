@@ -23,9 +23,10 @@ struct TransformerWeights {
   at::Tensor lm_head;  // [V, H]
 };
 
-// Every tensor converted to `dtype`; a missing or mis-shaped tensor throws
-// io::WeightError naming it, the expected and found shapes and the file.
+// Every tensor converted to `dtype` and placed on `device` one by one (a bf16
+// GPU model never exists as a float32 copy); a missing or mis-shaped tensor
+// throws io::WeightError naming it, the expected and found shapes and the file.
 TransformerWeights load_transformer_weights(const io::WeightMap& weights, const TransformerConfig& config,
-                                            at::ScalarType dtype);
+                                            at::ScalarType dtype, at::Device device = at::Device(at::kCPU));
 
 }  // namespace sjd::model

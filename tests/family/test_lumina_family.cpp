@@ -167,7 +167,7 @@ TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn; the CFG ro
   REQUIRE(ids512[22] == kTextFirst + '5');
 
   // The unconditional row is only a masked placeholder: generated token 0 (begin-image) gets position 0.
-  const model::RowPrompt uncond = glue->unconditional();
+  const model::RowPrompt uncond = glue->unconditional("");
   REQUIRE(uncond.tokens.size() == 1);
   REQUIRE(uncond.positions == std::vector<int64_t>{-1});
   REQUIRE(uncond.key_valid == std::vector<uint8_t>{0});

@@ -186,3 +186,17 @@ TEST_CASE("a mis-shaped checkpoint tensor is named in the error", "[model]") {
     CHECK_THAT(e.what(), Catch::Contains("model.embed_tokens.weight") && Catch::Contains("bad.safetensors"));
   }
 }
+
+TEST_CASE("a masked placeholder root is invisible to the window's draft nodes", "[model]") {
+  Transformer model = tiny_transformer(tiny_config(false), 5);
+  RowPrompt placeholder;  // Lumina's unconditional row: a masked root, then generated tokens from position 0
+  placeholder.tokens = {31};
+  placeholder.positions = {-1};
+  placeholder.key_valid = {0};
+  model.start({placeholder}, 8, 4);
+  const at::Tensor with_placeholder = model.forward({31}, chain({5, 6, 7}));
+  model.start({prompt_of({5})}, 8, 4);
+  const at::Tensor direct = model.forward({5}, chain({6, 7}));
+  // Node slots 1.. of the first equal slots 0.. of the second (same tokens at positions 0, 1, 2).
+  CHECK(at::allclose(with_placeholder.narrow(1, 1, 3), direct, 1e-5, 1e-5));
+}

@@ -99,7 +99,7 @@ def test_a_wrong_position_would_be_seen(parity):
 def test_unconditional_window_matches_the_reference_branch(parity):
     # Lumina's CFG branch is the generated tokens alone, from begin-image at position 0.
     directory, model, _ = parity
-    ours = our_logits(directory, [{"text": PROMPT}, {"uncond": True}], WINDOW)[1, 1:]
+    ours = our_logits(directory, [{"text": PROMPT}, {"uncond": True, "prompt": PROMPT}], WINDOW)[1, 1:]
     reference = reference_logits(model, WINDOW)
     assert relative_error(ours, reference) <= 1e-4
 

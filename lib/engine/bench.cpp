@@ -1,0 +1,355 @@
+// `sjd bench`: builds the preset's transformer with hashed random weights on
+// the device, then times prefill, AR steps and window steps phase by phase,
+// each phase run to completion (synchronised) so the shares add up.
+#include "engine/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "decoding/draft_book.h"
+#include "decoding/method.h"
+#include "decoding/window_verifier.h"
+#include "family/token_layout.h"
+#include "model/transformer.h"
+#include "sampling/categorical.h"
+#include "sampling/logits_pipeline.h"
+#ifdef SJD_WITH_CUDA
+#include "sampling/cuda_ops.h"
+#endif
+
+namespace sjd::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double timed_ms(const at::Device& device, F&& work) {
+  synchronize(device);
+  const auto start = Clock::now();
+  work();
+  synchronize(device);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// A prompt row of `length` arbitrary tokens at positions 0..length-1.
+model::RowPrompt prompt_row(int64_t length, int64_t vocab, int64_t offset) {
+  model::RowPrompt row;
+  for (int64_t i = 0; i < length; ++i) {
+    row.tokens.push_back((i * 7919 + offset) % vocab);
+    row.positions.push_back(i);
+    row.key_valid.push_back(1);
+  }
+  return row;
+}
+
+// Bytes read + written per second by a plain device copy of a large buffer.
+double copy_bandwidth(const at::Device& device) {
+  const int64_t bytes = device.is_cpu() ? (int64_t{64} << 20) : (int64_t{1} << 30);
+  const auto options = at::TensorOptions().dtype(at::kByte).device(device);
+  const at::Tensor source = at::ones({bytes}, options);
+  at::Tensor target = at::empty({bytes}, options);
+  target.copy_(source);  // warm-up
+  const int repeats = 5;
+  const double ms = timed_ms(device, [&] {
+    for (int i = 0; i < repeats; ++i) target.copy_(source);
+  });
+  return 2.0 * static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;
+}
+
+int64_t weight_bytes(const model::TransformerWeights& w, bool include_embedding) {
+  int64_t total = w.norm.nbytes() + w.lm_head.nbytes() + (include_embedding ? w.embed.nbytes() : 0);
+  for (const auto& l : w.layers) {
+    for (const at::Tensor* t : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.q_norm_w, &l.q_norm_b, &l.k_norm_w,
+                                &l.k_norm_b, &l.mlp_norm, &l.gate, &l.up, &l.down}) {
+      if (t->defined()) total += t->nbytes();
+    }
+  }
+  return total;
+}
+
+// One step kind, set up once at mid-image and run repeatedly: the drafts, the
+// window, constraints and (on a GPU) their device copies stay fixed.
+class StepFixture {
+ public:
+  StepFixture(model::Transformer& model, const BenchPreset& preset, const family::TokenLayout& layout, int window,
+              const Placement& placement, uint64_t seed)
+      : model_(model), layout_(layout), placement_(placement), seed_(seed), window_(window) {
+    method_ = decoding::make_method(window > 0 ? "scd-mc" : "ar");  // coupling: the heaviest chain verification
+    method_.window = window;
+    settings_.cfg_scale = preset.cfg;
+    settings_.cfg_mix = preset.cfg_mix;
+    settings_.top_k = preset.top_k;
+    first_ = layout.length() / 2;
+    for (int64_t t = 0; t < first_; ++t) committed_.push_back(layout.first_code_id() + (t * 31) % layout.codebook_size());
+    book_ = std::make_unique<decoding::DraftBook>(layout, method_, decoding::Mutants{}, seed, 0);
+    book_->fill(committed_, window, 0);
+    for (int i = 0; i < window; ++i) nodes_.push(book_->drafts()[static_cast<size_t>(i)].token, i - 1);
+    child_of_.assign(static_cast<size_t>(window) + 1, {});
+    constraints_.push_back(layout.constraint(first_));
+    for (size_t i = 0; i < nodes_.size(); ++i) constraints_.push_back(layout.constraint(first_ + nodes_.depth[i]));
+    for (int i = 0; i < std::min(window, 4); ++i) path_.push_back(i);  // a typical accepted run on the spine
+#ifdef SJD_WITH_CUDA
+    if (!placement.device.is_cpu()) {
+      device_constraints_ = sampling::cuda::upload_constraints(constraints_, layout.vocab_size(), placement.device);
+      device_relax_ = sampling::cuda::upload_relaxation(method_.relax, std::max(window, 1), placement.device);
+      spec_.chain = window;
+      spec_.node_tokens = nodes_.tokens;
+      spec_.node_depth = nodes_.depth;
+      spec_.tail = kernels::kTailMaximalCoupling;
+      for (const auto& d : book_->drafts()) {
+        spec_.drafts.tokens.push_back(d.token);
+        spec_.drafts.q.push_back(d.q.to(placement.device));
+      }
+    }
+#endif
+  }
+
+  StepTiming run(int iterations, int warmup) {
+    StepTiming sum;
+    sum.window = window_;
+    const std::vector<int64_t> roots(static_cast<size_t>(model_.cache().rows()), committed_.back());
+    for (int i = 0; i < warmup + iterations; ++i) {
+      at::Tensor logits, probs;
+      StepTiming t;
+      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.window_logits(roots, nodes_); });
+      t.pipeline_ms = timed_ms(placement_.device, [&] { probs = pipeline(logits); });
+      t.verify_ms = timed_ms(placement_.device, [&] { verify(probs, static_cast<uint32_t>(i)); });
+      t.kv_ms = timed_ms(placement_.device, [&] {
+        model_.commit(path_);
+        model_.rollback(static_cast<int64_t>(path_.size()) + 1);
+      });
+      if (i < warmup) continue;
+      sum.forward_ms += t.forward_ms / iterations;
+      sum.pipeline_ms += t.pipeline_ms / iterations;
+      sum.verify_ms += t.verify_ms / iterations;
+      sum.kv_ms += t.kv_ms / iterations;
+    }
+    return sum;
+  }
+
+ private:
+  at::Tensor pipeline(const at::Tensor& logits) {
+#ifdef SJD_WITH_CUDA
+    if (!placement_.device.is_cpu()) return sampling::cuda::run_logits_pipeline(logits, device_constraints_, settings_);
+#endif
+    return sampling::run_logits_pipeline(logits.to(at::kCPU), constraints_, settings_);
+  }
+
+  // AR: the sample; a window: the whole verification, with the host reading its outcome.
+  void verify(const at::Tensor& probs, uint32_t step) {
+#ifdef SJD_WITH_CUDA
+    if (!placement_.device.is_cpu()) {
+      sampling::cuda::StepKeys keys{seed_, 0, step, first_, layout_.length()};
+      if (window_ == 0) {
+        sampling::cuda::sample_slots(probs, {0}, keys).to(at::kCPU);
+      } else {
+        sampling::cuda::verify_window(probs, spec_, keys, device_relax_);
+      }
+      return;
+    }
+#endif
+    const decoding::WindowVerifier verifier(method_, decoding::Mutants{}, seed_, 0);
+    const decoding::WindowInput input{first_, layout_.length(), window_, &nodes_, &child_of_, probs, step};
+    if (window_ == 0) {
+      verifier.sample_one(input);
+      return;
+    }
+    decoding::DraftBook book = *book_;  // verification moves the book on; every repetition starts alike
+    verifier.verify(input, book);
+  }
+
+  model::Transformer& model_;
+  const family::TokenLayout& layout_;
+  Placement placement_;
+  uint64_t seed_;
+  int window_;
+  decoding::MethodConfig method_;
+  sampling::PipelineSettings settings_;
+  int64_t first_ = 0;
+  std::vector<int64_t> committed_;
+  std::unique_ptr<decoding::DraftBook> book_;
+  model::DraftTree nodes_;
+  std::vector<std::vector<int>> child_of_;
+  std::vector<sampling::SlotConstraint> constraints_;
+  std::vector<int> path_;
+#ifdef SJD_WITH_CUDA
+  sampling::cuda::DeviceConstraints device_constraints_;
+  sampling::cuda::DeviceRelaxation device_relax_;
+  sampling::cuda::WindowSpec spec_;
+#endif
+};
+
+// The papers' step compression (docs/models.md) at the tool's default windows.
+struct PaperMethod {
+  const char* name;
+  double compression;
+  int window;
+};
+constexpr PaperMethod kPaperMethods[] = {{"ar", 1.0, 0}, {"sjd", 2.2, 16}, {"scd", 4.2, 16}, {"sjd-pac", 4.5, 64}};
+
+}  // namespace
+
+BenchReport run_bench(const BenchOptions& options) {
+  BenchReport report;
+  report.preset = bench_preset(options.preset);
+  const BenchPreset& preset = report.preset;
+  const Placement& placement = options.placement;
+  const at::Device device = placement.device;
+  report.device = device_name(device);
+  report.dtype = dtype_name(placement.dtype);
+#ifdef SJD_WITH_CUDA
+  report.pipeline_backend = device.is_cpu() ? "cpu reference" : "cuda kernels";
+#else
+  report.pipeline_backend = "cpu reference";
+#endif
+  reset_peak_memory(device);
+  report.copy_gb_per_s = copy_bandwidth(device);
+
+  model::TransformerWeights weights = bench_weights(preset.transformer, options.seed, placement);
+  report.parameters = weight_bytes(weights, true) / static_cast<int64_t>(at::elementSize(placement.dtype));
+  report.weight_bytes_per_step = weight_bytes(weights, false);
+  report.weights_checksum = weights.lm_head.to(at::kDouble).sum().item<double>() +
+                            weights.layers.front().q.to(at::kDouble).sum().item<double>();
+  model::Transformer model(preset.transformer, std::move(weights));
+
+  std::set<int> windows(options.windows.begin(), options.windows.end());
+  for (const auto& m : kPaperMethods) {
+    if (m.window > 0) windows.insert(m.window);
+  }
+  const int longest = *windows.rbegin();
+  const int64_t vocab = preset.transformer.vocab_size;
+  const auto rows = [&](int64_t length) {
+    return std::vector<model::RowPrompt>{prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};  // CFG pair
+  };
+  model.start(rows(std::min<int64_t>(preset.prompt_tokens, 4)), 8, longest);  // warm-up: kernels, allocator
+  report.prefill_seconds =
+      timed_ms(device, [&] { model.start(rows(preset.prompt_tokens), preset.generated_tokens, longest); }) / 1e3;
+
+  // Steps at mid-image: the cache holds the prompt and half the image.
+  const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(preset.grid * preset.grid), -1),
+                                   preset.grid, preset.grid, preset.first_code_id, preset.codebook_size);
+  model.start(rows(preset.prompt_tokens + layout.length() / 2), 4 * longest, longest);
+  report.ar = StepFixture(model, preset, layout, 0, placement, options.seed).run(options.iterations, options.warmup);
+  for (int w : windows) {
+    report.windows.push_back(
+        StepFixture(model, preset, layout, w, placement, options.seed).run(options.iterations, options.warmup));
+  }
+  report.weight_read_gb_per_s =
+      static_cast<double>(report.weight_bytes_per_step) / (report.ar.forward_ms * 1e-3) / 1e9;
+
+  report.vq_seconds = -1.0;
+  if (options.vq) {
+    const VqStandIn vq(preset.vq, device, options.seed);
+    vq.decode(preset.grid);  // warm-up
+    report.vq_seconds = timed_ms(device, [&] { vq.decode(preset.grid); }) / 1e3;
+  }
+  report.peak = peak_memory(device);
+
+  const double vq_seconds = std::max(report.vq_seconds, 0.0);
+  for (const auto& m : kPaperMethods) {
+    MethodEstimate e;
+    e.method = m.name;
+    e.step_compression = m.compression;
+    e.window = m.window;
+    e.steps = static_cast<int64_t>(std::ceil(static_cast<double>(preset.generated_tokens) / m.compression));
+    double step_ms = report.ar.total_ms();
+    for (const auto& t : report.windows) {
+      if (t.window == m.window) step_ms = t.total_ms();
+    }
+    e.seconds = report.prefill_seconds + static_cast<double>(e.steps) * step_ms / 1e3 + vq_seconds;
+    report.methods.push_back(e);
+  }
+  return report;
+}
+
+namespace {
+
+std::string gigabytes(double bytes) {
+  std::ostringstream out;
+  out << std::setprecision(4) << bytes / 1e9 << " GB";
+  return out.str();
+}
+
+std::string share(double part, double total) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << (total > 0 ? 100.0 * part / total : 0.0) << "%";
+  return out.str();
+}
+
+void step_line(std::ostringstream& out, const std::string& label, const StepTiming& t) {
+  const double total = t.total_ms();
+  out << std::left << std::setw(18) << label << std::right << std::setw(10) << total << " ms   forward "
+      << share(t.forward_ms, total) << ", pipeline " << share(t.pipeline_ms, total) << ", verify "
+      << share(t.verify_ms, total) << ", kv " << share(t.kv_ms, total) << "\n";
+}
+
+}  // namespace
+
+std::string format_report(const BenchReport& r) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(3);
+  out << "preset: " << r.preset.name << " -- " << r.preset.description << "\n"
+      << "device: " << r.device << ", dtype " << r.dtype << ", logits pipeline and verification: "
+      << r.pipeline_backend << "\n"
+      << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
+      << " of weights read per forward)\n"
+      << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
+      << " (sum of lm_head and layer 0 q_proj; the eager reference prints the same)\n"
+      << "copy bandwidth: " << r.copy_gb_per_s << " GB/s (read + write)\n"
+      << "weight-read bandwidth (AR forward): " << r.weight_read_gb_per_s << " GB/s = "
+      << share(r.weight_read_gb_per_s, r.copy_gb_per_s) << " of copy bandwidth\n"
+      << "prefill: " << r.prefill_seconds * 1e3 << " ms (" << r.preset.prompt_tokens << " tokens x 2 rows)\n"
+      << "steps at mid-image, CFG batch 2 (mean of the timed runs):\n";
+  step_line(out, "ar step", r.ar);
+  for (const auto& t : r.windows) step_line(out, "window L=" + std::to_string(t.window), t);
+  out << "vq decode: ";
+  if (r.vq_seconds < 0) {
+    out << "not measured\n";
+  } else {
+    out << r.vq_seconds * 1e3 << " ms (stand-in decoder, " << r.preset.image_side << " px)\n";
+  }
+  out << r.peak.what << ": " << gigabytes(static_cast<double>(r.peak.bytes)) << "\n"
+      << "seconds per image (" << r.preset.generated_tokens << " tokens; prefill + steps + vq decode):\n";
+  for (const auto& m : r.methods) {
+    out << "  " << std::left << std::setw(8) << m.method << std::right << " compression " << std::setprecision(1)
+        << m.step_compression << "x, L=" << m.window << ", " << m.steps << " steps: " << std::setprecision(3)
+        << m.seconds << " s\n";
+  }
+  return out.str();
+}
+
+nlohmann::json to_json(const BenchReport& r) {
+  const auto step = [](const StepTiming& t) {
+    return nlohmann::json{{"window", t.window},       {"total_ms", t.total_ms()}, {"forward_ms", t.forward_ms},
+                          {"pipeline_ms", t.pipeline_ms}, {"verify_ms", t.verify_ms}, {"kv_ms", t.kv_ms}};
+  };
+  nlohmann::json windows = nlohmann::json::array();
+  for (const auto& t : r.windows) windows.push_back(step(t));
+  nlohmann::json methods = nlohmann::json::array();
+  for (const auto& m : r.methods) {
+    methods.push_back({{"method", m.method}, {"step_compression", m.step_compression}, {"window", m.window},
+                       {"steps", m.steps}, {"seconds", m.seconds}});
+  }
+  return {{"preset", r.preset.name},
+          {"device", r.device},
+          {"dtype", r.dtype},
+          {"backend", r.pipeline_backend},
+          {"parameters", r.parameters},
+          {"weights_checksum", r.weights_checksum},
+          {"weight_bytes_per_step", r.weight_bytes_per_step},
+          {"copy_gb_per_s", r.copy_gb_per_s},
+          {"weight_read_gb_per_s", r.weight_read_gb_per_s},
+          {"prefill_seconds", r.prefill_seconds},
+          {"ar_step", step(r.ar)},
+          {"window_steps", windows},
+          {"vq_seconds", r.vq_seconds},
+          {"peak_memory", {{"bytes", r.peak.bytes}, {"what", r.peak.what}}},
+          {"seconds_per_image", methods}};
+}
+
+}  // namespace sjd::engine

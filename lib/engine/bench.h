@@ -1,0 +1,69 @@
+#pragma once
+// `sjd bench`: timings of the full-size architectures with deterministic
+// random weights made on the device -- ms per AR step and per window step
+// (with CFG), their split into forward / logits pipeline / verification / KV
+// bookkeeping, achieved weight-read bandwidth against the measured copy
+// bandwidth, peak memory, and seconds per image for AR and each method at the
+// papers' step compression. A program that prints figures; nothing asserts them.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/bench_setup.h"
+#include "engine/device.h"
+
+namespace sjd::engine {
+
+struct BenchOptions {
+  std::string preset = "tiny";
+  Placement placement;
+  std::vector<int> windows = {16, 32, 64};
+  int iterations = 5;     // timed repetitions of each step kind
+  int warmup = 2;         // untimed ones first
+  uint64_t seed = 0;      // weights and drafts
+  bool vq = true;         // time the VQ decoder stand-in
+};
+
+// One step kind: where its milliseconds went (each phase timed to completion).
+struct StepTiming {
+  int window = 0;  // draft positions (0: an AR step)
+  double forward_ms = 0.0;
+  double pipeline_ms = 0.0;
+  double verify_ms = 0.0;
+  double kv_ms = 0.0;
+  double total_ms() const { return forward_ms + pipeline_ms + verify_ms + kv_ms; }
+};
+
+// Seconds per image of a method run at a given step compression.
+struct MethodEstimate {
+  std::string method;
+  double step_compression = 1.0;
+  int window = 0;
+  int64_t steps = 0;
+  double seconds = 0.0;  // prefill + steps x step time + VQ decode
+};
+
+struct BenchReport {
+  BenchPreset preset;
+  std::string device;
+  std::string dtype;
+  int64_t parameters = 0;
+  double weights_checksum = 0.0;      // sum of lm_head and layer 0's q projection, in float64
+  int64_t weight_bytes_per_step = 0;  // every weight a forward reads (all but the embedding table)
+  double copy_gb_per_s = 0.0;         // device copy, bytes read + written
+  double prefill_seconds = 0.0;
+  StepTiming ar;
+  std::vector<StepTiming> windows;
+  double weight_read_gb_per_s = 0.0;  // weight bytes per AR forward / AR forward time
+  PeakMemory peak;
+  double vq_seconds = 0.0;            // -1: not measured
+  std::vector<MethodEstimate> methods;
+  std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
+};
+
+BenchReport run_bench(const BenchOptions& options);
+std::string format_report(const BenchReport& report);
+nlohmann::json to_json(const BenchReport& report);
+
+}  // namespace sjd::engine

@@ -1,0 +1,74 @@
+#include "engine/device.h"
+
+#include <ATen/DeviceAccelerator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <sys/resource.h>
+#include <torch/version.h>
+
+#include "engine/bundle.h"
+
+namespace sjd::engine {
+
+Placement parse_placement(const std::string& device, const std::string& dtype) {
+  Placement p;
+  if (dtype == "f32") {
+    p.dtype = at::kFloat;
+  } else if (dtype == "bf16") {
+    p.dtype = at::kBFloat16;
+  } else {
+    throw InputError("--dtype: unknown dtype '" + dtype + "' (expected f32 or bf16)");
+  }
+  if (device == "cpu") return p;
+  if (device != "cuda") throw InputError("--device: unknown device '" + device + "' (expected cpu or cuda)");
+#ifndef SJD_WITH_CUDA
+  throw InputError("--device cuda: this build of sjd has no CUDA; configure it against a CUDA build of PyTorch "
+                   "(docs/gpu.md), or use --device cpu");
+#else
+  if (!at::hasCUDA()) throw InputError("--device cuda: no CUDA device is visible to this process");
+  p.device = at::Device(at::kCUDA, 0);
+  return p;
+#endif
+}
+
+Placement placement_from_settings(const GenerationSettings& settings) {
+  return parse_placement(settings.device, settings.dtype);
+}
+
+std::string device_name(const at::Device& device) { return device.str(); }
+
+std::string dtype_name(at::ScalarType dtype) { return dtype == at::kBFloat16 ? "bf16" : "f32"; }
+
+void synchronize(const at::Device& device) {
+  if (device.is_cpu()) return;
+  c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
+}
+
+// The accelerator memory statistics are in ATen from PyTorch 2.9 on.
+#define SJD_HAS_ACCELERATOR_STATS (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
+
+void reset_peak_memory(const at::Device& device) {
+#if SJD_HAS_ACCELERATOR_STATS
+  if (!device.is_cpu()) at::accelerator::resetPeakStats(device.index());
+#endif
+}
+
+PeakMemory peak_memory(const at::Device& device) {
+  PeakMemory out;
+  if (device.is_cpu()) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    out.bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+    out.what = "peak host RSS";
+    return out;
+  }
+#if SJD_HAS_ACCELERATOR_STATS
+  const auto stats = at::accelerator::getDeviceStats(device.index());
+  out.bytes = stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  out.what = "peak GPU memory allocated";
+#else
+  out.what = "peak GPU memory (unavailable before PyTorch 2.9)";
+#endif
+  return out;
+}
+
+}  // namespace sjd::engine

@@ -1,0 +1,40 @@
+#pragma once
+// Where the transformer runs: `--device cpu|cuda` and `--dtype f32|bf16`
+// (settings keys "device" and "dtype"), and the few device services the bench
+// needs (waiting for queued work, peak memory) without CUDA headers.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "engine/settings.h"
+
+namespace sjd::engine {
+
+struct Placement {
+  at::Device device = at::Device(at::kCPU);
+  at::ScalarType dtype = at::kFloat;
+};
+
+// Parses and checks the settings' device and dtype. Bad names, and `cuda` on a
+// build without CUDA ("this build of sjd has no CUDA; ...") or without a
+// visible GPU, are InputError (exit code 2).
+Placement placement_from_settings(const GenerationSettings& settings);
+Placement parse_placement(const std::string& device, const std::string& dtype);
+
+std::string device_name(const at::Device& device);  // "cpu" | "cuda:0"
+std::string dtype_name(at::ScalarType dtype);       // "f32" | "bf16"
+
+// Blocks until the device has finished the work queued so far (no-op on the CPU).
+void synchronize(const at::Device& device);
+
+// Peak memory since the last reset: the caching allocator's peak allocated
+// bytes on a GPU, the process's peak resident set on the CPU.
+struct PeakMemory {
+  int64_t bytes = 0;
+  std::string what;  // "peak GPU memory allocated" | "peak host RSS"
+};
+void reset_peak_memory(const at::Device& device);
+PeakMemory peak_memory(const at::Device& device);
+
+}  // namespace sjd::engine

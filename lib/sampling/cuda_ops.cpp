@@ -1,0 +1,371 @@
+// The CUDA kernels behind at::Tensor arguments: checks, device copies of the
+// small per-step inputs, launches on the current stream. The whole file is
+// compiled only with SJD_WITH_CUDA (sjd_area picks up every .cpp of the folder).
+#ifdef SJD_WITH_CUDA
+
+#include "sampling/cuda_ops.h"
+
+#include <c10/cuda/CUDAStream.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace sjd::sampling::cuda {
+namespace {
+
+kernels::StreamHandle stream_of(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+void require_cuda(const at::Tensor& t, const char* name) {
+  if (!t.defined() || !t.is_cuda()) throw std::invalid_argument(std::string("cuda ops: ") + name + " must be a CUDA tensor");
+}
+
+// probs must be float32, contiguous, [rows, V] with at least `rows` rows.
+void require_probs(const at::Tensor& probs, int64_t rows) {
+  require_cuda(probs, "probs");
+  if (probs.dim() != 2 || probs.scalar_type() != at::kFloat || !probs.is_contiguous() || probs.size(0) < rows) {
+    throw std::invalid_argument("cuda ops: probs must be a contiguous float32 [>= " + std::to_string(rows) +
+                                ", V] tensor, got " + std::to_string(probs.dim()) + " dims of " +
+                                std::string(c10::toString(probs.scalar_type())));
+  }
+}
+
+template <typename T>
+at::Tensor to_device(const std::vector<T>& values, at::Device device) {
+  return at::tensor(at::ArrayRef<T>(values)).to(device);
+}
+
+// A device array of row pointers (const float* const*), one per q tensor.
+at::Tensor pointer_table(const std::vector<at::Tensor>& rows, int64_t vocab, at::Device device, const char* name) {
+  std::vector<int64_t> addresses;
+  for (const at::Tensor& q : rows) {
+    require_cuda(q, name);
+    if (q.scalar_type() != at::kFloat || !q.is_contiguous() || q.numel() != vocab) {
+      throw std::invalid_argument(std::string("cuda ops: ") + name + " rows must be contiguous float32 [" +
+                                  std::to_string(vocab) + "]");
+    }
+    addresses.push_back(reinterpret_cast<int64_t>(q.data_ptr<float>()));
+  }
+  if (addresses.empty()) addresses.push_back(0);
+  return to_device(addresses, device);
+}
+
+const float* const* as_rows(const at::Tensor& table) {
+  return reinterpret_cast<const float* const*>(table.data_ptr<int64_t>());
+}
+
+kernels::StepInfo step_info(const StepKeys& k) {
+  kernels::StepInfo s;
+  s.seed = k.seed;
+  s.sequence = k.sequence;
+  s.step = k.step;
+  s.first_position = k.first_position;
+  s.total_length = k.total_length;
+  return s;
+}
+
+}  // namespace
+
+DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
+                                     at::Device device) {
+  std::vector<int64_t> forced;
+  std::vector<int32_t> mask_of_slot;
+  std::vector<at::Tensor> masks;
+  std::map<const void*, int32_t> row_of_mask;  // slots share the layout's one image mask
+  for (const SlotConstraint& c : constraints) {
+    forced.push_back(c.forced);
+    int32_t row = -1;
+    if (c.forced < 0 && c.allowed.defined()) {
+      if (c.allowed.numel() != vocab) {
+        throw std::invalid_argument("cuda ops: a slot's allowed mask has " + std::to_string(c.allowed.numel()) +
+                                    " entries, the vocabulary " + std::to_string(vocab));
+      }
+      const void* key = c.allowed.data_ptr();
+      auto it = row_of_mask.find(key);
+      if (it == row_of_mask.end()) {
+        it = row_of_mask.emplace(key, static_cast<int32_t>(masks.size())).first;
+        masks.push_back(c.allowed.to(at::kByte).contiguous());
+      }
+      row = it->second;
+    }
+    mask_of_slot.push_back(row);
+  }
+  DeviceConstraints out;
+  out.forced = to_device(forced, device);
+  out.mask_of_slot = to_device(mask_of_slot, device);
+  if (!masks.empty()) out.masks = at::stack(masks).to(device);
+  return out;
+}
+
+at::Tensor run_logits_pipeline(const at::Tensor& logits, const DeviceConstraints& constraints,
+                               const PipelineSettings& settings) {
+  require_cuda(logits, "logits");
+  if (logits.dim() != 3 || logits.size(1) != constraints.forced.numel()) {
+    throw std::invalid_argument("cuda logits pipeline: expected [rows, " + std::to_string(constraints.forced.numel()) +
+                                ", V] logits, got " + std::to_string(logits.dim()) + " dims");
+  }
+  const at::Tensor x = logits.to(at::kFloat).contiguous();
+  at::Tensor probs = at::empty({x.size(1), x.size(2)}, x.options());
+  kernels::PipelineArgs a;
+  a.logits = x.data_ptr<float>();
+  a.rows = static_cast<int>(x.size(0));
+  a.slots = static_cast<int>(x.size(1));
+  a.vocab = x.size(2);
+  a.forced = constraints.forced.data_ptr<int64_t>();
+  a.masks = constraints.masks.defined() ? constraints.masks.data_ptr<uint8_t>() : nullptr;
+  a.mask_of_slot = constraints.mask_of_slot.data_ptr<int32_t>();
+  a.cfg_scale = static_cast<float>(settings.cfg_scale);
+  a.cfg_on_log_probs = settings.cfg_mix == CfgMix::kLogProbs;
+  a.temperature = static_cast<float>(settings.temperature);
+  a.top_k = settings.top_k;
+  a.probs = probs.data_ptr<float>();
+  kernels::launch_logits_pipeline(a, stream_of(x));
+  return probs;
+}
+
+DeviceRelaxation upload_relaxation(const Relaxation& relax, int window, at::Device device) {
+  DeviceRelaxation out;
+  std::vector<double> weights(static_cast<size_t>(window) + 1);
+  for (int d = 0; d <= window; ++d) weights[static_cast<size_t>(d)] = relaxation_weight(relax, d + 1, window);
+  out.weights = to_device(weights, device);
+  out.args.weights = out.weights.data_ptr<double>();
+  switch (relax.kind) {
+    case RelaxKind::kNone: out.args.kind = kernels::kRelaxNone; break;
+    case RelaxKind::kUniform: out.args.kind = kernels::kRelaxUniform; break;
+    case RelaxKind::kCool: out.args.kind = kernels::kRelaxCool; break;
+    case RelaxKind::kLantern: out.args.kind = kernels::kRelaxLantern; break;
+  }
+  if (relax.kind == RelaxKind::kLantern && relax.neighbours.defined()) {
+    out.neighbours = relax.neighbours.to(at::kLong).contiguous().to(device);
+    out.args.neighbours = out.neighbours.data_ptr<int64_t>();
+    out.args.neighbour_rows = out.neighbours.size(0);
+    out.args.neighbour_cols = out.neighbours.size(1);
+    if (std::min<int64_t>(relax.lantern_k, out.args.neighbour_cols) > kernels::kMaxLanternNeighbours) {
+      throw std::invalid_argument("cuda ops: --lantern-k above " + std::to_string(kernels::kMaxLanternNeighbours) +
+                                  " is not supported on the device");
+    }
+  }
+  out.args.lantern_k = relax.lantern_k;
+  out.args.lantern_lambda = relax.lantern_lambda;
+  out.args.lantern_own_residual = relax.lantern_own_residual;
+  return out;
+}
+
+ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, kernels::TailDraw tail,
+                           const StepKeys& keys, const DeviceRelaxation& relax) {
+  const int chain = static_cast<int>(drafts.tokens.size());
+  require_probs(probs, chain + 1);
+  if (drafts.q.size() != drafts.tokens.size()) throw std::invalid_argument("cuda ops: one q per draft token expected");
+  const at::Device device = probs.device();
+  const int64_t vocab = probs.size(1);
+  const at::Tensor tokens = to_device(drafts.tokens.empty() ? std::vector<int64_t>{0} : drafts.tokens, device);
+  const at::Tensor q_rows = pointer_table(drafts.q, vocab, device, "draft q");
+  const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong).device(device);
+  ChainVerdicts out;
+  out.accepted = at::zeros({std::max(chain, 1)}, at::TensorOptions().dtype(at::kByte).device(device));
+  out.mrs_token = at::full({std::max(chain, 1)}, -1, longs);
+  out.tail_token = at::full({chain + 1}, -1, longs);
+  kernels::ChainArgs a;
+  a.probs = probs.data_ptr<float>();
+  a.vocab = vocab;
+  a.chain = chain;
+  a.draft_tokens = tokens.data_ptr<int64_t>();
+  a.draft_q = as_rows(q_rows);
+  a.tail = tail;
+  a.step = step_info(keys);
+  a.relax = relax.args;
+  a.accepted = out.accepted.data_ptr<uint8_t>();
+  a.mrs_token = out.mrs_token.data_ptr<int64_t>();
+  a.tail_token = out.tail_token.data_ptr<int64_t>();
+  kernels::launch_verify_chain(a, stream_of(probs));
+  out.accepted = out.accepted.narrow(0, 0, chain);
+  out.mrs_token = out.mrs_token.narrow(0, 0, chain);
+  return out;
+}
+
+at::Tensor sample_slots(const at::Tensor& probs, const std::vector<int32_t>& depth, const StepKeys& keys) {
+  const int slots = static_cast<int>(depth.size());
+  require_probs(probs, slots);
+  const at::Tensor depth_d = to_device(depth.empty() ? std::vector<int32_t>{0} : depth, probs.device());
+  at::Tensor out = at::full({std::max(slots, 1)}, -1, at::TensorOptions().dtype(at::kLong).device(probs.device()));
+  kernels::SampleArgs a;
+  a.probs = probs.data_ptr<float>();
+  a.vocab = probs.size(1);
+  a.slots = slots;
+  a.depth = depth_d.data_ptr<int32_t>();
+  a.step = step_info(keys);
+  a.token = out.data_ptr<int64_t>();
+  kernels::launch_sample_slots(a, stream_of(probs));
+  return out.narrow(0, 0, slots);
+}
+
+TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInput>& levels,
+                         const std::vector<int32_t>& slot, const std::vector<int32_t>& depth, const StepKeys& keys,
+                         const DeviceRelaxation& relax) {
+  require_probs(probs, 1);
+  if (slot.size() != depth.size()) throw std::invalid_argument("cuda ops: one depth per verified slot expected");
+  const at::Device device = probs.device();
+  const int64_t vocab = probs.size(1);
+  const int count = static_cast<int>(slot.size());
+  int max_candidates = 1;
+  for (const auto& level : levels) max_candidates = std::max<int>(max_candidates, static_cast<int>(level.candidates.size()));
+  std::vector<int64_t> candidates(levels.size() * static_cast<size_t>(max_candidates), -1);
+  std::vector<int32_t> candidate_count;
+  std::vector<at::Tensor> q;
+  for (size_t d = 0; d < levels.size(); ++d) {
+    std::copy(levels[d].candidates.begin(), levels[d].candidates.end(),
+              candidates.begin() + static_cast<std::ptrdiff_t>(d * static_cast<size_t>(max_candidates)));
+    candidate_count.push_back(static_cast<int32_t>(levels[d].candidates.size()));
+    q.push_back(levels[d].q);
+  }
+  for (size_t i = 0; i < slot.size(); ++i) {
+    if (slot[i] < 0 || slot[i] >= probs.size(0) || depth[i] < 0 || depth[i] >= static_cast<int32_t>(levels.size())) {
+      throw std::invalid_argument("cuda ops: tree entry " + std::to_string(i) + " names slot " +
+                                  std::to_string(slot[i]) + " at depth " + std::to_string(depth[i]) +
+                                  ", outside the window");
+    }
+  }
+  const at::Tensor q_rows = pointer_table(q, vocab, device, "tree level q");
+  const at::Tensor candidates_d = to_device(candidates.empty() ? std::vector<int64_t>{-1} : candidates, device);
+  const at::Tensor count_d = to_device(candidate_count.empty() ? std::vector<int32_t>{0} : candidate_count, device);
+  const at::Tensor slot_d = to_device(slot.empty() ? std::vector<int32_t>{0} : slot, device);
+  const at::Tensor depth_d = to_device(depth.empty() ? std::vector<int32_t>{0} : depth, device);
+  const at::Tensor scratch = at::empty({std::max(count, 1), 3, vocab}, probs.options());
+  TreeVerdicts out;
+  out.candidate = at::full({std::max(count, 1)}, -1, at::TensorOptions().dtype(at::kInt).device(device));
+  out.token = at::full({std::max(count, 1)}, -1, at::TensorOptions().dtype(at::kLong).device(device));
+  kernels::TreeArgs a;
+  a.probs = probs.data_ptr<float>();
+  a.vocab = vocab;
+  a.count = count;
+  a.slot = slot_d.data_ptr<int32_t>();
+  a.depth = depth_d.data_ptr<int32_t>();
+  a.level_q = as_rows(q_rows);
+  a.candidates = candidates_d.data_ptr<int64_t>();
+  a.candidate_count = count_d.data_ptr<int32_t>();
+  a.max_candidates = max_candidates;
+  a.step = step_info(keys);
+  a.relax = relax.args;
+  a.scratch = scratch.data_ptr<float>();
+  a.accepted_candidate = out.candidate.data_ptr<int32_t>();
+  a.token = out.token.data_ptr<int64_t>();
+  kernels::launch_verify_tree(a, stream_of(probs));
+  out.candidate = out.candidate.narrow(0, 0, count);
+  out.token = out.token.narrow(0, 0, count);
+  return out;
+}
+
+at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<int64_t>& position,
+                           const std::vector<int64_t>& exclude, int want, const StepKeys& keys) {
+  if (q.empty()) return at::empty({0, std::max(want, 0)}, at::kLong);
+  if (position.size() != q.size() || exclude.size() != q.size()) {
+    throw std::invalid_argument("cuda ops: draw_candidates needs one position and one excluded token per q");
+  }
+  if (want > kernels::kMaxCandidates) {
+    throw std::invalid_argument("cuda ops: at most " + std::to_string(kernels::kMaxCandidates) +
+                                " candidates per position on the device (asked " + std::to_string(want) + ")");
+  }
+  const at::Device device = q.front().device();
+  const int64_t vocab = q.front().numel();
+  const at::Tensor q_rows = pointer_table(q, vocab, device, "candidate q");
+  const at::Tensor position_d = to_device(position, device);
+  const at::Tensor exclude_d = to_device(exclude, device);
+  at::Tensor out = at::full({static_cast<int64_t>(q.size()), std::max(want, 1)}, -1,
+                            at::TensorOptions().dtype(at::kLong).device(device));
+  kernels::CandidateArgs a;
+  a.q = as_rows(q_rows);
+  a.vocab = vocab;
+  a.count = static_cast<int>(q.size());
+  a.position = position_d.data_ptr<int64_t>();
+  a.exclude = exclude_d.data_ptr<int64_t>();
+  a.want = want;
+  a.step = step_info(keys);
+  a.out = out.data_ptr<int64_t>();
+  kernels::launch_draw_candidates(a, stream_of(q.front()));
+  return out.narrow(1, 0, std::max(want, 0));
+}
+
+WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
+                           const DeviceRelaxation& relax) {
+  const int slots = 1 + static_cast<int>(w.node_tokens.size());
+  require_probs(probs, slots);
+  if (static_cast<int>(w.drafts.tokens.size()) != w.chain || w.node_depth.size() != w.node_tokens.size()) {
+    throw std::invalid_argument("cuda ops: window of " + std::to_string(w.chain) + " spine drafts has " +
+                                std::to_string(w.drafts.tokens.size()) + " draft tokens");
+  }
+  const at::Device device = probs.device();
+  const ChainVerdicts chain = verify_chain(probs, w.drafts, w.tail, keys, relax);
+
+  std::vector<int32_t> depth = {0};
+  for (int d : w.node_depth) depth.push_back(d);
+  const at::Tensor sampled = sample_slots(probs, depth, keys);
+
+  // Tree levels: every slot whose depth has a level of several candidates.
+  const int levels = static_cast<int>(w.levels.size());
+  std::vector<int32_t> tree_slot, tree_depth, tree_index_of_slot(static_cast<size_t>(slots), -1);
+  for (int s = 0; s < slots; ++s) {
+    const int d = depth[static_cast<size_t>(s)];
+    if (d < levels && w.levels[static_cast<size_t>(d)].candidates.size() > 1) {
+      tree_index_of_slot[static_cast<size_t>(s)] = static_cast<int32_t>(tree_slot.size());
+      tree_slot.push_back(s);
+      tree_depth.push_back(d);
+    }
+  }
+  const TreeVerdicts tree = verify_tree(probs, w.levels, tree_slot, tree_depth, keys, relax);
+
+  int max_candidates = 1;
+  std::vector<int32_t> level_size;
+  for (const auto& level : w.levels) {
+    level_size.push_back(static_cast<int32_t>(level.candidates.size()));
+    max_candidates = std::max<int>(max_candidates, static_cast<int>(level.candidates.size()));
+  }
+  std::vector<int32_t> child_of(static_cast<size_t>(slots) * static_cast<size_t>(max_candidates), -1);
+  for (size_t s = 0; s < w.child_of.size() && s < static_cast<size_t>(slots); ++s) {
+    for (size_t k = 0; k < w.child_of[s].size() && k < static_cast<size_t>(max_candidates); ++k) {
+      child_of[s * static_cast<size_t>(max_candidates) + k] = w.child_of[s][k];
+    }
+  }
+  const at::Tensor level_size_d = to_device(level_size.empty() ? std::vector<int32_t>{0} : level_size, device);
+  const at::Tensor node_token_d = to_device(w.node_tokens.empty() ? std::vector<int64_t>{0} : w.node_tokens, device);
+  const at::Tensor child_of_d = to_device(child_of, device);
+  const at::Tensor tree_index_d = to_device(tree_index_of_slot, device);
+  at::Tensor packed = at::zeros({kernels::walk_packed_size(w.chain)}, at::TensorOptions().dtype(at::kLong).device(device));
+
+  kernels::WalkArgs a;
+  a.chain = w.chain;
+  a.levels = levels;
+  a.level_size = level_size_d.data_ptr<int32_t>();
+  a.node_token = node_token_d.data_ptr<int64_t>();
+  a.child_of = child_of_d.data_ptr<int32_t>();
+  a.max_candidates = max_candidates;
+  a.tree_index_of_slot = tree_index_d.data_ptr<int32_t>();
+  a.tree_candidate = tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
+  a.tree_token = tree.token.numel() > 0 ? tree.token.data_ptr<int64_t>() : nullptr;
+  a.accepted = chain.accepted.numel() > 0 ? chain.accepted.data_ptr<uint8_t>() : nullptr;
+  a.mrs_token = chain.mrs_token.numel() > 0 ? chain.mrs_token.data_ptr<int64_t>() : nullptr;
+  a.tail_token = chain.tail_token.data_ptr<int64_t>();
+  a.sample_token = sampled.data_ptr<int64_t>();
+  a.step = step_info(keys);
+  a.packed = packed.data_ptr<int64_t>();
+  kernels::launch_window_walk(a, stream_of(probs));
+
+  const at::Tensor host = packed.to(at::kCPU);  // the step's one device-to-host read
+  const int64_t* h = host.data_ptr<int64_t>();
+  WindowResult out;
+  const int64_t* tokens = h + kernels::walk_tokens_offset(w.chain);
+  const int64_t* path = h + kernels::walk_path_offset(w.chain);
+  const int64_t* next = h + kernels::walk_next_offset(w.chain);
+  out.tokens.assign(tokens, tokens + h[0]);
+  for (int64_t i = 0; i < h[1]; ++i) out.path.push_back(static_cast<int>(path[i]));
+  out.rejected = h[2] != 0;
+  out.sibling_accepts = static_cast<int>(h[3]);
+  out.next_drafts.assign(next, next + h[4]);
+  return out;
+}
+
+}  // namespace sjd::sampling::cuda
+
+#endif  // SJD_WITH_CUDA

@@ -1,0 +1,112 @@
+#pragma once
+// at::Tensor front ends of the CUDA kernels in lib/kernels: the fused logits
+// pipeline and the window verification, for tensors on a CUDA device. They
+// mirror the CPU reference (logits_pipeline.h, rejection.h and
+// decoding::WindowVerifier) on the same inputs and Philox streams. Only built
+// when SJD_WITH_CUDA is on (cuda_ops.cpp compiles to nothing otherwise).
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "sampling/logits_pipeline.h"
+#include "sampling/relaxation.h"
+
+namespace sjd::sampling::cuda {
+
+// The window's slot constraints as device tensors; build once, reuse while the
+// window's positions keep the same constraints.
+struct DeviceConstraints {
+  at::Tensor forced;        // int64 [slots]: forced token or -1
+  at::Tensor masks;         // uint8 [distinct masks, V] (undefined when no slot has a mask)
+  at::Tensor mask_of_slot;  // int32 [slots]: row of `masks` or -1
+};
+DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
+                                     at::Device device);
+
+// run_logits_pipeline on the device: logits [rows, slots, V] (any float dtype,
+// CUDA) -> probabilities [slots, V] float32 on the same device.
+at::Tensor run_logits_pipeline(const at::Tensor& logits, const DeviceConstraints& constraints,
+                               const PipelineSettings& settings);
+
+// Where the step's random streams and window sit.
+struct StepKeys {
+  uint64_t seed = 0;
+  uint32_t sequence = 0;
+  uint32_t step = 0;
+  int64_t first_position = 0;
+  int64_t total_length = 0;
+};
+
+// A relaxation with its per-position weights (positions 1..window) and LANTERN
+// table on the device; the tensors own what `args` points to.
+struct DeviceRelaxation {
+  kernels::RelaxArgs args;
+  at::Tensor weights;
+  at::Tensor neighbours;
+};
+DeviceRelaxation upload_relaxation(const Relaxation& relax, int window, at::Device device);
+
+// One draft distribution per spine position (each float32 [V] on the device).
+struct ChainDrafts {
+  std::vector<int64_t> tokens;
+  std::vector<at::Tensor> q;
+};
+
+struct ChainVerdicts {
+  at::Tensor accepted;    // uint8 [chain]
+  at::Tensor mrs_token;   // int64 [chain]: the draft if accepted, else the residual draw
+  at::Tensor tail_token;  // int64 [chain + 1]: the next draft of each spine slot (-1 past the end)
+};
+// MRS of every spine draft against probs[s] in parallel, plus the tail update.
+ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, kernels::TailDraw tail,
+                           const StepKeys& keys, const DeviceRelaxation& relax);
+
+// A kSample draw from every slot's p; slot i predicts position first + depth[i].
+at::Tensor sample_slots(const at::Tensor& probs, const std::vector<int32_t>& depth, const StepKeys& keys);
+
+// K candidates of one tree depth and the q they were drawn from (float32 [V], device).
+struct TreeLevelInput {
+  std::vector<int64_t> candidates;
+  at::Tensor q;
+};
+struct TreeVerdicts {
+  at::Tensor candidate;  // int32 [count]: accepted candidate index, -1 if none
+  at::Tensor token;      // int64 [count]
+};
+// verify_candidates of level depth[i] against probs[slot[i]], for all i at once.
+TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInput>& levels,
+                         const std::vector<int32_t>& slot, const std::vector<int32_t>& depth, const StepKeys& keys,
+                         const DeviceRelaxation& relax);
+
+// draw_without_replacement(q without `exclude[i]`, want, key(step, position[i], kCandidates))
+// for every i; rows are padded with -1 where q runs out of mass.
+at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<int64_t>& position,
+                           const std::vector<int64_t>& exclude, int want, const StepKeys& keys);
+
+// A whole window: drafts on the spine (nodes 0 .. chain-1), optional tree nodes
+// after them, and the tree levels proactive drafting prepared.
+struct WindowSpec {
+  int chain = 0;
+  std::vector<int64_t> node_tokens;          // every draft node
+  std::vector<int> node_depth;               // depth >= 1 of each node
+  std::vector<std::vector<int>> child_of;    // [slot][candidate] -> node (empty for a chain)
+  ChainDrafts drafts;                        // the spine's drafts and their q
+  std::vector<TreeLevelInput> levels;        // empty for a chain
+  kernels::TailDraw tail = kernels::kTailResample;
+};
+
+// What decoding::WindowVerifier::verify returns and hands to the draft book.
+struct WindowResult {
+  std::vector<int64_t> tokens;       // committed
+  std::vector<int> path;             // accepted nodes
+  bool rejected = false;
+  int sibling_accepts = 0;
+  std::vector<int64_t> next_drafts;  // for positions first + tokens.size() on
+};
+// All kernels of one verification step, then a single device-to-host read.
+WindowResult verify_window(const at::Tensor& probs, const WindowSpec& window, const StepKeys& keys,
+                           const DeviceRelaxation& relax);
+
+}  // namespace sjd::sampling::cuda

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# What a session with the GPU machine runs for docs/benchmarks.md: `sjd bench`
+# on CUDA in bf16 for each full-size preset, the PyTorch eager reference of the
+# same shapes and weights, and a results.md that puts them side by side with
+# the date, machine, commit and commands.
+#   scripts/bench_gpu.sh [out_dir]      (SJD_BUILD_DIR: build folder, default build;
+#                                        SJD_BENCH_PRESETS: presets, default all three;
+#                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SJD_BUILD_DIR:-build}
+out=${1:-bench_results/$(date -u +%Y%m%d-%H%M%S)}
+presets=${SJD_BENCH_PRESETS:-"lumina-7b-768 emu3-8b-720 llamagen-xl-512"}
+device=${SJD_BENCH_DEVICE:-cuda}
+mkdir -p "$out"
+
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
+  echo "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
+} > "$out/machine.txt"
+
+for preset in $presets; do
+  sjd_cmd=("$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --json "$out/$preset.sjd.json")
+  eager_cmd=(python3 scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
+             --json "$out/$preset.eager.json")
+  echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"
+  "${sjd_cmd[@]}" | tee -a "$out/$preset.sjd.txt"
+  echo "\$ ${eager_cmd[*]}" | tee "$out/$preset.eager.txt"
+  "${eager_cmd[@]}" | tee -a "$out/$preset.eager.txt"
+done
+
+python3 - "$out" $presets > "$out/results.md" <<'PY'
+import json, sys
+out, presets = sys.argv[1], sys.argv[2:]
+print("# sjd bench results\n")
+print(open(f"{out}/machine.txt").read())
+print("| preset | step | sjd ms | eager ms | forward | pipeline | verify | kv |")
+print("|---|---|---|---|---|---|---|---|")
+for p in presets:
+    s = json.load(open(f"{out}/{p}.sjd.json"))
+    e = json.load(open(f"{out}/{p}.eager.json"))
+    same = abs(s["weights_checksum"] - e["weights_checksum"]) <= 1e-6 * max(1.0, abs(s["weights_checksum"]))
+    steps = [("AR", s["ar_step"], e["ar_step_ms"])]
+    steps += [(f"L={w['window']}", w, e["window_step_ms"].get(str(w["window"]))) for w in s["window_steps"]]
+    for label, t, eager in steps:
+        pct = lambda x: f"{100 * x / t['total_ms']:.0f}%"
+        eager_text = f"{eager:.2f}" if eager is not None else "-"
+        print(f"| {p} | {label} | {t['total_ms']:.2f} | {eager_text} | {pct(t['forward_ms'])} | "
+              f"{pct(t['pipeline_ms'])} | {pct(t['verify_ms'])} | {pct(t['kv_ms'])} |")
+    print(f"\n{p}: weight-read {s['weight_read_gb_per_s']:.0f} GB/s vs copy {s['copy_gb_per_s']:.0f} GB/s; "
+          f"{s['peak_memory']['what']} {s['peak_memory']['bytes'] / 1e9:.1f} GB; same weights as eager: {same}; "
+          "seconds per image: " + ", ".join(f"{m['method']} {m['seconds']:.1f} s ({m['step_compression']}x)"
+                                            for m in s["seconds_per_image"]) + "\n")
+PY
+echo "wrote $out/results.md"

@@ -1,0 +1,87 @@
+// The fused logits pipeline kernel against sampling::run_logits_pipeline on
+// the same logits and constraints. Stated tolerance: every probability within
+// 1e-4 relative + 1e-7 absolute of the CPU's (softmax sums are reduced in a
+// different order), the same set of tokens with nonzero probability (mask and
+// top-k select exactly the same tokens), and identical greedy point masses.
+#include <catch2/catch.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "device_cases.h"
+#include "sampling/cuda_ops.h"
+#include "sampling/logits_pipeline.h"
+
+using namespace sjd;
+
+namespace {
+
+// Slot 0 forced, then alternately masked to an "image token" range and free.
+std::vector<sampling::SlotConstraint> mixed_constraints(int slots, int64_t vocab) {
+  at::Tensor image = at::zeros({vocab}, at::kBool);
+  image.narrow(0, 4, vocab - 40).fill_(true);
+  std::vector<sampling::SlotConstraint> out;
+  for (int s = 0; s < slots; ++s) {
+    sampling::SlotConstraint c;
+    if (s == 0 || s == slots - 1) {
+      c.forced = s == 0 ? 2 : vocab - 3;
+    } else if (s % 3 != 0) {
+      c.allowed = image;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fused logits pipeline matches the CPU pipeline (CFG, constraints, temperature, top-k)", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  const int slots = 17;
+  for (int64_t vocab : {int64_t{1000}, int64_t{65536}}) {
+    const at::Tensor logits =
+        at::randn({2, slots, vocab}, at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(vocab))) * 4.0;
+    const auto constraints = mixed_constraints(slots, vocab);
+    const auto on_device = sampling::cuda::upload_constraints(constraints, vocab, device);
+    for (auto mix : {sampling::CfgMix::kLogits, sampling::CfgMix::kLogProbs}) {
+      for (double cfg : {1.0, 3.0}) {
+        for (double temperature : {0.0, 0.7, 1.0}) {
+          for (int64_t top_k : {int64_t{0}, int64_t{1}, int64_t{50}, int64_t{2000}}) {
+            sampling::PipelineSettings settings;
+            settings.cfg_mix = mix;
+            settings.cfg_scale = cfg;
+            settings.temperature = temperature;
+            settings.top_k = top_k;
+            INFO("vocab " << vocab << " log-prob mix " << (mix == sampling::CfgMix::kLogProbs) << " cfg " << cfg
+                          << " T " << temperature << " top-k " << top_k);
+            const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
+            const at::Tensor got =
+                sampling::cuda::run_logits_pipeline(logits.to(device), on_device, settings).to(at::kCPU);
+            REQUIRE(got.sizes() == expected.sizes());
+            CHECK(at::equal(got > 0, expected > 0));
+            const at::Tensor error = (got - expected).abs();
+            const at::Tensor allowed = expected.abs() * 1e-4 + 1e-7;
+            INFO("largest error " << error.max().item<float>());
+            CHECK((error <= allowed).all().item<bool>());
+            if (temperature == 0.0) CHECK(at::equal(got, expected));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused pipeline keeps ties at the k-th value, as the CPU does", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  // Values repeat, so the k-th largest has ties that top-k must all keep.
+  at::Tensor logits = at::floor(at::randn({1, 3, 4096}, at::make_generator<at::CPUGeneratorImpl>(3)) * 4.0);
+  const std::vector<sampling::SlotConstraint> constraints(3);
+  const auto on_device = sampling::cuda::upload_constraints(constraints, 4096, device);
+  for (int64_t top_k : {int64_t{7}, int64_t{100}, int64_t{4095}}) {
+    sampling::PipelineSettings settings;
+    settings.top_k = top_k;
+    const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
+    const at::Tensor got = sampling::cuda::run_logits_pipeline(logits.to(device), on_device, settings).to(at::kCPU);
+    CHECK(at::equal(got > 0, expected > 0));
+    CHECK(((got - expected).abs() <= expected * 1e-4 + 1e-7).all().item<bool>());
+  }
+}

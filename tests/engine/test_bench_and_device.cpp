@@ -1,0 +1,59 @@
+// `sjd bench --preset tiny` runs on the CPU and prints every figure the GPU
+// run reports (no timing is asserted), and the --device / --dtype settings are
+// checked before any work: bad values and CUDA on a CPU-only build are exit code 2.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "testing/test_support.h"
+
+using namespace sjd::testing;
+
+TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cli][bench]") {
+  TempDir dir("bench");
+  const auto json = dir / "bench.json";
+  const auto r = run_sjd("bench --preset tiny --device cpu --dtype f32 --iterations 1 --warmup 0 --json '" +
+                         json.string() + "'");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* field : {"preset: tiny", "copy bandwidth:", "weight-read bandwidth (AR forward):", "prefill:",
+                            "ar step", "window L=16", "window L=32", "window L=64", "forward ", "pipeline ",
+                            "verify ", "kv ", "vq decode:", "peak host RSS:", "seconds per image", "sjd-pac",
+                            "compression 4.5x", "weights checksum:"}) {
+    CHECK_THAT(r.out, Catch::Contains(field));
+  }
+  const auto j = nlohmann::json::parse(read_file(json));
+  CHECK(j["preset"] == "tiny");
+  CHECK(j["window_steps"].size() == 3);
+  CHECK(j["seconds_per_image"].size() == 4);
+  for (const auto& step : j["window_steps"]) {
+    const double parts = step["forward_ms"].get<double>() + step["pipeline_ms"].get<double>() +
+                         step["verify_ms"].get<double>() + step["kv_ms"].get<double>();
+    CHECK(step["total_ms"].get<double>() == Approx(parts));
+    CHECK(step["forward_ms"].get<double>() > 0.0);
+  }
+  // Fewer steps at a higher step compression.
+  CHECK(j["seconds_per_image"][0]["steps"].get<int64_t>() > j["seconds_per_image"][3]["steps"].get<int64_t>());
+}
+
+TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit code 2", "[cli][bench]") {
+  const auto preset = run_sjd("bench --preset huge");
+  CHECK(preset.exit_code == 2);
+  CHECK_THAT(preset.err, Catch::Contains("--preset: unknown preset 'huge'"));
+  const auto dtype = run_sjd("bench --preset tiny --dtype f16");
+  CHECK(dtype.exit_code == 2);
+  CHECK_THAT(dtype.err, Catch::Contains("--dtype: unknown dtype 'f16'"));
+  const std::string model = "'" + default_model().string() + "'";
+  const auto device = run_sjd("generate --model " + model + " -p 'a red apple' -o /dev/null --device tpu");
+  CHECK(device.exit_code == 2);
+  CHECK_THAT(device.err, Catch::Contains("--device: unknown device 'tpu'"));
+#ifndef SJD_WITH_CUDA
+  for (const std::string command : {"generate --model " + model + " -p 'a red apple' -o /dev/null --device cuda",
+                                    std::string("bench --preset tiny --device cuda")}) {
+    const auto cuda = run_sjd(command);
+    CHECK(cuda.exit_code == 2);
+    CHECK_THAT(cuda.err, Catch::Contains("this build of sjd has no CUDA"));
+  }
+#endif
+}

@@ -1,0 +1,34 @@
+"""scripts/bench_eager_reference.py against `sjd bench`.
+
+The eager reference must time transformers' Chameleon with the very weights
+`sjd bench` made (same hashed values, same dtype conversion), so both print the
+same weights checksum; and it must report an AR step and every window step.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("SJD_BUILD_DIR", ROOT / "build"))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_eager_reference_has_the_weights_of_sjd_bench(tmp_path, dtype):
+    sjd = BUILD / "sjd"
+    assert sjd.exists(), f"{sjd} not built (set SJD_BUILD_DIR)"
+    common = ["--preset", "tiny", "--device", "cpu", "--dtype", dtype, "--iterations", "1", "--warmup", "0",
+              "--windows", "4,16"]
+    subprocess.run([str(sjd), "bench", *common, "--no-vq", "--json", str(tmp_path / "sjd.json")], check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_eager_reference.py"), *common,
+                    "--json", str(tmp_path / "eager.json")], check=True, capture_output=True)
+    ours = json.loads((tmp_path / "sjd.json").read_text())
+    eager = json.loads((tmp_path / "eager.json").read_text())
+    assert eager["weights_checksum"] == pytest.approx(ours["weights_checksum"], rel=1e-12, abs=1e-12)
+    assert eager["ar_step_ms"] > 0
+    assert sorted(eager["window_step_ms"]) == ["16", "4"]
+    assert all(ms > 0 for ms in eager["window_step_ms"].values())
