@@ -29,7 +29,10 @@ function(sjd_tests area)
   add_executable(tests_${area} ${sources})
   target_link_libraries(tests_${area} PRIVATE ${ARGN} sjd_testing Catch2::Catch2WithMain)
   target_precompile_headers(tests_${area} REUSE_FROM sjd_pch)
+  # -w NoTests: a CTest entry whose name filter matches no test case fails
+  # instead of passing silently (a ';' in a test name would split it).
   catch_discover_tests(tests_${area}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    EXTRA_ARGS -w NoTests
     PROPERTIES ENVIRONMENT "SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1")
 endfunction()

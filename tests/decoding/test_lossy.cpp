@@ -60,7 +60,7 @@ TEST_CASE("uniform relaxation: exact at delta 1, TV grows with delta, steps shri
   }
 }
 
-TEST_CASE("Cool-SD: TV grows with delta; nu = 0 and delta = 1 is exact", "[lossy]") {
+TEST_CASE("Cool-SD: TV grows with delta, and nu = 0 with delta = 1 is exact", "[lossy]") {
   const auto exact = run("sjd", sampling::RelaxKind::kCool, 1.0, 0.0);
   const auto mild = run("sjd", sampling::RelaxKind::kCool, 1.5);
   const auto strong = run("sjd", sampling::RelaxKind::kCool, 4.0);

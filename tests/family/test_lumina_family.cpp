@@ -147,7 +147,7 @@ TEST_CASE("lumina resolutions 512 and 1024 are accepted with their size tokens, 
   REQUIRE_THROWS_WITH(lumina.make(2048), Contains("resolution 2048 is not supported"));
 }
 
-TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn; the CFG row starts at begin-image", "[lumina]") {
+TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn, the CFG row starts at begin-image", "[lumina]") {
   const Lumina lumina;
   const auto glue = lumina.make(0);
   const std::string text = "Generate an image of 768x768 according to the following prompt:\na cat";

@@ -92,7 +92,7 @@ TEST_CASE("a window over k tokens equals k single-token steps", "[model]") {
   }
 }
 
-TEST_CASE("tree windows equal their root-to-node chains; commit compacts the accepted path", "[model]") {
+TEST_CASE("tree windows equal their root-to-node chains, commit compacts the accepted path", "[model]") {
   Transformer model = tiny_transformer(tiny_config(true, 4), 2);
   const std::vector<RowPrompt> rows = {prompt_of({1, 2})};
   // Spine 10 -> 11, and a sibling 12 of 10 with child 13.
@@ -158,7 +158,7 @@ TEST_CASE("1D RoPE rotates (x_k, x_{k+D/2}) by pos * theta^(-2k/D)", "[model]") 
   }
 }
 
-TEST_CASE("2D RoPE rotates interleaved pairs by row then column; caption slots are zeroed", "[model]") {
+TEST_CASE("2D RoPE rotates interleaved pairs by row then column, caption slots are zeroed", "[model]") {
   TransformerConfig c = tiny_config(false);
   c.rope = RopeKind::k2d;
   c.grid_width = 4;

@@ -131,7 +131,7 @@ TEST_CASE("MRS edge cases: p == q, point-mass q, top-k excluding the draft", "[s
   CHECK(fit.p_value > 1e-3);
 }
 
-TEST_CASE("multi-candidate verification without replacement is exact; skipping renormalisation is not",
+TEST_CASE("multi-candidate verification without replacement is exact, skipping renormalisation is not",
           "[sampling]") {
   const std::vector<float> p = {0.05f, 0.1f, 0.45f, 0.3f, 0.1f};
   const std::vector<float> q = {0.3f, 0.3f, 0.05f, 0.05f, 0.3f};

@@ -44,7 +44,7 @@ TEST_CASE("BPE byte fallback spells unknown characters as <0xNN> tokens", "[text
   CHECK(tokenizer->decode({1}) == "\xEF\xBF\xBD");  // a lone lead byte decodes to U+FFFD
 }
 
-TEST_CASE("BPE unknown tokens fuse when fuse_unk is set; without unk_token they are dropped", "[text][bpe]") {
+TEST_CASE("BPE unknown tokens fuse when fuse_unk is set, without unk_token they are dropped", "[text][bpe]") {
   TempDir dir("bpe_unknown");
   auto separate = bpe_tokenizer({"a", "<unk>"}, {});
   separate["model"]["unk_token"] = "<unk>";
@@ -66,7 +66,7 @@ TEST_CASE("BPE continuing-subword prefix and end-of-word suffix", "[text][bpe]")
   CHECK(token_strings(*load_bpe(dir, suffixed, "suffixed.json"), suffixed, "ab") == Strings{"ab</w>"});
 }
 
-TEST_CASE("BPE token_id and decode cover the vocabulary; no decoder joins tokens with spaces", "[text][bpe]") {
+TEST_CASE("BPE token_id and decode cover the vocabulary, no decoder joins tokens with spaces", "[text][bpe]") {
   TempDir dir("bpe_lookup");
   const auto document = bpe_tokenizer({"a", "b", "ab"}, {"a b"});
   const auto tokenizer = load_bpe(dir, document);

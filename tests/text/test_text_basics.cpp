@@ -57,7 +57,7 @@ TEST_CASE("Regex classes follow the reference engines, not PCRE2's defaults", "[
   CHECK(contraction.find_all("IT'S 4") == Matches{{2, 4}, {5, 6}});
 }
 
-TEST_CASE("Regex empty matches advance by one character; literals are literal", "[text][regex]") {
+TEST_CASE("Regex empty matches advance by one character, literals are literal", "[text][regex]") {
   using Matches = std::vector<std::pair<std::size_t, std::size_t>>;
   const Regex empty_or_x("x*", "test empty");
   CHECK(empty_or_x.find_all("ax\xC3\xA9") == Matches{{0, 0}, {1, 2}, {2, 2}, {4, 4}});
@@ -66,7 +66,7 @@ TEST_CASE("Regex empty matches advance by one character; literals are literal", 
   CHECK(Regex("[ab]", "test replace").replace_all("cabd", "-") == "c--d");
 }
 
-TEST_CASE("Regex errors name the pattern's description; bad text is refused", "[text][regex]") {
+TEST_CASE("Regex errors name the pattern's description, bad text is refused", "[text][regex]") {
   CHECK_THROWS_WITH(Regex("(unclosed", "tokenizer.json: pre_tokenizer.pattern.Regex"),
                     Catch::Contains("tokenizer.json: pre_tokenizer.pattern.Regex: invalid regular expression"));
   CHECK_THROWS_AS(Regex("a", "test").find_all("\xFF"), sjd::text::TokenizerError);
