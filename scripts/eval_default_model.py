@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Scores the default model's prompt adherence per decoding method, from the generator's ground truth.
+
+  scripts/eval_default_model.py [--model models/default] [--sjd build/sjd] [--count 48]
+      [--methods ar,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool] [--out-dir out/default-model/eval]
+      [--grid docs/default_model_grid.png]
+
+Takes the first --count held-out scenes of scenes.py (their captions never occur in
+training), generates one image per caption and method with `sjd batch` (same seeds for every
+method: batch seed + prompt index), reads the PNGs back and checks against each scene's
+ground truth:
+  object      the stated colour covers at least half of the object's true shape, at its stated
+              position and size (nearest palette colour per pixel);
+  background  solid: its colour covers half of the pixels away from the objects; gradient:
+              the first colour fills the top eighth and the second the bottom eighth; stripes:
+              the pixels of each stripe have the stripe's colour (half of them or more);
+  scene       every object and the background right.
+Reports per method the three rates with a 95% interval, the mean steps and step
+compression (tokens / forward passes) and the seconds per image; writes results.json.
+A method name `M+cool` runs M with the LOSSY `--relax cool` acceptance.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenes  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEFAULT_METHODS = "ar,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool"
+HALF = 0.5  # share of a region that must have the stated colour
+
+
+# --------------------------------------------------------------------------- PNG files
+
+
+def _paeth(a, b, c):
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    return a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+
+
+def read_png(path):
+    """uint8 [H, W, 3] of an 8-bit RGB or RGBA, non-interlaced PNG (what sjd writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG file")
+    at, idat, header = 8, b"", None
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + length
+    width, height, depth, colour_type, _, _, interlace = header
+    if depth != 8 or colour_type not in (2, 6) or interlace != 0:
+        raise ValueError(f"{path}: only 8-bit RGB/RGBA non-interlaced PNGs are read "
+                         f"(found depth {depth}, colour type {colour_type}, interlace {interlace})")
+    channels = 3 if colour_type == 2 else 4
+    stride = width * channels
+    raw = zlib.decompress(idat)
+    rows, previous = [], np.zeros(stride, dtype=np.int64)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = np.frombuffer(raw, dtype=np.uint8, count=stride, offset=y * (stride + 1) + 1).astype(np.int64)
+        if kind == 0:
+            out = line
+        elif kind == 2:
+            out = (line + previous) % 256
+        elif kind in (1, 3, 4):
+            out = line.copy()
+            for x in range(stride):
+                left = out[x - channels] if x >= channels else 0
+                up, up_left = previous[x], (previous[x - channels] if x >= channels else 0)
+                guess = left if kind == 1 else ((left + up) // 2 if kind == 3 else _paeth(left, up, up_left))
+                out[x] = (line[x] + guess) % 256
+        else:
+            raise ValueError(f"{path}: row {y} has unknown filter type {kind}")
+        rows.append(out)
+        previous = out
+    return np.stack(rows).reshape(height, width, channels)[..., :3].astype(np.uint8)
+
+
+def write_png(path, image):
+    """uint8 [H, W, 3] -> an RGB PNG file."""
+    height, width, _ = image.shape
+    raw = b"".join(b"\x00" + image[y].tobytes() for y in range(height))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+# --------------------------------------------------------------------------- adherence
+
+
+def _share(labels, mask, colour):
+    return float((labels[mask] == scenes.COLOURS.index(colour)).mean()) if mask.any() else 0.0
+
+
+def adherence(image, scene):
+    """{"objects": [bool per object], "background": bool} for an image [S, S, 3] of a scene dict."""
+    size = image.shape[0]
+    labels = scenes.nearest_palette_index(image)
+    objects = [_share(labels, scenes.object_mask(o, size), o["colour"]) >= HALF for o in scene["objects"]]
+    x, y = scenes.pixel_grid(size)
+    away = np.ones((size, size), dtype=bool)
+    for o in scene["objects"]:  # leave a margin around every object (its circumradius plus a third)
+        cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])
+        r = size * scenes.SIZES[o["size"]] * 1.4
+        away &= (x - cx) ** 2 + (y - cy) ** 2 > r * r
+    b = scene["background"]
+    if b["kind"] == "solid":
+        background = _share(labels, away, b["colours"][0]) >= HALF
+    elif b["kind"] == "gradient":
+        band = size // 8
+        top, bottom = away & (y < band), away & (y >= size - band)
+        background = _share(labels, top, b["colours"][0]) >= HALF and _share(labels, bottom, b["colours"][1]) >= HALF
+    else:
+        expected = scenes.render_background(b, size)
+        wanted = scenes.nearest_palette_index(expected)
+        background = float((labels[away] == wanted[away]).mean()) >= HALF
+    return {"objects": objects, "background": background}
+
+
+def rate(hits, total):
+    """(rate, 95% half-width) of a binomial proportion."""
+    if total == 0:
+        return 0.0, 0.0
+    p = hits / total
+    return p, 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / total)
+
+
+# --------------------------------------------------------------------------- running sjd
+
+
+def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
+    base, _, relax = method.partition("+")
+    cmd = [sjd, "batch", "--model", model, "--prompts", prompts_file, "--out-dir", out_dir, "--seed", str(seed),
+           "--method", base] + extra
+    if relax:
+        cmd += ["--relax", relax]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    records = {}
+    with open(os.path.join(out_dir, "manifest.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("status") == "ok":
+                records[r["index"]] = r
+    return records
+
+
+def score_method(records, eval_scenes, out_dir):
+    objects = background = whole = 0
+    n_objects = sum(len(s["objects"]) for s in eval_scenes)
+    for i, s in enumerate(eval_scenes):
+        if i not in records:
+            continue
+        result = adherence(read_png(os.path.join(out_dir, records[i]["file"])), s)
+        objects += sum(result["objects"])
+        background += result["background"]
+        whole += all(result["objects"]) and result["background"]
+    n = len(eval_scenes)
+    steps = [r["steps"] for r in records.values()]
+    tokens = [r["tokens"] for r in records.values()]
+    return {
+        "images": len(records),
+        "object": rate(objects, n_objects),
+        "background": rate(background, n),
+        "scene": rate(whole, n),
+        "mean_steps": float(np.mean(steps)),
+        "step_compression": float(np.sum(tokens) / np.sum(steps)),
+        "seconds_per_image": float(np.mean([r["seconds"] for r in records.values()])),
+    }
+
+
+def ground_truth_score(eval_scenes):
+    """The scorer on the generator's own renders: every check must pass (a scorer sanity check)."""
+    results = [adherence(scenes.render(s), s) for s in eval_scenes]
+    return all(all(r["objects"]) and r["background"] for r in results)
+
+
+def write_grid(path, eval_scenes, records, out_dir, count, scale):
+    """Top row the generator's ground truth, bottom row the model's images, `scale`x nearest-neighbour."""
+    gap = 4
+    cells = []
+    for i in range(count):
+        truth = scenes.render(eval_scenes[i])
+        made = read_png(os.path.join(out_dir, records[i]["file"]))
+        cells.append([np.kron(im, np.ones((scale, scale, 1), dtype=np.uint8)) for im in (truth, made)])
+    side = cells[0][0].shape[0]
+    grid = np.full((2 * side + 3 * gap, count * side + (count + 1) * gap, 3), 255, dtype=np.uint8)
+    for c, pair in enumerate(cells):
+        for r, im in enumerate(pair):
+            y, x = gap + r * (side + gap), gap + c * (side + gap)
+            grid[y:y + side, x:x + side] = im
+    write_png(path, grid)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
+    parser.add_argument("--sjd", default=os.path.join(ROOT, "build", "sjd"))
+    parser.add_argument("--count", type=int, default=48, help="held-out scenes (evaluation split 0..count-1)")
+    parser.add_argument("--scene-seed", type=int, default=0, help="scenes.py seed the model was trained with")
+    parser.add_argument("--seed", type=int, default=1000, help="sampling seed of the first prompt")
+    parser.add_argument("--methods", default=DEFAULT_METHODS)
+    parser.add_argument("--out-dir", default=os.path.join(ROOT, "out", "default-model", "eval"))
+    parser.add_argument("--grid", help="write a ground truth / ar grid PNG of the first --grid-count scenes here")
+    parser.add_argument("--grid-count", type=int, default=6)
+    parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
+    args = parser.parse_args(argv)
+
+    eval_scenes = [scenes.scene(args.scene_seed, "eval", i) for i in range(args.count)]
+    if not ground_truth_score(eval_scenes):
+        raise SystemExit("eval_default_model: the scorer fails the generator's own images; fix the scorer first")
+    os.makedirs(args.out_dir, exist_ok=True)
+    prompts_file = os.path.join(args.out_dir, "prompts.jsonl")
+    with open(prompts_file, "w", encoding="utf-8") as f:
+        for s in eval_scenes:
+            f.write(json.dumps({"prompt": s["caption"]}) + "\n")
+
+    results, records_by_method = {}, {}
+    for method in args.methods.split(","):
+        out_dir = os.path.join(args.out_dir, method)
+        records = run_method(args.sjd, args.model, prompts_file, out_dir, method, args.seed, args.sjd_args)
+        records_by_method[method] = records
+        results[method] = score_method(records, eval_scenes, out_dir)
+        r = results[method]
+        print(f"{method:14s} scene {r['scene'][0]:.3f}±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±"
+              f"{r['object'][1]:.3f}  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
+              f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
+              f"{r['seconds_per_image']:.2f} s/image", flush=True)
+    with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:
+        json.dump({"count": args.count, "seed": args.seed, "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
+        f.write("\n")
+    if args.grid:
+        first = args.methods.split(",")[0]
+        write_grid(args.grid, eval_scenes, records_by_method[first], os.path.join(args.out_dir, first),
+                   args.grid_count, scale=2)
+        for i in range(args.grid_count):
+            print(f"grid column {i + 1}: {eval_scenes[i]['caption']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

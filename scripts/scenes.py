@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Captioned synthetic scenes: the training data and ground truth of the default model.
+
+A scene is a background (solid colour, a two-colour top-to-bottom gradient, or
+two-colour vertical stripes) with one to three objects (circle, square,
+triangle, ring), each with a colour, a size (small, large) and a position
+(left, right, top, bottom, centre). The caption says all of it in one of a few
+sentence forms, for example
+"a small red circle on the left and a large blue square on the right, on a yellow background".
+
+Everything is a pure function of (seed, split, index): scene(seed, "train", 5)
+is the same scene on every machine, whatever else was generated before.
+Training scenes never contain a HELD_OUT_PAIRS (colour, shape) object;
+evaluation scenes always contain one, so no evaluation caption appears in training.
+
+  scripts/scenes.py --split eval --count 8 --out-jsonl scenes.jsonl   (writes scenes as JSON lines)
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+IMAGE_SIZE = 64
+
+# Few, well separated colours, so a small model can learn them and a scorer can tell them apart.
+PALETTE = {
+    "red": (220, 40, 40),
+    "orange": (245, 140, 30),
+    "yellow": (240, 215, 40),
+    "green": (40, 170, 70),
+    "blue": (40, 80, 220),
+    "purple": (140, 60, 180),
+    "white": (245, 245, 245),
+    "black": (25, 25, 25),
+}
+COLOURS = list(PALETTE)
+SHAPES = ["circle", "square", "triangle", "ring"]
+# Geometry in fractions of the image side. Circumradius by size:
+SIZES = {"small": 9.0 / 128.0, "large": 15.0 / 128.0}
+# Object centres (x, y). Neighbouring centres are a quarter of the side apart, so two large objects never touch.
+POSITIONS = {
+    "left": (0.25, 0.5),
+    "right": (0.75, 0.5),
+    "top": (0.5, 0.25),
+    "bottom": (0.5, 0.75),
+    "centre": (0.5, 0.5),
+}
+# Captions list objects in this order, whatever order they were drawn in.
+POSITIONS_ORDER = ["left", "top", "centre", "bottom", "right"]
+POSITION_PHRASES = {
+    "left": "on the left",
+    "right": "on the right",
+    "top": "at the top",
+    "bottom": "at the bottom",
+    "centre": "in the centre",
+}
+BACKGROUND_KINDS = ["solid", "gradient", "stripes"]
+STRIPE_FRACTION = 1.0 / 8.0  # stripe width: 8 px at 64 px, a multiple of the VQ's patch, so no patch straddles two
+# One pair per shape; their colours and shapes still appear in training, only never together.
+HELD_OUT_PAIRS = {("red", "triangle"), ("blue", "ring"), ("yellow", "square"), ("purple", "circle")}
+SPLITS = {"train": 0, "eval": 1}
+
+
+def _rng(seed, split, index):
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r} is unknown (known: {', '.join(SPLITS)})")
+    return np.random.default_rng(np.random.SeedSequence([seed, SPLITS[split], index]))
+
+
+def _pick(rng, items):
+    return items[int(rng.integers(len(items)))]
+
+
+def scene(seed, split, index):
+    """The index-th scene of a split: a dict with background, objects and caption."""
+    rng = _rng(seed, split, index)
+    kind = BACKGROUND_KINDS[int(rng.choice(3, p=[0.5, 0.25, 0.25]))]
+    background_colours = [_pick(rng, COLOURS)]
+    if kind != "solid":
+        background_colours.append(_pick(rng, [c for c in COLOURS if c != background_colours[0]]))
+    count = int(rng.choice([1, 2, 3], p=[0.4, 0.4, 0.2]))
+    positions = [POSITIONS_ORDER[i] for i in rng.permutation(len(POSITIONS_ORDER))[:count]]
+    object_colours = [c for c in COLOURS if c not in background_colours]
+    objects = []
+    for n, position in enumerate(positions):
+        while True:
+            colour, shape = _pick(rng, object_colours), _pick(rng, SHAPES)
+            held_out = (colour, shape) in HELD_OUT_PAIRS
+            # Evaluation scenes hold out their first object; training scenes never show a held-out pair.
+            wanted = held_out if (split == "eval" and n == 0) else not held_out
+            if wanted:
+                break
+        objects.append({"size": _pick(rng, list(SIZES)), "colour": colour, "shape": shape, "position": position})
+    objects.sort(key=lambda o: POSITIONS_ORDER.index(o["position"]))
+    form = int(rng.integers(len(SENTENCE_FORMS)))
+    result = {"background": {"kind": kind, "colours": background_colours}, "objects": objects, "form": form}
+    result["caption"] = caption(result)
+    return result
+
+
+def _object_phrase(o):
+    return f"a {o['size']} {o['colour']} {o['shape']} {POSITION_PHRASES[o['position']]}"
+
+
+def _with_article(phrase):
+    return ("an " if phrase[0] in "aeiou" else "a ") + phrase
+
+
+def _background_phrase(b):
+    colours = b["colours"]
+    if b["kind"] == "solid":
+        return _with_article(f"{colours[0]} background")
+    if b["kind"] == "gradient":
+        return _with_article(f"{colours[0]} to {colours[1]} gradient background")
+    return _with_article(f"{colours[0]} and {colours[1]} striped background")
+
+
+def _listing(phrases):
+    if len(phrases) == 1:
+        return phrases[0]
+    return ", ".join(phrases[:-1]) + " and " + phrases[-1]
+
+
+SENTENCE_FORMS = [
+    lambda objects, background: f"{objects}, on {background}",
+    lambda objects, background: f"{background} with {objects}",
+    lambda objects, background: f"on {background}, {objects}",
+]
+
+
+def caption(s):
+    """The caption of a scene dict (background, objects, form)."""
+    objects = _listing([_object_phrase(o) for o in s["objects"]])
+    return SENTENCE_FORMS[s["form"]](objects, _background_phrase(s["background"]))
+
+
+def pixel_grid(size=IMAGE_SIZE):
+    """Pixel-centre coordinates (x, y), each [size, size]."""
+    centres = np.arange(size, dtype=np.float64) + 0.5
+    return np.meshgrid(centres, centres)
+
+
+def object_mask(o, size=IMAGE_SIZE):
+    """Boolean [size, size] mask of the pixels an object covers."""
+    x, y = pixel_grid(size)
+    cx, cy = (size * f for f in POSITIONS[o["position"]])
+    r = size * SIZES[o["size"]]
+    dx, dy = x - cx, y - cy
+    if o["shape"] == "circle":
+        return dx * dx + dy * dy <= r * r
+    if o["shape"] == "ring":
+        d2 = dx * dx + dy * dy
+        return (d2 <= r * r) & (d2 >= (0.55 * r) ** 2)
+    if o["shape"] == "square":
+        half = 0.85 * r
+        return (np.abs(dx) <= half) & (np.abs(dy) <= half)
+    if o["shape"] == "triangle":
+        # Upward equilateral triangle, a little larger than the circumradius so its area matches the others.
+        R = 1.2 * r
+        base_y = R / 2.0
+        inside_base = dy <= base_y
+        # The two slanted sides: |dx| <= (dy + R) / sqrt(3).
+        inside_sides = np.abs(dx) * np.sqrt(3.0) <= dy + R
+        return inside_base & inside_sides
+    raise ValueError(f"shape {o['shape']!r} is unknown (known: {', '.join(SHAPES)})")
+
+
+def _colour(name):
+    return np.array(PALETTE[name], dtype=np.float64)
+
+
+def render_background(b, size=IMAGE_SIZE):
+    x, y = pixel_grid(size)
+    first = _colour(b["colours"][0])
+    if b["kind"] == "solid":
+        return np.broadcast_to(first, (size, size, 3)).copy()
+    second = _colour(b["colours"][1])
+    if b["kind"] == "gradient":
+        t = (y / size)[..., None]
+        return first * (1.0 - t) + second * t
+    if b["kind"] == "stripes":
+        odd = ((np.floor(x / (size * STRIPE_FRACTION)).astype(np.int64) % 2) == 1)[..., None]
+        return np.where(odd, second, first)
+    raise ValueError(f"background kind {b['kind']!r} is unknown (known: {', '.join(BACKGROUND_KINDS)})")
+
+
+def render(s, size=IMAGE_SIZE):
+    """uint8 [size, size, 3] RGB image of a scene dict."""
+    image = render_background(s["background"], size)
+    for o in s["objects"]:
+        image[object_mask(o, size)] = _colour(o["colour"])
+    return np.clip(np.rint(image), 0, 255).astype(np.uint8)
+
+
+def nearest_palette_index(pixels):
+    """[..., 3] RGB -> [...] index into COLOURS of the nearest palette colour (Euclidean in RGB)."""
+    table = np.array([PALETTE[c] for c in COLOURS], dtype=np.float64)
+    d = ((np.asarray(pixels, dtype=np.float64)[..., None, :] - table) ** 2).sum(-1)
+    return d.argmin(-1)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", default="eval", choices=list(SPLITS))
+    parser.add_argument("--start", type=int, default=0, help="first scene index")
+    parser.add_argument("--count", type=int, default=8)
+    parser.add_argument("--out-jsonl", required=True, help="where to write one scene per line")
+    args = parser.parse_args(argv)
+    with open(args.out_jsonl, "w", encoding="utf-8", newline="\n") as out:
+        for i in range(args.start, args.start + args.count):
+            out.write(json.dumps(scene(args.seed, args.split, i)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

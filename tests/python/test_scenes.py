@@ -1,0 +1,134 @@
+"""scripts/scenes.py (the default model's data) and the adherence scorer of scripts/eval_default_model.py.
+
+The generator must be a pure function of (seed, split, index), its captions must say
+exactly what is drawn, the held-out split must share no caption and no (colour, shape)
+pair with training, and the scorer must pass the generator's own images and fail
+images that break the caption.
+"""
+import pathlib
+import re
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import eval_default_model  # noqa: E402
+import scenes  # noqa: E402
+
+TRAIN = [scenes.scene(0, "train", i) for i in range(400)]
+EVAL = [scenes.scene(0, "eval", i) for i in range(100)]
+
+
+def test_same_seed_and_index_give_the_same_scene_and_pixels():
+    again = [scenes.scene(0, "train", i) for i in (37, 5, 12)]
+    assert again == [TRAIN[37], TRAIN[5], TRAIN[12]]
+    assert np.array_equal(scenes.render(again[0]), scenes.render(TRAIN[37]))
+    other_seed = [scenes.scene(1, "train", i)["caption"] for i in range(20)]
+    assert other_seed != [s["caption"] for s in TRAIN[:20]]
+
+
+def test_every_feature_occurs():
+    seen = {"kind": set(), "colour": set(), "shape": set(), "size": set(), "position": set(), "count": set(),
+            "form": set()}
+    for s in TRAIN:
+        seen["kind"].add(s["background"]["kind"])
+        seen["count"].add(len(s["objects"]))
+        seen["form"].add(s["form"])
+        for o in s["objects"]:
+            for key in ("colour", "shape", "size", "position"):
+                seen[key].add(o[key])
+    assert seen["kind"] == set(scenes.BACKGROUND_KINDS)
+    assert seen["colour"] == set(scenes.COLOURS)
+    assert seen["shape"] == set(scenes.SHAPES)
+    assert seen["size"] == set(scenes.SIZES)
+    assert seen["position"] == set(scenes.POSITIONS)
+    assert seen["count"] == {1, 2, 3}
+    assert seen["form"] == set(range(len(scenes.SENTENCE_FORMS)))
+
+
+# A parser written from the sentence forms' wording, independent of the caption code.
+OBJECT = re.compile(r"an? (small|large) (\w+) (circle|square|triangle|ring) "
+                    r"(on the left|on the right|at the top|at the bottom|in the centre)")
+PHRASE_TO_POSITION = {"on the left": "left", "on the right": "right", "at the top": "top",
+                      "at the bottom": "bottom", "in the centre": "centre"}
+
+
+def parse_background(caption):
+    m = re.search(r"an? (\w+) to (\w+) gradient background", caption)
+    if m:
+        return {"kind": "gradient", "colours": [m.group(1), m.group(2)]}
+    m = re.search(r"an? (\w+) and (\w+) striped background", caption)
+    if m:
+        return {"kind": "stripes", "colours": [m.group(1), m.group(2)]}
+    m = re.search(r"an? (\w+) background", caption)
+    return {"kind": "solid", "colours": [m.group(1)]}
+
+
+def test_captions_say_exactly_what_is_drawn():
+    for s in TRAIN + EVAL:
+        caption = s["caption"]
+        parsed = [{"size": m.group(1), "colour": m.group(2), "shape": m.group(3),
+                   "position": PHRASE_TO_POSITION[m.group(4)]} for m in OBJECT.finditer(caption)]
+        assert sorted(parsed, key=str) == sorted(s["objects"], key=str), caption
+        assert parse_background(caption) == s["background"], caption
+        image = scenes.render(s)
+        labels = scenes.nearest_palette_index(image)
+        for o in s["objects"]:
+            # The drawn pixels have the named colour...
+            assert (labels[scenes.object_mask(o)] == scenes.COLOURS.index(o["colour"])).all(), caption
+            # ...which is none of the background's colours.
+            assert o["colour"] not in s["background"]["colours"], caption
+        assert len({o["position"] for o in s["objects"]}) == len(s["objects"])
+
+
+def test_objects_never_overlap():
+    for s in TRAIN:
+        masks = [scenes.object_mask(o) for o in s["objects"]]
+        total = sum(m.astype(int) for m in masks)
+        assert total.max() <= 1, s["caption"]
+
+
+def test_held_out_split_is_disjoint_from_training():
+    train_captions = {s["caption"] for s in TRAIN}
+    assert not train_captions & {s["caption"] for s in EVAL}
+    for s in TRAIN:
+        assert not {(o["colour"], o["shape"]) for o in s["objects"]} & scenes.HELD_OUT_PAIRS, s["caption"]
+    for s in EVAL:
+        assert {(o["colour"], o["shape"]) for o in s["objects"]} & scenes.HELD_OUT_PAIRS, s["caption"]
+
+
+def test_scorer_passes_the_generators_own_images():
+    for s in EVAL:
+        result = eval_default_model.adherence(scenes.render(s), s)
+        assert all(result["objects"]) and result["background"], s["caption"]
+
+
+def test_scorer_fails_wrong_colours_and_missing_objects():
+    s = next(s for s in EVAL if s["background"]["kind"] == "solid" and len(s["objects"]) >= 2)
+    wrong_colour = scenes.render({**s, "objects": [{**o, "colour": next(
+        c for c in scenes.COLOURS if c not in (o["colour"], *s["background"]["colours"]))} for o in s["objects"]]})
+    assert not any(eval_default_model.adherence(wrong_colour, s)["objects"])
+    missing = scenes.render({**s, "objects": s["objects"][1:]})
+    assert eval_default_model.adherence(missing, s)["objects"] == [False] + [True] * (len(s["objects"]) - 1)
+    other_background = next(c for c in scenes.COLOURS if c not in [o["colour"] for o in s["objects"]] +
+                            s["background"]["colours"])
+    recoloured = scenes.render({**s, "background": {"kind": "solid", "colours": [other_background]}})
+    assert not eval_default_model.adherence(recoloured, s)["background"]
+    # Stripes in the wrong phase (colours swapped) are wrong too.
+    striped = next(s for s in EVAL if s["background"]["kind"] == "stripes")
+    swapped = {**striped, "background": {**striped["background"], "colours": striped["background"]["colours"][::-1]}}
+    assert not eval_default_model.adherence(scenes.render(swapped), striped)["background"]
+
+
+def test_png_round_trip(tmp_path):
+    image = scenes.render(EVAL[0])
+    eval_default_model.write_png(tmp_path / "a.png", image)
+    assert np.array_equal(eval_default_model.read_png(tmp_path / "a.png"), image)
+
+
+def test_unknown_split_is_an_error():
+    with pytest.raises(ValueError, match="validation"):
+        scenes.scene(0, "validation", 0)
