@@ -1,4 +1,4 @@
-"""Helpers shared by the exporters: writing tensors and bundle.json, and saying what was written."""
+"""Helpers shared by the exporters: reading release configs, writing tensors and bundle.json, and saying what was written."""
 import json
 import os
 import tempfile
@@ -74,3 +74,31 @@ def report(out_dir, written):
     print(f"wrote bundle {out_dir}:")
     for name, what in written:
         print(f"  {name}: {what}")
+
+
+def read_json(path):
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: invalid JSON: {error}") from None
+
+
+def need(config, key, where):
+    if key not in config or config[key] is None:
+        raise KeyError(f"{where}: missing \"{key}\"")
+    return config[key]
+
+
+def rope_theta(config, where):
+    """Older configs (Lumina's) say rope_theta/rope_scaling; transformers 5 says rope_parameters."""
+    params = config.get("rope_parameters")
+    if isinstance(params, dict):
+        if params.get("rope_type", "default") != "default":
+            raise ValueError(f"{where}: rope_parameters.rope_type {params['rope_type']!r} is not supported (only default)")
+        return float(need(params, "rope_theta", f"{where}: rope_parameters"))
+    if config.get("rope_scaling") is not None:
+        raise ValueError(f"{where}: rope_scaling {config['rope_scaling']!r} is not supported (only none)")
+    return float(config.get("rope_theta", 10000.0))

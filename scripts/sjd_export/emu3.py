@@ -15,12 +15,11 @@ emu3.tiktoken, then special tokens numbered from 151643 in the order <|endoftext
 The bundle's tokenizer gets that whole table; its layout names the tokens it uses.
 """
 import argparse
-import json
 import os
 import shutil
 from pathlib import Path
 
-from .common import report, save_safetensors, write_json_atomic
+from .common import need, read_json, report, rope_theta, save_safetensors, write_json_atomic
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -49,36 +48,7 @@ CONFIG_ID_FIELDS = {"bos_token_id": "bos_token", "eos_token_id": "eos_token", "i
 VQ_TENSOR_PREFIXES = ("decoder.", "post_quant_conv.", "quantize.embedding.weight")
 
 
-def read_json(path):
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: invalid JSON: {error}") from None
-
-
-def need(config, key, where):
-    if key not in config or config[key] is None:
-        raise KeyError(f"{where}: missing \"{key}\"")
-    return config[key]
-
-
 # --------------------------------------------------------------------------- transformer
-
-
-def rope_theta(config, where):
-    """The release's config says rope_theta (+ rope_scaling); transformers 5 writes rope_parameters."""
-    params = config.get("rope_parameters")
-    if isinstance(params, dict):
-        if params.get("rope_type", "default") != "default":
-            raise ValueError(f"{where}: rope_parameters.rope_type {params['rope_type']!r} is not supported "
-                             "(only default)")
-        return float(need(params, "rope_theta", f"{where}: rope_parameters"))
-    if config.get("rope_scaling") is not None:
-        raise ValueError(f"{where}: rope_scaling {config['rope_scaling']!r} is not supported (only none)")
-    return float(config.get("rope_theta", 1000000.0))
 
 
 def transformer_section(config, weights, where):

@@ -16,14 +16,13 @@ t5_encoder.safetensors (shared.weight and encoder.*, float32; the T5 decoder is 
 spiece.model, bundle.json.
 """
 import argparse
-import json
 import re
 import shutil
 from pathlib import Path
 
 import torch
 
-from .common import report, save_safetensors, write_json_atomic
+from .common import read_json, report, save_safetensors, write_json_atomic
 
 # LlamaGen's GPT configurations (autoregressive/models/gpt.py): name -> (layers, heads, dim).
 GPT_MODELS = {
@@ -156,16 +155,6 @@ def vq_section(state, where):
 
 
 # --------------------------------------------------------------------------- FLAN-T5
-
-
-def read_json(path):
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: invalid JSON: {error}") from None
 
 
 def t5_section(config, where):

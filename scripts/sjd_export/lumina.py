@@ -14,7 +14,6 @@ turn <reserved08706>, the size tokens <reserved{8800 + pixels/32}> and the image
 (IMGIMG<letters>Z, letters A..J = digits 0..9 of the codebook index).
 """
 import argparse
-import json
 import os
 import re
 import shutil
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from .common import report, save_safetensors, write_json_atomic
+from .common import need, read_json, report, rope_theta, save_safetensors, write_json_atomic
 
 RESOLUTIONS = [512, 768, 1024]
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -41,35 +40,7 @@ def size_token(pixels):
     return f"<reserved{8800 + pixels // SIZE_TOKEN_UNIT_PX:05d}>"
 
 
-def read_json(path):
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: invalid JSON: {error}") from None
-
-
-def need(config, key, where):
-    if key not in config or config[key] is None:
-        raise KeyError(f"{where}: missing \"{key}\"")
-    return config[key]
-
-
 # --------------------------------------------------------------------------- transformer
-
-
-def rope_theta(config, where):
-    """Older configs (Lumina's) say rope_theta/rope_scaling; transformers 5 says rope_parameters."""
-    params = config.get("rope_parameters")
-    if isinstance(params, dict):
-        if params.get("rope_type", "default") != "default":
-            raise ValueError(f"{where}: rope_parameters.rope_type {params['rope_type']!r} is not supported (only default)")
-        return float(need(params, "rope_theta", f"{where}: rope_parameters"))
-    if config.get("rope_scaling") is not None:
-        raise ValueError(f"{where}: rope_scaling {config['rope_scaling']!r} is not supported (only none)")
-    return float(config.get("rope_theta", 10000.0))
 
 
 def transformer_section(config, weights, where):
