@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """Scores the default model's prompt adherence per decoding method, from the generator's ground truth.
 
-  scripts/eval_default_model.py [--model models/default] [--sjd build/sjd] [--count 48]
-      [--methods ar,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool] [--out-dir out/default-model/eval]
+  scripts/eval_default_model.py [--model models/default] [--sjd build/sjd] [--count 48] [--split eval --start 0]
+      [--methods ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool,sjd-pac+lantern] [--out-dir DIR]
       [--grid docs/default_model_grid.png]
 
-Takes the first --count held-out scenes of scenes.py (their captions never occur in
-training), generates one image per caption and method with `sjd batch` (same seeds for every
-method: batch seed + prompt index), reads the PNGs back and checks against each scene's
-ground truth:
+Takes --count scenes of scenes.py from --start: by default the evaluation split, whose captions
+never occur in training (each holds a held-out colour-shape pair); `--split train --start 16000`
+gives unseen scenes of seen combinations (the model trained on train scenes 0..15999).
+Generates one image per caption and method with `sjd batch` (same seeds for every method:
+batch seed + prompt index), reads the PNGs back and checks against each scene's ground truth:
   object      the stated colour covers at least half of the object's true shape, at its stated
               position and size (nearest palette colour per pixel);
   background  solid: its colour covers half of the pixels away from the objects; gradient:
               the first colour fills the top eighth and the second the bottom eighth; stripes:
               the pixels of each stripe have the stripe's colour (half of them or more);
   scene       every object and the background right.
-Reports per method the three rates with a 95% interval, the mean steps and step
-compression (tokens / forward passes) and the seconds per image; writes results.json.
-A method name `M+cool` runs M with the LOSSY `--relax cool` acceptance.
+Reports per method the three rates with a 95% interval (and their difference from the
+first method's, with the interval of the difference: a lossless method should include 0),
+the mean steps and step compression (tokens / forward passes) and the seconds per image;
+writes results.json.
+A method name `M+R` runs M with the LOSSY `--relax R` acceptance (cool, uniform, lantern).
 """
 import argparse
 import json
@@ -34,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenes  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-DEFAULT_METHODS = "ar,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool"
+DEFAULT_METHODS = "ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool,sjd-pac+lantern"
 HALF = 0.5  # share of a region that must have the stated colour
 
 
@@ -144,6 +147,11 @@ def rate(hits, total):
     return p, 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / total)
 
 
+def difference(a, b):
+    """(a - b, 95% half-width) of two independent rates given as (rate, 95% half-width)."""
+    return a[0] - b[0], math.hypot(a[1], b[1])
+
+
 # --------------------------------------------------------------------------- running sjd
 
 
@@ -153,7 +161,10 @@ def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
            "--method", base] + extra
     if relax:
         cmd += ["--relax", relax]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    # One OpenMP thread unless told otherwise: a model this small runs fastest that way, and
+    # more threads than free cores slow every step down several times on a shared machine.
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     records = {}
     with open(os.path.join(out_dir, "manifest.jsonl"), encoding="utf-8") as f:
         for line in f:
@@ -193,15 +204,24 @@ def ground_truth_score(eval_scenes):
     return all(all(r["objects"]) and r["background"] for r in results)
 
 
-def write_grid(path, eval_scenes, records, out_dir, count, scale):
+def grid_indices(eval_scenes, count):
+    """The first scenes of each background kind in turn, so the grid shows all three."""
+    by_kind = [[i for i, s in enumerate(eval_scenes) if s["background"]["kind"] == kind]
+               for kind in scenes.BACKGROUND_KINDS]
+    order = [i for group in zip(*by_kind) for i in group]
+    return order[:count]
+
+
+def write_grid(path, eval_scenes, records, out_dir, indices, scale):
     """Top row the generator's ground truth, bottom row the model's images, `scale`x nearest-neighbour."""
     gap = 4
     cells = []
-    for i in range(count):
+    for i in indices:
         truth = scenes.render(eval_scenes[i])
         made = read_png(os.path.join(out_dir, records[i]["file"]))
         cells.append([np.kron(im, np.ones((scale, scale, 1), dtype=np.uint8)) for im in (truth, made)])
     side = cells[0][0].shape[0]
+    count = len(indices)
     grid = np.full((2 * side + 3 * gap, count * side + (count + 1) * gap, 3), 255, dtype=np.uint8)
     for c, pair in enumerate(cells):
         for r, im in enumerate(pair):
@@ -214,17 +234,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
     parser.add_argument("--sjd", default=os.path.join(ROOT, "build", "sjd"))
-    parser.add_argument("--count", type=int, default=48, help="held-out scenes (evaluation split 0..count-1)")
+    parser.add_argument("--count", type=int, default=48, help="how many scenes to generate")
+    parser.add_argument("--split", default="eval", choices=list(scenes.SPLITS),
+                        help="eval: captions with a held-out (colour, shape) pair; train: seen combinations "
+                             "(use --start past the training scenes)")
+    parser.add_argument("--start", type=int, default=0, help="index of the first scene in --split")
     parser.add_argument("--scene-seed", type=int, default=0, help="scenes.py seed the model was trained with")
     parser.add_argument("--seed", type=int, default=1000, help="sampling seed of the first prompt")
     parser.add_argument("--methods", default=DEFAULT_METHODS)
-    parser.add_argument("--out-dir", default=os.path.join(ROOT, "out", "default-model", "eval"))
+    parser.add_argument("--out-dir", help="default: out/default-model/eval-SPLIT-START (sjd batch resumes there, and "
+                                          "refuses a folder made with other prompts or settings)")
     parser.add_argument("--grid", help="write a ground truth / ar grid PNG of the first --grid-count scenes here")
     parser.add_argument("--grid-count", type=int, default=6)
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
 
-    eval_scenes = [scenes.scene(args.scene_seed, "eval", i) for i in range(args.count)]
+    args.out_dir = args.out_dir or os.path.join(ROOT, "out", "default-model", f"eval-{args.split}-{args.start}")
+    eval_scenes = [scenes.scene(args.scene_seed, args.split, args.start + i) for i in range(args.count)]
     if not ground_truth_score(eval_scenes):
         raise SystemExit("eval_default_model: the scorer fails the generator's own images; fix the scorer first")
     os.makedirs(args.out_dir, exist_ok=True)
@@ -233,26 +259,31 @@ def main(argv=None):
         for s in eval_scenes:
             f.write(json.dumps({"prompt": s["caption"]}) + "\n")
 
+    methods = args.methods.split(",")
+    first = methods[0]
     results, records_by_method = {}, {}
-    for method in args.methods.split(","):
+    for method in methods:
         out_dir = os.path.join(args.out_dir, method)
         records = run_method(args.sjd, args.model, prompts_file, out_dir, method, args.seed, args.sjd_args)
         records_by_method[method] = records
         results[method] = score_method(records, eval_scenes, out_dir)
         r = results[method]
-        print(f"{method:14s} scene {r['scene'][0]:.3f}±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±"
-              f"{r['object'][1]:.3f}  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
+        for key in ("scene", "object", "background"):
+            r[key + "_minus_" + first] = difference(r[key], results[first][key])
+        print(f"{method:16s} scene {r['scene'][0]:.3f}±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±"
+              f"{r['object'][1]:.3f} ({r['object_minus_' + first][0]:+.3f}±{r['object_minus_' + first][1]:.3f} vs "
+              f"{first})  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
               f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
               f"{r['seconds_per_image']:.2f} s/image", flush=True)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({"count": args.count, "seed": args.seed, "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
+        json.dump({"split": args.split, "start": args.start, "count": args.count, "seed": args.seed, "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
         f.write("\n")
     if args.grid:
-        first = args.methods.split(",")[0]
-        write_grid(args.grid, eval_scenes, records_by_method[first], os.path.join(args.out_dir, first),
-                   args.grid_count, scale=2)
-        for i in range(args.grid_count):
-            print(f"grid column {i + 1}: {eval_scenes[i]['caption']}")
+        indices = grid_indices(eval_scenes, args.grid_count)
+        write_grid(args.grid, eval_scenes, records_by_method[first], os.path.join(args.out_dir, first), indices,
+                   scale=2)
+        for column, i in enumerate(indices):
+            print(f"grid column {column + 1}: {eval_scenes[i]['caption']}")
     return 0
 
 

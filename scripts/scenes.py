@@ -14,6 +14,7 @@ Training scenes never contain a HELD_OUT_PAIRS (colour, shape) object;
 evaluation scenes always contain one, so no evaluation caption appears in training.
 
   scripts/scenes.py --split eval --count 8 --out-jsonl scenes.jsonl   (writes scenes as JSON lines)
+  scripts/scenes.py --split eval --count 8 --out-jsonl prompts.jsonl --prompts   (captions, as `sjd batch` reads)
 """
 import argparse
 import json
@@ -207,10 +208,12 @@ def main(argv=None):
     parser.add_argument("--start", type=int, default=0, help="first scene index")
     parser.add_argument("--count", type=int, default=8)
     parser.add_argument("--out-jsonl", required=True, help="where to write one scene per line")
+    parser.add_argument("--prompts", action="store_true", help='write {"prompt": caption} lines, sjd\'s prompt files')
     args = parser.parse_args(argv)
     with open(args.out_jsonl, "w", encoding="utf-8", newline="\n") as out:
         for i in range(args.start, args.start + args.count):
-            out.write(json.dumps(scene(args.seed, args.split, i)) + "\n")
+            s = scene(args.seed, args.split, i)
+            out.write(json.dumps({"prompt": s["caption"]} if args.prompts else s) + "\n")
     return 0
 
 

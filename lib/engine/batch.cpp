@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
-#include <set>
+#include <map>
 #include <sstream>
 
+#include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
@@ -14,24 +15,64 @@
 namespace sjd::engine {
 namespace {
 
-// Indices the manifest already records as done (and whose image still exists).
-std::set<int64_t> finished_indices(const std::filesystem::path& manifest, const std::filesystem::path& dir,
-                                   std::ostream& log) {
-  std::set<int64_t> done;
+// A manifest line that records a finished image (whose file still exists).
+struct FinishedImage {
+  int line = 0;
+  nlohmann::json record;
+};
+
+std::map<int64_t, FinishedImage> finished_images(const std::filesystem::path& manifest,
+                                                 const std::filesystem::path& dir, std::ostream& log) {
+  std::map<int64_t, FinishedImage> done;
   std::ifstream in(manifest);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
+      nlohmann::json j = nlohmann::json::parse(line);
       if (j.value("status", std::string()) == "ok" && std::filesystem::exists(dir / j.value("file", std::string()))) {
-        done.insert(j.at("index").get<int64_t>());
+        const auto index = j.at("index").get<int64_t>();
+        done[index] = {number, std::move(j)};
       }
     } catch (const nlohmann::json::exception&) {
       log << "warning: " << manifest.string() << ":" << number << ": unreadable line ignored\n";
     }
   }
   return done;
+}
+
+// What decides the picture of one batch entry: its prompt, the model and every setting
+// but the device (a resumed run may move to another machine).
+nlohmann::json image_identity(const std::string& prompt, const std::string& model, const GenerationSettings& s) {
+  nlohmann::json settings = settings_to_json(s);
+  settings.erase("device");
+  return {{"prompt", prompt}, {"model", model}, {"settings", settings}};
+}
+
+// Resuming into a folder made from other prompts or settings would silently mix two runs
+// (and the old images are the user's): refuse, naming the first differing line.
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest) {
+  nlohmann::json recorded = {{"prompt", done.record.value("prompt", std::string())},
+                             {"model", done.record.value("model", std::string())},
+                             {"settings", done.record.value("settings", nlohmann::json::object())}};
+  recorded["settings"].erase("device");
+  if (!done.record.contains("model")) recorded["model"] = expected["model"];  // manifests from before it was recorded
+  if (recorded == expected) return;
+  std::string what;
+  for (const char* key : {"prompt", "model"}) {
+    if (recorded[key] != expected[key]) what = std::string(key) + " " + recorded[key].dump() + " (now " + expected[key].dump() + ")";
+  }
+  if (what.empty()) {
+    for (const auto& [key, value] : expected["settings"].items()) {
+      if (recorded["settings"].value(key, nlohmann::json()) != value) {
+        what = key + " " + recorded["settings"].value(key, nlohmann::json()).dump() + " (now " + value.dump() + ")";
+        break;
+      }
+    }
+  }
+  throw InputError(manifest.string() + ":" + std::to_string(done.line) + ": image " +
+                   done.record.value("file", std::string()) + " was made with " + what +
+                   "; resume with the same prompts and settings, or use another --out-dir");
 }
 
 std::string format_seconds(double seconds) {
@@ -66,9 +107,16 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const std::vector<io::PromptEntry> prompts = io::read_prompts(options.prompts);
   std::filesystem::create_directories(options.out_dir);
   const std::filesystem::path manifest = options.out_dir / "manifest.jsonl";
-  const std::set<int64_t> done = finished_indices(manifest, options.out_dir, log);
+  const std::map<int64_t, FinishedImage> done = finished_images(manifest, options.out_dir, log);
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
+  const std::string model = generator.bundle().name;
+  for (const auto& [index, image] : done) {
+    if (index >= count) continue;
+    GenerationSettings settings = options.settings;
+    settings.seed = options.settings.seed + static_cast<uint64_t>(index);
+    check_same_run(image, image_identity(prompts[static_cast<size_t>(index)].prompt, model, settings), manifest);
+  }
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < count; ++i) {
@@ -80,11 +128,11 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     GenerationSettings settings = options.settings;
     settings.seed = options.settings.seed + static_cast<uint64_t>(i);
     const std::string file = batch_file_name(i, entry.prompt);
-    nlohmann::json record = {{"index", i}, {"prompt", entry.prompt}, {"line", entry.line},
-                             {"seed", settings.seed}, {"file", file}};
+    nlohmann::json record = {{"index", i},           {"prompt", entry.prompt}, {"line", entry.line},
+                             {"seed", settings.seed}, {"file", file},          {"model", model}};
     try {
       const GenerationOutput out = generator.generate(entry.prompt, settings);
-      const double write_seconds = write_image(options.out_dir / file, out, entry.prompt, generator.bundle().name);
+      const double write_seconds = write_image(options.out_dir / file, out, entry.prompt, model);
       record["status"] = "ok";
       record["method"] = out.method.describe();
       record["settings"] = settings_to_json(settings);
@@ -105,7 +153,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
       const int64_t finished = summary.generated + summary.failed;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const int64_t left = count - i - 1 - static_cast<int64_t>(std::count_if(
-                                                 done.begin(), done.end(), [&](int64_t d) { return d > i && d < count; }));
+                                                 done.begin(), done.end(), [&](const auto& d) { return d.first > i && d.first < count; }));
       log << "\r[" << (i + 1) << "/" << count << "] " << finished << " generated, ETA "
           << format_seconds(elapsed / static_cast<double>(finished) * static_cast<double>(left)) << "   "
           << std::flush;

@@ -1,7 +1,8 @@
 #pragma once
 // `sjd batch`: one PNG per prompt of a prompt file, a manifest.jsonl line per
-// image, resumable (images already in the manifest are skipped), a failing
-// prompt is recorded and the run carries on.
+// image, resumable (images already in the manifest are skipped; a manifest
+// from other prompts, model or settings is refused), a failing prompt is
+// recorded and the run carries on.
 #include <filesystem>
 #include <ostream>
 

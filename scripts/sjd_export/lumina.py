@@ -23,7 +23,7 @@ import torch
 
 from .common import need, read_json, report, rope_theta, save_safetensors, write_json_atomic
 
-RESOLUTIONS = [512, 768, 1024]
+RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
 PROMPT_TEMPLATE = "Generate an image of {width}x{height} according to the following prompt:\n{prompt}"
 BEGIN_IMAGE, END_IMAGE = "<racm3:break>", "<eoss>"
@@ -139,7 +139,7 @@ def codebook_order(table, where):
     return first, permutation
 
 
-def resolve_layout(vocabulary_map, tokenizer_vocab, bos, resolution, downsample, codebook_size, where):
+def resolve_layout(vocabulary_map, tokenizer_vocab, bos, resolution, resolutions, downsample, codebook_size, where):
     def token_id(name):
         if name not in vocabulary_map:
             raise KeyError(f"{where}: vocabulary_map has no {name!r}")
@@ -149,10 +149,14 @@ def resolve_layout(vocabulary_map, tokenizer_vocab, bos, resolution, downsample,
                              f"{tokenizer_vocab.get(name)} in the tokenizer")
         return found
 
-    if resolution not in RESOLUTIONS:
-        raise ValueError(f"--resolution {resolution}: Lumina-mGPT supports {RESOLUTIONS}")
+    if resolution not in resolutions:
+        raise ValueError(f"--resolution {resolution}: not one of --resolutions {resolutions}")
+    for pixels in resolutions:
+        if pixels <= 0 or pixels % downsample or pixels % SIZE_TOKEN_UNIT_PX:
+            raise ValueError(f"--resolutions: {pixels} px is not a multiple of the VQGAN's {downsample}x "
+                             f"downsampling and of the {SIZE_TOKEN_UNIT_PX} px size-token unit")
     size_base = token_id(size_token(0))
-    for pixels in RESOLUTIONS:  # the layout computes size ids as base + pixels / 32
+    for pixels in resolutions:  # the layout computes size ids as base + pixels / 32
         if token_id(size_token(pixels)) != size_base + pixels // SIZE_TOKEN_UNIT_PX:
             raise ValueError(f"{where}: {size_token(pixels)} is not {size_token(0)} + {pixels // SIZE_TOKEN_UNIT_PX}")
     table = image_token_table(vocabulary_map, where)
@@ -173,7 +177,7 @@ def resolve_layout(vocabulary_map, tokenizer_vocab, bos, resolution, downsample,
         "end_of_turn_id": token_id(END_OF_TURN),
         "size_token_base": size_base,
         "size_token_unit_px": SIZE_TOKEN_UNIT_PX,
-        "resolutions": RESOLUTIONS,
+        "resolutions": list(resolutions),
         "prompt_template": PROMPT_TEMPLATE,
     }
     return layout, permutation
@@ -307,7 +311,7 @@ def run(args):
     check_vq_tensors(vq_tensors, vq, vq_source)
 
     layout, permutation = resolve_layout(vocabulary_map, tokenizer_vocab, bos_token(hf_dir), args.resolution,
-                                         vq["downsample"], vq["codebook_size"], where)
+                                         args.resolutions, vq["downsample"], vq["codebook_size"], where)
     vocab_size = int(need(config, "vocab_size", where))
     for key in ("bos_id", "begin_image_id", "end_image_id", "newline_id", "end_of_turn_id"):
         if layout[key] >= vocab_size:
@@ -332,8 +336,8 @@ def run(args):
         "layout": layout,
         "tokenizer": {"kind": "bpe", "file": "tokenizer.json"},
         "vq": vq,
-        "defaults": DEFAULTS,
-        "source": {"exporter": "lumina-mgpt", "hf_dir": str(hf_dir.resolve()), "vq_weights": vq_source,
+        "defaults": dict(DEFAULTS, top_k=args.top_k, cfg=args.cfg),
+        "source": {"exporter": "lumina-mgpt", "hf_dir": os.path.relpath(hf_dir.resolve(), out.resolve()), "vq_weights": vq_source,
                    "codebook_rows": "permuted to token-id order" if permutation else "as released"},
     }
     write_json_atomic(out / "bundle.json", bundle)
@@ -347,6 +351,13 @@ def run(args):
     ])
 
 
+def resolution_list(text):
+    try:
+        return [int(side) for side in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of pixel sizes") from None
+
+
 def add_parser(subparsers):
     p = subparsers.add_parser("lumina-mgpt", help="Lumina-mGPT (HF folder + Meta's vqgan.ckpt/yaml)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -355,6 +366,12 @@ def add_parser(subparsers):
     p.add_argument("--vqgan-yaml", help="Meta's vqgan.yaml, with --vqgan-ckpt")
     p.add_argument("--tokenizer", help="tokenizer.json to use (default: HF-DIR/tokenizer.json)")
     p.add_argument("--out", required=True, help="bundle folder to write (may be HF-DIR itself)")
-    p.add_argument("--resolution", type=int, default=768, choices=RESOLUTIONS, help="default image side (pixels)")
+    p.add_argument("--resolutions", type=resolution_list, default=RESOLUTIONS,
+                   help="comma-separated image sides the bundle accepts (default: the 7B releases' 512,768,1024)")
+    p.add_argument("--resolution", type=int, default=768, help="default image side (pixels), one of --resolutions")
+    p.add_argument("--top-k", type=int, default=DEFAULTS["top_k"],
+                   help="default top-k written to the bundle (Lumina-mGPT: 2000 of its 8192 codes)")
+    p.add_argument("--cfg", type=float, default=DEFAULTS["cfg"],
+                   help="default classifier-free guidance scale written to the bundle (Lumina-mGPT: 3.0)")
     p.add_argument("--name", help="bundle name (default: the HF folder's name)")
     p.set_defaults(run=run)

@@ -24,6 +24,7 @@ struct Case {
   bool cfg = false;
   int pd_k = 3;
   int pd_depth = 2;
+  int64_t top_k = 0;  // 2 keeps two of the three image tokens: every bundle samples with top-k
 };
 
 decoding::DecodeRequest request_for(const Case& c) {
@@ -35,6 +36,7 @@ decoding::DecodeRequest request_for(const Case& c) {
   r.method.pd_depth = c.pd_depth;
   r.rows = sjd::testing::table_rows(c.cfg);
   r.pipeline.cfg_scale = c.cfg ? 2.0 : 1.0;
+  r.pipeline.top_k = c.top_k;
   return r;
 }
 
@@ -50,7 +52,8 @@ sjd::testing::FitResult fit(const Case& c, const decoding::Mutants& mutants = {}
 }
 
 std::string describe(const Case& c) {
-  return c.method + " L=" + std::to_string(c.window) + " init=" + c.init + (c.cfg ? " cfg" : "");
+  return c.method + " L=" + std::to_string(c.window) + " init=" + c.init + (c.cfg ? " cfg" : "") +
+         (c.top_k > 0 ? " top-k " + std::to_string(c.top_k) : "");
 }
 
 }  // namespace
@@ -73,6 +76,11 @@ TEST_CASE("every lossless method samples the exact AR distribution", "[exactness
       {"sjd-pac", 4},
       {"sjd-pac", 8, "random", true, 3, 3},
       {"sjd-pac", 2, "repeat-left", false, 2, 2},
+      {"ar", 0, "random", true, 3, 2, 2},
+      {"sjd", 3, "random", true, 3, 2, 2},
+      {"scd-mc", 4, "sample-up", true, 3, 2, 2},
+      {"scd-gs", 4, "random", true, 3, 2, 2},
+      {"sjd-pac", 6, "random", true, 3, 3, 2},
   };
   for (const Case& c : cases) {
     const auto r = fit(c);

@@ -25,40 +25,43 @@ int count_lines(const std::filesystem::path& file) {
 }  // namespace
 
 TEST_CASE("generate: fixed seed gives the golden token ids and a PNG with its settings", "[cli]") {
+  // The golden file holds the prompt, seed and the token ids `sjd generate --method ar` drew
+  // with the trained default model; it changes only when the model or the sampler does.
+  const auto golden = nlohmann::json::parse(read_file(source_dir() / "tests/golden/default_model_ar_tokens.json"));
+  const std::string prompt = golden.at("prompt");
+  const std::string seed = std::to_string(golden.at("seed").get<int>());
   TempDir dir("generate");
-  const auto png = dir / "apple.png";
+  const auto png = dir / "scene.png";
   const auto tokens = dir / "tokens.json";
   const auto stats = dir / "stats.json";
-  const auto r = run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " + quoted(png) +
-                         " --seed 7 --method ar --tokens " + quoted(tokens) + " --stats " + quoted(stats));
+  const std::string generate = "generate --model " + quoted(default_model()) + " -p '" + prompt + "' --seed " + seed;
+  const auto r = run_sjd(generate + " -o " + quoted(png) + " --method ar --tokens " + quoted(tokens) + " --stats " +
+                         quoted(stats));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("wrote"));
-  const auto golden = nlohmann::json::parse(read_file(source_dir() / "tests/golden/default_ar_seed7_tokens.json"));
-  CHECK(nlohmann::json::parse(read_file(tokens)) == golden);
+  CHECK(nlohmann::json::parse(read_file(tokens)) == golden.at("tokens"));
   const auto size = sjd::io::read_png_size(png);
-  CHECK(size.first == 128);
-  CHECK(size.second == 128);
+  CHECK(size.first == 64);
+  CHECK(size.second == 64);
   bool saw_prompt = false;
-  for (const auto& [key, value] : sjd::io::read_png_text(png)) saw_prompt |= key == "prompt" && value == "a red apple";
+  for (const auto& [key, value] : sjd::io::read_png_text(png)) saw_prompt |= key == "prompt" && value == prompt;
   CHECK(saw_prompt);
   const auto s = nlohmann::json::parse(read_file(stats));
-  CHECK(s["tokens"] == 277);
-  CHECK(s["steps"] == 277);  // AR: one forward pass per token
+  CHECK(s["tokens"] == 277);  // begin-image, 2 size tokens, 16 rows of 16 codes + row end, end-image, end of turn
+  CHECK(s["steps"] == 277);   // AR: one forward pass per token
   CHECK(s["lossless"] == true);
 
   // The same seed reproduces the image exactly; a speculative method runs too.
   const auto again = dir / "again.png";
-  REQUIRE(run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " + quoted(again) +
-                  " --seed 7 --method ar").exit_code == 0);
+  REQUIRE(run_sjd(generate + " -o " + quoted(again) + " --method ar").exit_code == 0);
   CHECK(read_file(again) == read_file(png));
-  const auto spec = run_sjd("generate --model " + quoted(default_model()) + " -p 'a red apple' -o " +
-                            quoted(dir / "sjd.png") + " --seed 7 --method sjd-pac --relax cool");
+  const auto spec = run_sjd(generate + " -o " + quoted(dir / "sjd.png") + " --method sjd-pac --relax cool");
   CHECK(spec.exit_code == 0);
   CHECK_THAT(spec.out, Catch::Contains("LOSSY"));
 }
 
-TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prompts, failures carry on",
+TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prompts of the same run, failures carry on",
           "[cli]") {
   TempDir dir("batch");
   const auto prompts = dir / "prompts.txt";
@@ -83,6 +86,17 @@ TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prom
   CHECK_THAT(second.out, Catch::Contains("1 generated, 2 already done, 0 failed"));
   CHECK(std::filesystem::last_write_time(out / "00000_a-red-apple.png") == before);
   CHECK(std::filesystem::exists(out / "00001_a-blue-square.png"));
+
+  // Resuming with other settings or prompts would mix two runs: refused, the images kept.
+  const auto other_seed = run_sjd(cmd + " --cfg 1.5");
+  CHECK(other_seed.exit_code == 2);
+  CHECK_THAT(other_seed.err, Catch::Contains("manifest.jsonl:") && Catch::Contains("cfg"));
+  write_file(prompts, "a red pear\na blue square\na green ring\n");
+  const auto other_prompts = run_sjd(cmd);
+  CHECK(other_prompts.exit_code == 2);
+  CHECK_THAT(other_prompts.err, Catch::Contains("00000_a-red-apple.png") && Catch::Contains("a red pear"));
+  CHECK(std::filesystem::last_write_time(out / "00000_a-red-apple.png") == before);
+  CHECK(count_lines(out / "manifest.jsonl") == 4);
 }
 
 TEST_CASE("bad input exits with code 2 and a one-line reason", "[cli]") {
@@ -129,8 +143,8 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   CHECK(report["methods"][0]["steps"] == 277.0);  // ar: a forward pass per token
   CHECK(report["methods"][2]["step_compression"].get<double>() > 1.0);
   const auto size = sjd::io::read_png_size(dir / "compare.png");
-  CHECK(size.first == 3 * 128);   // one column per method
-  CHECK(size.second == 2 * 128);  // one row per seed
+  CHECK(size.first == 3 * 64);   // one column per method, 64 px images
+  CHECK(size.second == 2 * 64);  // one row per seed
 }
 
 TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {

@@ -499,6 +499,23 @@ def test_export_rejects_an_unsupported_resolution(release, tmp_path):
     assert result.returncode != 0 and "640" in result.stderr
 
 
+def test_export_takes_other_resolutions_top_k_and_cfg(release, tmp_path):
+    """The default model is exported this way: its own image side and sampling defaults, same ids and tensors."""
+    bundle = export_with_vqgan(release, tmp_path / "bundle", "--resolutions", "256,512", "--resolution", "256",
+                               "--top-k", "100", "--cfg", "2.5")
+    assert bundle["layout"]["resolutions"] == [256, 512]
+    assert (bundle["layout"]["grid_height"], bundle["layout"]["grid_width"]) == (16, 16)  # 256 px / 16
+    assert bundle["defaults"]["top_k"] == 100 and bundle["defaults"]["cfg"] == 2.5
+    assert export_with_vqgan(release, tmp_path / "plain")["defaults"]["cfg"] == 3.0  # Lumina-mGPT's own
+    off_grid = export(release, tmp_path / "off", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                      "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--resolutions", "256,200",
+                      "--resolution", "256")
+    assert off_grid.returncode == 2 and "200 px" in off_grid.stderr
+    outside = export(release, tmp_path / "outside", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                     "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--resolutions", "256", "--resolution", "512")
+    assert outside.returncode == 2 and "--resolution 512" in outside.stderr
+
+
 def test_export_rejects_a_vocabulary_that_disagrees_with_the_tokenizer(release, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(release, copy)

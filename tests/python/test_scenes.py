@@ -5,6 +5,7 @@ exactly what is drawn, the held-out split must share no caption and no (colour, 
 pair with training, and the scorer must pass the generator's own images and fail
 images that break the caption.
 """
+import json
 import pathlib
 import re
 import sys
@@ -132,3 +133,10 @@ def test_png_round_trip(tmp_path):
 def test_unknown_split_is_an_error():
     with pytest.raises(ValueError, match="validation"):
         scenes.scene(0, "validation", 0)
+
+
+def test_prompts_file_holds_the_captions_in_order(tmp_path):
+    out = tmp_path / "prompts.jsonl"
+    assert scenes.main(["--split", "eval", "--start", "3", "--count", "4", "--out-jsonl", str(out), "--prompts"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines == [{"prompt": EVAL[i]["caption"]} for i in range(3, 7)]

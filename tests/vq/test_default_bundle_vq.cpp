@@ -1,5 +1,5 @@
-// The tiny default model's VQ decoder (models/default, written by
-// scripts/make_default_model.py) loads from its bundle.json and draws
+// The default model's trained VQ decoder (models/default, written by
+// scripts/build_default_model.sh) loads from its bundle.json and draws
 // colourful images rather than flat grey ones.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,7 @@
 
 using namespace sjd;
 
-TEST_CASE("the default bundle's VQ decoder turns a 16x16 grid into a colourful 128x128 image", "[vq][default]") {
+TEST_CASE("the default bundle's VQ decoder turns a 16x16 grid into a colourful 64x64 image", "[vq][default]") {
   const auto bundle_dir = testing::source_dir() / "models/default";
   const auto bundle = nlohmann::json::parse(testing::read_file(bundle_dir / "bundle.json"));
   const auto config = vq::parse_vq_config(bundle.at("vq"), "models/default/bundle.json: vq");
@@ -22,7 +22,7 @@ TEST_CASE("the default bundle's VQ decoder turns a 16x16 grid into a colourful 1
   const at::Tensor codes = at::randint(config.codebook_size, {grid_h, grid_w}, at::kLong);
   const at::Tensor image = decoder->decode(codes).to(at::kFloat);
   REQUIRE(image.sizes() == at::IntArrayRef{grid_h * config.downsample, grid_w * config.downsample, 3});
-  REQUIRE(image.sizes() == at::IntArrayRef{128, 128, 3});
+  REQUIRE(image.sizes() == at::IntArrayRef{64, 64, 3});
 
   // Brightness varies across the picture ...
   const float luminance_std = image.mean(2).std().item<float>();

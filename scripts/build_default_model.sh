@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the default model (models/default) from nothing: generated scenes -> text tokenizer,
+# VQGAN, transformer -> Lumina-mGPT release files -> sjd bundle. Deterministic for a seed and
+# thread count. Wall time on a 2-core CPU shared with other work: about 15 min (VQ), 6 min
+# (encoding scenes), 35 min (transformer); docs/benchmarks.md ("Default model") has the
+# measured times. On the GPU machine the same scripts run unchanged on its CPU cores.
+#
+#   scripts/build_default_model.sh [WORK_DIR] [OUT_DIR]
+#     WORK_DIR  intermediate files (default out/default-model): text/, vq/, hf/
+#     OUT_DIR   the bundle (default models/default)
+# Environment: SEED (0), THREADS (1), VQ_STEPS, LM_STEPS, LM_SCENES override the step counts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=${1:-out/default-model}
+out=${2:-models/default}
+seed=${SEED:-0}
+threads=${THREADS:-1}
+python=${PYTHON:-python3}
+mkdir -p "$work" "$out"
+
+stage() {  # stage NAME command...: runs a stage and records its wall time
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  echo "== $name"
+  "$@"
+  echo "$name $(( $(date +%s) - start ))" >> "$work/stage_seconds.txt"
+}
+: > "$work/stage_seconds.txt"
+
+stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed"
+stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --threads "$threads" \
+  ${VQ_STEPS:+--steps "$VQ_STEPS"}
+stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
+  --out-dir "$work/hf" --seed "$seed" --threads "$threads" ${LM_STEPS:+--steps "$LM_STEPS"} \
+  ${LM_SCENES:+--scenes "$LM_SCENES"}
+
+# The bundle folder holds the release files (the transformer weights are used in place) plus
+# what the Lumina-mGPT exporter writes: bundle.json and the decoder half of the VQGAN. The
+# model draws 64 px images (size token <reserved08802>); its top-k keeps a quarter of the
+# 512 codes, as Lumina-mGPT's 2000 of 8192 does.
+rm -f "$out"/*
+for f in config.json model.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json; do
+  cp "$work/hf/$f" "$out/$f"
+done
+stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --out "$out" \
+  --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
+  --resolutions 64 --resolution 64 --top-k 128 --cfg 2.0 --name sjd-default-scenes
+cat "$work/stage_seconds.txt"
+du -sh "$out"

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Trains the default model's transformer: captions -> VQ image codes, in the Lumina-mGPT layout.
+
+  scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
+      [--scenes 16000] [--steps 3000] [--seed 0] [--threads 1]
+
+Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
+vocabulary.json). Encodes --scenes training scenes to 16x16 codes (cached in
+--out-dir/codes.npz, reused when the VQ checkpoint and count match), then trains a
+Chameleon-architecture decoder (RMSNorm, SwiGLU, rotate-half RoPE, per-head LayerNorm on
+q and k before RoPE) on the family's sequences:
+
+  conditional:   <s> tokens("Generate an image of 64x64 according to the following prompt:\\n" + caption)
+                 <reserved08706> <racm3:break> h w (16 codes <reserved08799>) x 16 <eoss> <reserved08706>
+  unconditional: the generated part alone, from <racm3:break> at position 0 (what sjd's CFG row sees)
+
+UNCOND_FRACTION of the examples are unconditional so classifier-free guidance has a
+model to mix with. The loss covers the image codes only, with the softmax over the
+image tokens: sjd forces every structure token and masks everything else at code
+positions, so those are the only choices the model makes.
+
+Writes a Hugging Face Chameleon-style folder, the format Lumina-mGPT is released in:
+config.json (architecture numbers and the whole vocabulary_map), model.safetensors with
+its model.safetensors.index.json, tokenizer.json and tokenizer_config.json; and
+train_report.json (losses, timings). Deterministic for a given seed and thread count.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenes  # noqa: E402
+import train_text_tokenizer  # noqa: E402
+import train_vq  # noqa: E402
+
+ARCH = {
+    "hidden_size": 256,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "intermediate_size": 704,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 512,
+}
+QK_NORM_EPS = 1e-5
+UNCOND_FRACTION = 0.1
+DOWNSAMPLE = 2 ** (len(train_vq.CONFIG["ch_mult"]) - 1)
+GRID = scenes.IMAGE_SIZE // DOWNSAMPLE
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        xf = x.float()
+        return xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class HeadNorm(nn.Module):
+    """Chameleon's LayerNorm over head_dim, one [1, head_dim] weight and bias shared by all heads (as Lumina's)."""
+
+    def __init__(self, head_dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(1, head_dim))
+        self.bias = nn.Parameter(torch.zeros(1, head_dim))
+
+    def forward(self, x):  # [B, T, heads, head_dim]
+        return F.layer_norm(x.float(), x.shape[-1:], eps=QK_NORM_EPS) * self.weight + self.bias
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], -1)
+
+
+def rope_tables(positions, head_dim, theta):
+    """cos, sin [T, head_dim] for rotate-half RoPE (pairs i and i + head_dim/2)."""
+    inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angles = positions.double()[:, None] * inv_freq[None, :]
+    return torch.cat([angles.cos()] * 2, -1).float(), torch.cat([angles.sin()] * 2, -1).float()
+
+
+class Attention(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.heads = a["num_attention_heads"]
+        self.head_dim = a["hidden_size"] // self.heads
+        hidden = a["hidden_size"]
+        self.q_proj = nn.Linear(hidden, hidden, bias=False)
+        self.k_proj = nn.Linear(hidden, hidden, bias=False)
+        self.v_proj = nn.Linear(hidden, hidden, bias=False)
+        self.o_proj = nn.Linear(hidden, hidden, bias=False)
+        self.q_norm = HeadNorm(self.head_dim)
+        self.k_norm = HeadNorm(self.head_dim)
+
+    def forward(self, x, cos, sin):
+        b, t, _ = x.shape
+        shape = (b, t, self.heads, self.head_dim)
+        q = self.q_norm(self.q_proj(x).view(shape)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(x).view(shape)).transpose(1, 2)
+        v = self.v_proj(x).view(shape).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        out = F.scaled_dot_product_attention(q.to(v.dtype), k.to(v.dtype), v, is_causal=True)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.gate_proj = nn.Linear(a["hidden_size"], a["intermediate_size"], bias=False)
+        self.up_proj = nn.Linear(a["hidden_size"], a["intermediate_size"], bias=False)
+        self.down_proj = nn.Linear(a["intermediate_size"], a["hidden_size"], bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.input_layernorm = RMSNorm(a["hidden_size"], a["rms_norm_eps"])
+        self.self_attn = Attention(a)
+        self.post_attention_layernorm = RMSNorm(a["hidden_size"], a["rms_norm_eps"])
+        self.mlp = MLP(a)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class ChameleonLM(nn.Module):
+    """Module names are HF Chameleon's, so state_dict() has the release's tensor names."""
+
+    def __init__(self, a, vocab_size):
+        super().__init__()
+        self.arch = a
+        self.model = nn.Module()
+        self.model.embed_tokens = nn.Embedding(vocab_size, a["hidden_size"])
+        self.model.layers = nn.ModuleList(Layer(a) for _ in range(a["num_hidden_layers"]))
+        self.model.norm = RMSNorm(a["hidden_size"], a["rms_norm_eps"])
+        self.lm_head = nn.Linear(a["hidden_size"], vocab_size, bias=False)
+        for name, p in self.named_parameters():
+            if name.endswith("proj.weight") or "embed" in name or "lm_head" in name:
+                std = 0.02 / math.sqrt(2 * a["num_hidden_layers"]) if name.endswith(("o_proj.weight",
+                                                                                     "down_proj.weight")) else 0.02
+                nn.init.normal_(p, std=std)
+
+    def hidden(self, ids):
+        """ids [B, T] (positions 0..T-1) -> final hidden states [B, T, H]."""
+        head_dim = self.arch["hidden_size"] // self.arch["num_attention_heads"]
+        cos, sin = rope_tables(torch.arange(ids.shape[1]), head_dim, self.arch["rope_theta"])
+        x = self.model.embed_tokens(ids)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin)
+        return self.model.norm(x)
+
+
+def generated_tokens(codes, layout):
+    """The generated part of a sequence for one [GRID, GRID] code grid."""
+    size = layout["size_token_base"] + scenes.IMAGE_SIZE // layout["size_token_unit_px"]
+    rows = np.concatenate([codes + layout["image_token_first"], np.full((GRID, 1), layout["newline_id"])], 1)
+    return np.concatenate([[layout["begin_image_id"], size, size], rows.reshape(-1),
+                           [layout["end_image_id"], layout["end_of_turn_id"]]]).astype(np.int64)
+
+
+def prompt_tokens(tokenizer, layout, caption):
+    side = str(scenes.IMAGE_SIZE)
+    text = layout["prompt_template"].replace("{width}", side).replace("{height}", side).replace("{prompt}", caption)
+    return [layout["bos_id"]] + tokenizer.encode(text, add_special_tokens=False).ids + [layout["end_of_turn_id"]]
+
+
+def file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@torch.no_grad()
+def encode_scenes(vq_dir, seed, count, cache, threads):
+    """codes [count, GRID, GRID] of the first `count` training scenes (cached by VQ checkpoint digest)."""
+    digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
+    if os.path.exists(cache):
+        cached = np.load(cache)
+        if str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count:
+            return cached["codes"][:count], 0.0
+    torch.set_num_threads(threads)
+    model = train_vq.load(vq_dir).to(memory_format=torch.channels_last)
+    start, chunks = time.time(), []
+    for first in range(0, count, 32):
+        images = np.stack([scenes.render(scenes.scene(seed, "train", i)) for i in range(first, min(count, first + 32))])
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            _, codes = model.encode(train_vq.to_pixels(images).contiguous(memory_format=torch.channels_last))
+        chunks.append(codes.numpy().astype(np.int16))
+        if first % 640 == 0:
+            print(f"encoded {first + len(images)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
+    codes = np.concatenate(chunks)
+    np.savez(cache, codes=codes, vq_digest=digest, seed=seed)
+    return codes, time.time() - start
+
+
+def make_batch(rows, codes, prompts, layout, rng):
+    """(ids [B, T], code targets [B, T] with -100 where there is no image code to predict)."""
+    sequences = []
+    for i in rows:
+        generated = generated_tokens(codes[i], layout)
+        uncond = rng.random() < UNCOND_FRACTION
+        sequences.append(generated if uncond else np.concatenate([prompts[i], generated]))
+    length = max(len(s) for s in sequences) - 1
+    ids = np.full((len(rows), length), layout["bos_id"], dtype=np.int64)  # right padding, never a target
+    targets = np.full((len(rows), length), -100, dtype=np.int64)
+    first, last = layout["image_token_first"], layout["image_token_first"] + layout["codebook_size"]
+    for b, s in enumerate(sequences):
+        ids[b, :len(s) - 1] = s[:-1]
+        nxt = s[1:]
+        is_code = (nxt >= first) & (nxt < last)
+        targets[b, :len(s) - 1] = np.where(is_code, nxt - first, -100)
+    return torch.from_numpy(ids), torch.from_numpy(targets)
+
+
+def code_loss(model, ids, targets, layout):
+    """Cross-entropy of the image codes, softmax over the image tokens only."""
+    h = model.hidden(ids)
+    keep = targets >= 0
+    first = layout["image_token_first"]
+    head = model.lm_head.weight[first:first + layout["codebook_size"]]
+    logits = h[keep].to(head.dtype) @ head.T
+    return F.cross_entropy(logits.float(), targets[keep])
+
+
+def hf_config(vocabulary_map, vocab_size, vq_config):
+    c = {
+        "architectures": ["ChameleonForConditionalGeneration"],
+        "model_type": "chameleon",
+        "vocab_size": vocab_size,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "mlp_bias": False,
+        "swin_norm": False,
+        "tie_word_embeddings": False,
+        "model_parallel_size": 1,
+        "attention_dropout": 0.0,
+        "initializer_range": 0.02,
+        "rope_scaling": None,
+        "bos_token_id": vocabulary_map["<s>"],
+        "pad_token_id": vocabulary_map["<pad>"],
+        "eos_token_id": vocabulary_map["</s>"],
+        "torch_dtype": "bfloat16",
+    }
+    c.update(ARCH)
+    c["vq_config"] = {
+        "embed_dim": vq_config["embed_dim"],
+        "num_embeddings": vq_config["n_embed"],
+        "double_latent": False,
+        "latent_channels": vq_config["z_channels"],
+        "resolution": vq_config["resolution"],
+        "in_channels": vq_config["in_channels"],
+        "out_channels": vq_config["out_ch"],
+        "base_channels": vq_config["ch"],
+        "channel_multiplier": vq_config["ch_mult"],
+        "num_res_blocks": vq_config["num_res_blocks"],
+        "attn_resolutions": vq_config["attn_resolutions"],
+        "dropout": 0.0,
+        "attn_type": "vanilla",
+    }
+    c["vocabulary_map"] = vocabulary_map
+    return c
+
+
+def write_hf_folder(out_dir, model, text_dir, layout):
+    """The release format: config.json, one safetensors shard and its index, tokenizer files.
+    Weights are stored in bfloat16, as Lumina-mGPT's are (and the model was trained under bf16 autocast)."""
+    tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in sorted(model.state_dict().items())}
+    save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
+    index = {"metadata": {"total_size": total}, "weight_map": {k: "model.safetensors" for k in tensors}}
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+        json.dump(index, f, indent=2)
+        f.write("\n")
+    shutil.copyfile(os.path.join(text_dir, "tokenizer.json"), os.path.join(out_dir, "tokenizer.json"))
+    with open(os.path.join(text_dir, "tokenizer.json"), encoding="utf-8") as f:
+        vocabulary_map = json.load(f)["model"]["vocab"]
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+                   "pad_token": "<pad>", "unk_token": "<unk>", "add_bos_token": False}, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(hf_config(vocabulary_map, layout["vocab_size"], train_vq.CONFIG), f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vq-dir", required=True)
+    parser.add_argument("--text-dir", required=True)
+    parser.add_argument("--out-dir", required=True, help="the Hugging Face style folder to write")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenes", type=int, default=16000, help="training scenes to encode")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--log-every", type=int, default=10)
+    args = parser.parse_args(argv)
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer, layout = train_text_tokenizer.load(args.text_dir)
+    codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes,
+                                          os.path.join(args.out_dir, "codes.npz"), args.threads)
+    prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"]))
+               for i in range(args.scenes)]
+
+    model = ChameleonLM(ARCH, layout["vocab_size"])
+    params = sum(p.numel() for p in model.parameters())
+    print(f"transformer: {params / 1e6:.2f} M parameters; {args.scenes} scenes; {args.steps} steps of "
+          f"{args.batch_size}", flush=True)
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "norm" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "norm" not in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.lr, betas=(0.9, 0.95))
+    warmup = max(1, min(50, args.steps // 10))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) * (
+        0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, s / args.steps)))))
+    rng = np.random.default_rng(np.random.SeedSequence([args.seed, 11]))
+    order = rng.permutation(args.scenes)
+    cursor, losses, start = 0, [], time.time()
+    for step in range(args.steps):
+        if cursor + args.batch_size > len(order):
+            order, cursor = rng.permutation(args.scenes), 0
+        rows = order[cursor:cursor + args.batch_size]
+        cursor += args.batch_size
+        ids, targets = make_batch(rows, codes, prompts, layout, rng)
+        # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = code_loss(model, ids, targets, layout)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if step % args.log_every == 0 or step == args.steps - 1:
+            recent = float(np.mean(losses[-args.log_every:]))
+            print(f"step {step:5d}  loss {recent:.4f}  lr {schedule.get_last_lr()[0]:.2e}  "
+                  f"{time.time() - start:.0f} s", flush=True)
+    train_seconds = time.time() - start
+
+    write_hf_folder(args.out_dir, model, args.text_dir, layout)
+    report = {"parameters": params, "arch": ARCH, "scenes": args.scenes, "steps": args.steps,
+              "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
+              "uncond_fraction": UNCOND_FRACTION, "final_loss": round(float(np.mean(losses[-20:])), 4),
+              "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}
+    with open(os.path.join(args.out_dir, "train_report.json"), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    print(f"wrote {args.out_dir}: final loss {report['final_loss']}, {train_seconds:.0f} s training")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

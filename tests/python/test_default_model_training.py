@@ -1,0 +1,110 @@
+"""The default model's training pipeline at toy size: text tokenizer -> VQGAN -> transformer -> export.
+
+scripts/build_default_model.sh runs these same stages at full size (about an hour and a
+half on one CPU core). Here each runs a few steps, which is enough to check what the
+shipped model relies on: every stage writes the release formats the Lumina-mGPT exporter
+reads, the transformer's training is deterministic for a seed (bit-identical weights) and
+changes with it, and the exported bundle loads and generates in sjd where it is built.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import scenes  # noqa: E402
+import train_default_model  # noqa: E402
+import train_text_tokenizer  # noqa: E402
+import train_vq  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def stages(tmp_path_factory):
+    work = tmp_path_factory.mktemp("default_model")
+    assert train_text_tokenizer.main(["--out-dir", str(work / "text"), "--captions", "2000"]) == 0
+    assert train_vq.main(["--out-dir", str(work / "vq"), "--steps", "2", "--batch-size", "2"]) == 0
+    return work
+
+
+def train_transformer(stages, out, seed):
+    return train_default_model.main(["--vq-dir", str(stages / "vq"), "--text-dir", str(stages / "text"),
+                                     "--out-dir", str(out), "--scenes", "24", "--steps", "2", "--batch-size", "2",
+                                     "--seed", str(seed)])
+
+
+@pytest.fixture(scope="module")
+def hf_dir(stages):
+    assert train_transformer(stages, stages / "hf", 0) == 0
+    return stages / "hf"
+
+
+def test_text_tokenizer_has_chameleons_named_tokens_and_encodes_captions(stages):
+    tokenizer = Tokenizer.from_file(str(stages / "text" / "tokenizer.json"))
+    layout = json.loads((stages / "text" / "vocabulary.json").read_text())
+    assert tokenizer.token_to_id("<s>") == layout["bos_id"]
+    assert tokenizer.token_to_id("<racm3:break>") == layout["begin_image_id"]
+    assert tokenizer.token_to_id("<reserved08799>") == layout["newline_id"]
+    assert tokenizer.token_to_id("<reserved08802>") == layout["size_token_base"] + 2  # 64 px
+    assert tokenizer.token_to_id("IMGIMGBAZ") == layout["image_token_first"] + 10
+    caption = scenes.scene(0, "eval", 3)["caption"]
+    ids = tokenizer.encode(caption, add_special_tokens=False).ids
+    assert tokenizer.decode(ids) == caption
+    assert len(ids) < len(caption) / 2  # merges learned from the captions, not bytes
+    text_ids = [i for i in ids if i >= layout["image_token_first"] + layout["codebook_size"]]
+    assert text_ids == ids  # captions never produce image or structure tokens
+
+
+def test_vq_stage_writes_metas_release_files(stages):
+    import torch
+    state = torch.load(stages / "vq" / "vqgan.ckpt", map_location="cpu", weights_only=True)["state_dict"]
+    assert {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight", "post_quant_conv.weight",
+            "decoder.conv_out.weight"} <= set(state)
+    assert list(state["quantize.embedding.weight"].shape) == [train_vq.CONFIG["n_embed"], train_vq.CONFIG["embed_dim"]]
+    yaml = (stages / "vq" / "vqgan.yaml").read_text()
+    assert "target: taming.models.vqgan.VQModel" in yaml and f"n_embed: {train_vq.CONFIG['n_embed']}" in yaml
+    report = json.loads((stages / "vq" / "vq_report.json").read_text())
+    assert report["steps"] == 2 and report["held_out_images"] > 0 and report["psnr_db"] > 0
+
+
+def test_transformer_training_is_deterministic_for_a_seed(stages, hf_dir, tmp_path):
+    assert train_transformer(stages, tmp_path / "same", 0) == 0
+    assert train_transformer(stages, tmp_path / "other", 1) == 0
+    first = load_file(str(hf_dir / "model.safetensors"))
+    same = load_file(str(tmp_path / "same" / "model.safetensors"))
+    other = load_file(str(tmp_path / "other" / "model.safetensors"))
+    assert all((first[k] == same[k]).all() for k in first)
+    assert any(not (first[k] == other[k]).all() for k in first)
+
+
+def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf_dir, tmp_path):
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    for name in ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                 "tokenizer_config.json"):
+        (bundle_dir / name).write_bytes((hf_dir / name).read_bytes())
+    export = subprocess.run([sys.executable, str(SCRIPTS / "export_bundle.py"), "lumina-mgpt", "--hf-dir",
+                             str(bundle_dir), "--out", str(bundle_dir), "--vqgan-ckpt", str(stages / "vq" / "vqgan.ckpt"),
+                             "--vqgan-yaml", str(stages / "vq" / "vqgan.yaml"), "--resolutions", "64",
+                             "--resolution", "64", "--top-k", "128"], capture_output=True, text=True, timeout=300)
+    assert export.returncode == 0, export.stderr
+    bundle = json.loads((bundle_dir / "bundle.json").read_text())
+    assert bundle["layout"]["grid_height"] * bundle["layout"]["grid_width"] >= 256
+    assert bundle["transformer"]["qk_norm"] and bundle["vq"]["resolution"] == scenes.IMAGE_SIZE
+
+    sjd = pathlib.Path(os.environ.get("SJD_BUILD_DIR", ROOT / "build")) / "sjd"
+    if not sjd.exists():
+        pytest.skip("sjd is not built (set SJD_BUILD_DIR)")
+    png = tmp_path / "scene.png"
+    run = subprocess.run([str(sjd), "generate", "--model", str(bundle_dir), "-p", scenes.scene(0, "eval", 0)["caption"],
+                          "-o", str(png), "--method", "sjd-pac", "--seed", "1"], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert run.returncode == 0, run.stderr
+    assert "(64x64)" in run.stdout and png.stat().st_size > 0
