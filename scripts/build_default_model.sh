@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the default model (models/default) from nothing: generated scenes -> text tokenizer,
-# VQGAN, transformer -> Lumina-mGPT release files -> sjd bundle. Deterministic for a seed and
-# thread count. Wall time on a 2-core CPU shared with other work: about 15 min (VQ), 6 min
-# (encoding scenes), 35 min (transformer); docs/benchmarks.md ("Default model") has the
-# measured times. On the GPU machine the same scripts run unchanged on its CPU cores.
+# VQGAN, transformer -> Lumina-mGPT release files -> sjd bundle. Deterministic for a seed,
+# thread count and device. Wall time with one thread on a 2-core CPU shared with other work:
+# 24 min (VQ), 4 min (encoding scenes), 65 min (transformer); docs/default_model.md has the
+# measured times. DEVICE=cuda trains on a GPU (not yet measured: no GPU has been lent).
 #
 #   scripts/build_default_model.sh [WORK_DIR] [OUT_DIR]
 #     WORK_DIR  intermediate files (default out/default-model): text/, vq/, hf/
 #     OUT_DIR   the bundle (default models/default)
-# Environment: SEED (0), THREADS (1), VQ_STEPS, LM_STEPS, LM_SCENES override the step counts.
+# Environment: SEED (0), THREADS (1), DEVICE (cpu); VQ_STEPS, LM_STEPS, LM_SCENES override the step counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,7 @@ work=${1:-out/default-model}
 out=${2:-models/default}
 seed=${SEED:-0}
 threads=${THREADS:-1}
+device=${DEVICE:-cpu}
 python=${PYTHON:-python3}
 mkdir -p "$work" "$out"
 
@@ -31,10 +32,10 @@ stage() {  # stage NAME command...: runs a stage and records its wall time
 
 stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed"
 stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --threads "$threads" \
-  ${VQ_STEPS:+--steps "$VQ_STEPS"}
+  --device "$device" ${VQ_STEPS:+--steps "$VQ_STEPS"}
 stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
-  --out-dir "$work/hf" --seed "$seed" --threads "$threads" ${LM_STEPS:+--steps "$LM_STEPS"} \
-  ${LM_SCENES:+--scenes "$LM_SCENES"}
+  --out-dir "$work/hf" --seed "$seed" --threads "$threads" --device "$device" \
+  ${LM_STEPS:+--steps "$LM_STEPS"} ${LM_SCENES:+--scenes "$LM_SCENES"}
 
 # The bundle folder holds the release files (the transformer weights are used in place) plus
 # what the Lumina-mGPT exporter writes: bundle.json and the decoder half of the VQGAN. The

@@ -165,6 +165,7 @@ class ChameleonLM(nn.Module):
         """ids [B, T] (positions 0..T-1) -> final hidden states [B, T, H]."""
         head_dim = self.arch["hidden_size"] // self.arch["num_attention_heads"]
         cos, sin = rope_tables(torch.arange(ids.shape[1]), head_dim, self.arch["rope_theta"])
+        cos, sin = cos.to(ids.device), sin.to(ids.device)
         x = self.model.embed_tokens(ids)
         for layer in self.model.layers:
             x = layer(x, cos, sin)
@@ -191,7 +192,7 @@ def file_digest(path):
 
 
 @torch.no_grad()
-def encode_scenes(vq_dir, seed, count, cache, threads):
+def encode_scenes(vq_dir, seed, count, cache, threads, device):
     """codes [count, GRID, GRID] of the first `count` training scenes (cached by VQ checkpoint digest)."""
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
@@ -199,13 +200,14 @@ def encode_scenes(vq_dir, seed, count, cache, threads):
         if str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count:
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
-    model = train_vq.load(vq_dir).to(memory_format=torch.channels_last)
+    model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
     start, chunks = time.time(), []
     for first in range(0, count, 32):
         images = np.stack([scenes.render(scenes.scene(seed, "train", i)) for i in range(first, min(count, first + 32))])
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            _, codes = model.encode(train_vq.to_pixels(images).contiguous(memory_format=torch.channels_last))
-        chunks.append(codes.numpy().astype(np.int16))
+        pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            _, codes = model.encode(pixels)
+        chunks.append(codes.cpu().numpy().astype(np.int16))
         if first % 640 == 0:
             print(f"encoded {first + len(images)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
     codes = np.concatenate(chunks)
@@ -284,7 +286,7 @@ def hf_config(vocabulary_map, vocab_size, vq_config):
 def write_hf_folder(out_dir, model, text_dir, layout):
     """The release format: config.json, one safetensors shard and its index, tokenizer files.
     Weights are stored in bfloat16, as Lumina-mGPT's are (and the model was trained under bf16 autocast)."""
-    tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in sorted(model.state_dict().items())}
+    tensors = {k: v.detach().to("cpu", torch.bfloat16).contiguous() for k, v in sorted(model.state_dict().items())}
     save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     total = sum(t.numel() * t.element_size() for t in tensors.values())
     index = {"metadata": {"total_size": total}, "weight_map": {k: "model.safetensors" for k in tensors}}
@@ -314,19 +316,21 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda")
     parser.add_argument("--log-every", type=int, default=10)
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
 
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer, layout = train_text_tokenizer.load(args.text_dir)
     codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes,
-                                          os.path.join(args.out_dir, "codes.npz"), args.threads)
+                                          os.path.join(args.out_dir, "codes.npz"), args.threads, device)
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"]))
                for i in range(args.scenes)]
 
-    model = ChameleonLM(ARCH, layout["vocab_size"])
+    model = ChameleonLM(ARCH, layout["vocab_size"]).to(device)  # initialised on the CPU: the same on every device
     params = sum(p.numel() for p in model.parameters())
     print(f"transformer: {params / 1e6:.2f} M parameters; {args.scenes} scenes; {args.steps} steps of "
           f"{args.batch_size}", flush=True)
@@ -345,9 +349,9 @@ def main(argv=None):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
         cursor += args.batch_size
-        ids, targets = make_batch(rows, codes, prompts, layout, rng)
+        ids, targets = (t.to(device) for t in make_batch(rows, codes, prompts, layout, rng))
         # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
             loss = code_loss(model, ids, targets, layout)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -364,7 +368,7 @@ def main(argv=None):
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
     report = {"parameters": params, "arch": ARCH, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
-              "uncond_fraction": UNCOND_FRACTION, "final_loss": round(float(np.mean(losses[-20:])), 4),
+              "device": args.device, "uncond_fraction": UNCOND_FRACTION, "final_loss": round(float(np.mean(losses[-20:])), 4),
               "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}
     with open(os.path.join(args.out_dir, "train_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)

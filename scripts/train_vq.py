@@ -228,7 +228,7 @@ class VQModel(nn.Module):
         """Pixels [B, 3, H, W] in [-1, 1] -> (unit latents [B, D, h, w], codes [B, h, w])."""
         # Code choice in float32 even under bf16 autocast: nearby codes must not tie.
         z = F.normalize(self.quant_conv(self.encoder(x)).float(), dim=1)
-        with torch.autocast("cpu", enabled=False):
+        with torch.autocast(x.device.type, enabled=False):
             codes = torch.einsum("bdhw,nd->bnhw", z, self.codebook()).argmax(1)
         return z, codes
 
@@ -247,8 +247,8 @@ class VQModel(nn.Module):
 
     def release_state_dict(self):
         """The state dict as Meta's checkpoint stores it: the codebook unit-length, so a plain lookup decodes."""
-        state = {k: v.detach().clone() for k, v in self.state_dict().items()}
-        state["quantize.embedding.weight"] = self.codebook().detach().clone()
+        state = {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}
+        state["quantize.embedding.weight"] = self.codebook().detach().cpu().clone()
         return state
 
 
@@ -280,15 +280,15 @@ def training_batch(seed, step, batch_size):
 
 
 @torch.no_grad()
-def held_out_psnr(model, seed, count=HELD_OUT_IMAGES):
+def held_out_psnr(model, seed, device, count=HELD_OUT_IMAGES):
     """Mean PSNR (dB) of decode(encode(x)) over evaluation-split scenes, on uint8 pixels."""
     model.eval()
     values, used = [], set()
     for start in range(0, count, 16):
         originals = np.stack([scenes.render(scenes.scene(seed, "eval", i)) for i in range(start, min(count, start + 16))])
-        _, codes = model.encode(to_pixels(originals))
+        _, codes = model.encode(to_pixels(originals).to(device))
         used.update(codes.flatten().tolist())
-        recon = to_bytes(model.decode_codes(codes)).numpy()
+        recon = to_bytes(model.decode_codes(codes)).cpu().numpy()
         values += [psnr(o, r) for o, r in zip(originals, recon)]
     model.train()
     return float(np.mean(values)), len(used)
@@ -300,10 +300,11 @@ def restart_dead_codes(model, usage, latents, generator):
     if len(dead) == 0:
         return 0
     flat = latents.detach().float().permute(0, 2, 3, 1).reshape(-1, latents.shape[1])
+    # Drawn on the CPU from the CPU generator: the same picks on every device.
     pick = torch.randint(len(flat), (len(dead),), generator=generator)
+    noise = 0.01 * torch.randn(len(dead), flat.shape[1], generator=generator)
     with torch.no_grad():
-        model.quantize.embedding.weight[dead] = flat[pick] + 0.01 * torch.randn(len(dead), flat.shape[1],
-                                                                              generator=generator)
+        model.quantize.embedding.weight[dead.to(flat.device)] = flat[pick.to(flat.device)] + noise.to(flat.device)
     return len(dead)
 
 
@@ -347,13 +348,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda")
     parser.add_argument("--log-every", type=int, default=50)
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     os.makedirs(args.out_dir, exist_ok=True)
-    model = VQModel(CONFIG).to(memory_format=torch.channels_last)
+    model = VQModel(CONFIG).to(device, memory_format=torch.channels_last)  # initialised on the CPU
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.99))
     warmup = max(1, min(100, args.steps // 10))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (
@@ -364,9 +367,9 @@ def main(argv=None):
     start = time.time()
     for step in range(args.steps):
         batch, weight = training_batch(args.seed, step, args.batch_size)
-        batch = batch.contiguous(memory_format=torch.channels_last)
+        batch, weight = batch.to(device).contiguous(memory_format=torch.channels_last), weight.to(device)
         # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd decodes in float32.
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
             recon, codes, latents, vq_loss = model(batch, quantize=step >= quantize_from)
         rec_loss = ((recon.float() - batch).square() * weight).mean() / weight.mean()
         loss = rec_loss + vq_loss
@@ -378,7 +381,7 @@ def main(argv=None):
         if step + 1 == quantize_from:
             usage.zero_()
             restarted = restart_dead_codes(model, usage, latents, generator)
-        usage += torch.bincount(codes.flatten(), minlength=CONFIG["n_embed"])
+        usage += torch.bincount(codes.flatten().cpu(), minlength=CONFIG["n_embed"])
         if step >= quantize_from and (step + 1) % RESTART_EVERY == 0 and step < args.steps * 0.75:
             restarted = restart_dead_codes(model, usage, latents, generator)
             usage.zero_()
@@ -388,14 +391,14 @@ def main(argv=None):
                   f"restarted {restarted}  {time.time() - start:.0f} s", flush=True)
     train_seconds = time.time() - start
 
-    mean_psnr, codes_used = held_out_psnr(model, args.seed)
+    mean_psnr, codes_used = held_out_psnr(model, args.seed, device)
     print(f"held-out PSNR {mean_psnr:.2f} dB over {HELD_OUT_IMAGES} evaluation scenes, {codes_used} codes used")
     torch.save({"state_dict": model.release_state_dict()}, os.path.join(args.out_dir, "vqgan.ckpt"))
     with open(os.path.join(args.out_dir, "vqgan.yaml"), "w", encoding="utf-8") as f:
         f.write(yaml_text(CONFIG))
     report = {"psnr_db": round(mean_psnr, 2), "held_out_images": HELD_OUT_IMAGES, "codes_used": codes_used,
               "steps": args.steps, "batch_size": args.batch_size, "seed": args.seed, "threads": args.threads,
-              "train_seconds": round(train_seconds, 1), "config": CONFIG}
+              "device": args.device, "train_seconds": round(train_seconds, 1), "config": CONFIG}
     with open(os.path.join(args.out_dir, "vq_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)
         f.write("\n")

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 
@@ -34,10 +35,10 @@ def stages(tmp_path_factory):
     return work
 
 
-def train_transformer(stages, out, seed):
+def train_transformer(stages, out, seed, *extra):
     return train_default_model.main(["--vq-dir", str(stages / "vq"), "--text-dir", str(stages / "text"),
                                      "--out-dir", str(out), "--scenes", "24", "--steps", "2", "--batch-size", "2",
-                                     "--seed", str(seed)])
+                                     "--seed", str(seed), *extra])
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +76,26 @@ def test_vq_stage_writes_metas_release_files(stages):
 
 
 def test_transformer_training_is_deterministic_for_a_seed(stages, hf_dir, tmp_path):
-    assert train_transformer(stages, tmp_path / "same", 0) == 0
+    assert train_transformer(stages, tmp_path / "same", 0, "--device", "cpu") == 0  # the default, said
     assert train_transformer(stages, tmp_path / "other", 1) == 0
     first = load_file(str(hf_dir / "model.safetensors"))
     same = load_file(str(tmp_path / "same" / "model.safetensors"))
     other = load_file(str(tmp_path / "other" / "model.safetensors"))
     assert all((first[k] == same[k]).all() for k in first)
     assert any(not (first[k] == other[k]).all() for k in first)
+    assert json.loads((tmp_path / "same" / "train_report.json").read_text())["device"] == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_both_stages_train_on_a_gpu(stages, tmp_path):
+    assert train_vq.main(["--out-dir", str(tmp_path / "vq"), "--steps", "2", "--batch-size", "2",
+                          "--device", "cuda"]) == 0
+    assert train_default_model.main(["--vq-dir", str(tmp_path / "vq"), "--text-dir", str(stages / "text"),
+                                     "--out-dir", str(tmp_path / "hf"), "--scenes", "24", "--steps", "2",
+                                     "--batch-size", "2", "--device", "cuda"]) == 0
+    weights = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    assert all(t.device.type == "cpu" and torch.isfinite(t.float()).all() for t in weights.values())
+    assert json.loads((tmp_path / "vq" / "vq_report.json").read_text())["device"] == "cuda"
 
 
 def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf_dir, tmp_path):
