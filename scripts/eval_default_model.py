@@ -276,7 +276,8 @@ def main(argv=None):
               f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
               f"{r['seconds_per_image']:.2f} s/image", flush=True)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({"split": args.split, "start": args.start, "count": args.count, "seed": args.seed, "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
+        json.dump({"split": args.split, "start": args.start, "count": args.count, "seed": args.seed,
+                   "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
         f.write("\n")
     if args.grid:
         indices = grid_indices(eval_scenes, args.grid_count)

@@ -368,7 +368,8 @@ def main(argv=None):
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
     report = {"parameters": params, "arch": ARCH, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
-              "device": args.device, "uncond_fraction": UNCOND_FRACTION, "final_loss": round(float(np.mean(losses[-20:])), 4),
+              "device": args.device, "uncond_fraction": UNCOND_FRACTION,
+              "final_loss": round(float(np.mean(losses[-20:])), 4),
               "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}
     with open(os.path.join(args.out_dir, "train_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)

@@ -285,7 +285,8 @@ def held_out_psnr(model, seed, device, count=HELD_OUT_IMAGES):
     model.eval()
     values, used = [], set()
     for start in range(0, count, 16):
-        originals = np.stack([scenes.render(scenes.scene(seed, "eval", i)) for i in range(start, min(count, start + 16))])
+        originals = np.stack([scenes.render(scenes.scene(seed, "eval", i))
+                              for i in range(start, min(count, start + 16))])
         _, codes = model.encode(to_pixels(originals).to(device))
         used.update(codes.flatten().tolist())
         recon = to_bytes(model.decode_codes(codes)).cpu().numpy()

@@ -43,35 +43,42 @@ std::map<int64_t, FinishedImage> finished_images(const std::filesystem::path& ma
 
 // What decides the picture of one batch entry: its prompt, the model and every setting
 // but the device (a resumed run may move to another machine).
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, const GenerationSettings& s) {
-  nlohmann::json settings = settings_to_json(s);
+nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings) {
   settings.erase("device");
-  return {{"prompt", prompt}, {"model", model}, {"settings", settings}};
+  return {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
+}
+
+// The first difference between a recorded and an expected identity, as "KEY OLD (now NEW)".
+std::string first_difference(const nlohmann::json& recorded, const nlohmann::json& expected) {
+  const auto describe = [](const std::string& key, const nlohmann::json& old_value, const nlohmann::json& new_value) {
+    return key + " " + (old_value.is_null() ? "unset" : old_value.dump()) + " (now " +
+           (new_value.is_null() ? "unset" : new_value.dump()) + ")";
+  };
+  for (const char* key : {"prompt", "model"}) {
+    if (recorded[key] != expected[key]) return describe(key, recorded[key], expected[key]);
+  }
+  nlohmann::json keys = expected["settings"];
+  keys.update(recorded["settings"]);  // the union of both key sets
+  for (const auto& [key, unused] : keys.items()) {
+    const auto old_value = recorded["settings"].value(key, nlohmann::json());
+    const auto new_value = expected["settings"].value(key, nlohmann::json());
+    if (old_value != new_value) return describe(key, old_value, new_value);
+  }
+  return {};
 }
 
 // Resuming into a folder made from other prompts or settings would silently mix two runs
-// (and the old images are the user's): refuse, naming the first differing line.
+// (and the old images are the user's): refuse, naming the manifest line and what differs.
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest) {
-  nlohmann::json recorded = {{"prompt", done.record.value("prompt", std::string())},
-                             {"model", done.record.value("model", std::string())},
-                             {"settings", done.record.value("settings", nlohmann::json::object())}};
-  recorded["settings"].erase("device");
-  if (!done.record.contains("model")) recorded["model"] = expected["model"];  // manifests from before it was recorded
+  // Manifests written before the model was recorded are taken to be of this model.
+  const nlohmann::json recorded =
+      image_identity(done.record.value("prompt", std::string()),
+                     done.record.value("model", expected["model"].get<std::string>()),
+                     done.record.value("settings", nlohmann::json::object()));
   if (recorded == expected) return;
-  std::string what;
-  for (const char* key : {"prompt", "model"}) {
-    if (recorded[key] != expected[key]) what = std::string(key) + " " + recorded[key].dump() + " (now " + expected[key].dump() + ")";
-  }
-  if (what.empty()) {
-    for (const auto& [key, value] : expected["settings"].items()) {
-      if (recorded["settings"].value(key, nlohmann::json()) != value) {
-        what = key + " " + recorded["settings"].value(key, nlohmann::json()).dump() + " (now " + value.dump() + ")";
-        break;
-      }
-    }
-  }
   throw InputError(manifest.string() + ":" + std::to_string(done.line) + ": image " +
-                   done.record.value("file", std::string()) + " was made with " + what +
+                   done.record.value("file", std::string()) + " was made with " +
+                   first_difference(recorded, expected) +
                    "; resume with the same prompts and settings, or use another --out-dir");
 }
 
@@ -115,7 +122,8 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     if (index >= count) continue;
     GenerationSettings settings = options.settings;
     settings.seed = options.settings.seed + static_cast<uint64_t>(index);
-    check_same_run(image, image_identity(prompts[static_cast<size_t>(index)].prompt, model, settings), manifest);
+    check_same_run(image, image_identity(prompts[static_cast<size_t>(index)].prompt, model, settings_to_json(settings)),
+                   manifest);
   }
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
@@ -152,8 +160,8 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     if (options.progress) {
       const int64_t finished = summary.generated + summary.failed;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int64_t left = count - i - 1 - static_cast<int64_t>(std::count_if(
-                                                 done.begin(), done.end(), [&](const auto& d) { return d.first > i && d.first < count; }));
+      // Entries after this one, less those already done (the map is ordered by index).
+      const int64_t left = count - i - 1 - std::distance(done.upper_bound(i), done.lower_bound(count));
       log << "\r[" << (i + 1) << "/" << count << "] " << finished << " generated, ETA "
           << format_seconds(elapsed / static_cast<double>(finished) * static_cast<double>(left)) << "   "
           << std::flush;

@@ -282,6 +282,8 @@ def check_vq_tensors(tensors, vq, source):
 
 
 def run(args):
+    if args.top_k < 0 or args.cfg <= 0:
+        raise ValueError(f"--top-k {args.top_k} --cfg {args.cfg}: top-k must be >= 0 (0: off) and cfg > 0")
     hf_dir, out = Path(args.hf_dir), Path(args.out)
     config_file = hf_dir / "config.json"
     config = read_json(config_file)
@@ -337,7 +339,8 @@ def run(args):
         "tokenizer": {"kind": "bpe", "file": "tokenizer.json"},
         "vq": vq,
         "defaults": dict(DEFAULTS, top_k=args.top_k, cfg=args.cfg),
-        "source": {"exporter": "lumina-mgpt", "hf_dir": os.path.relpath(hf_dir.resolve(), out.resolve()), "vq_weights": vq_source,
+        "source": {"exporter": "lumina-mgpt", "hf_dir": os.path.relpath(hf_dir.resolve(), out.resolve()),
+                   "vq_weights": vq_source,
                    "codebook_rows": "permuted to token-id order" if permutation else "as released"},
     }
     write_json_atomic(out / "bundle.json", bundle)

@@ -64,7 +64,6 @@ def test_text_tokenizer_has_chameleons_named_tokens_and_encodes_captions(stages)
 
 
 def test_vq_stage_writes_metas_release_files(stages):
-    import torch
     state = torch.load(stages / "vq" / "vqgan.ckpt", map_location="cpu", weights_only=True)["state_dict"]
     assert {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight", "post_quant_conv.weight",
             "decoder.conv_out.weight"} <= set(state)

@@ -514,6 +514,10 @@ def test_export_takes_other_resolutions_top_k_and_cfg(release, tmp_path):
     outside = export(release, tmp_path / "outside", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
                      "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--resolutions", "256", "--resolution", "512")
     assert outside.returncode == 2 and "--resolution 512" in outside.stderr
+    negative = export(release, tmp_path / "negative", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                      "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--top-k", "-5")
+    assert negative.returncode == 2 and "--top-k -5" in negative.stderr
+    assert not (tmp_path / "negative" / "bundle.json").exists()
 
 
 def test_export_rejects_a_vocabulary_that_disagrees_with_the_tokenizer(release, tmp_path):
