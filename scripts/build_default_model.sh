@@ -18,6 +18,8 @@ seed=${SEED:-0}
 threads=${THREADS:-1}
 device=${DEVICE:-cpu}
 python=${PYTHON:-python3}
+# oneDNN's AMX kernels die with SIGILL on VMs that advertise AMX without enabling it.
+export ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX512_CORE_BF16}
 mkdir -p "$work" "$out"
 
 stage() {  # stage NAME command...: runs a stage and records its wall time

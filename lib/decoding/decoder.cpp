@@ -60,6 +60,7 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
   DecodeResult result;
   RunStats& stats = result.stats;
   auto t0 = Clock::now();
+  model.restrict_outputs(layout.emittable());
   model.start(request.rows, total, max_nodes);
   stats.prefill_seconds = since(t0);
 

@@ -64,8 +64,8 @@ double copy_bandwidth(const at::Device& device) {
 int64_t weight_bytes(const model::TransformerWeights& w, bool include_embedding) {
   int64_t total = w.norm.nbytes() + w.lm_head.nbytes() + (include_embedding ? w.embed.nbytes() : 0);
   for (const auto& l : w.layers) {
-    for (const at::Tensor* t : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.q_norm_w, &l.q_norm_b, &l.k_norm_w,
-                                &l.k_norm_b, &l.mlp_norm, &l.gate, &l.up, &l.down}) {
+    for (const at::Tensor* t : {&l.attn_norm, &l.qkv, &l.o, &l.qk_norm_w, &l.qk_norm_b, &l.mlp_norm, &l.gate_up,
+                                &l.down}) {
       if (t->defined()) total += t->nbytes();
     }
   }
@@ -214,7 +214,11 @@ BenchReport run_bench(const BenchOptions& options) {
   report.parameters = weight_bytes(weights, true) / static_cast<int64_t>(at::elementSize(placement.dtype));
   report.weight_bytes_per_step = weight_bytes(weights, false);
   report.weights_checksum = weights.lm_head.to(at::kDouble).sum().item<double>() +
-                            weights.layers.front().q.to(at::kDouble).sum().item<double>();
+                            weights.layers.front()
+                                .qkv.narrow(0, 0, preset.transformer.num_heads * preset.transformer.head_dim)
+                                .to(at::kDouble)
+                                .sum()
+                                .item<double>();
   model::Transformer model(preset.transformer, std::move(weights));
 
   std::set<int> windows(options.windows.begin(), options.windows.end());

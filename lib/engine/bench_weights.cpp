@@ -61,7 +61,7 @@ model::TransformerWeights bench_weights(const model::TransformerConfig& c, uint6
   out.lm_head = w("lm_head.weight", {c.vocab_size, c.hidden_size});
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
-    model::LayerWeights l;
+    model::CheckpointLayer l;
     l.attn_norm = ones({c.hidden_size}, p);
     l.q = w(prefix + "self_attn.q_proj.weight", {q_out, c.hidden_size});
     l.k = w(prefix + "self_attn.k_proj.weight", {kv_out, c.hidden_size});
@@ -77,7 +77,7 @@ model::TransformerWeights bench_weights(const model::TransformerConfig& c, uint6
     l.gate = w(prefix + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size});
     l.up = w(prefix + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size});
     l.down = w(prefix + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size});
-    out.layers.push_back(std::move(l));
+    out.layers.push_back(model::fuse_layer(std::move(l), c, p.dtype, p.device));
   }
   return out;
 }

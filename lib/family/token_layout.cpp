@@ -1,5 +1,7 @@
 #include "family/token_layout.h"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -49,6 +51,17 @@ sampling::SlotConstraint TokenLayout::constraint(int64_t t) const {
   c.forced = forced(t);
   if (c.forced < 0) c.allowed = image_mask_;
   return c;
+}
+
+std::vector<int64_t> TokenLayout::emittable() const {
+  std::vector<int64_t> ids;
+  for (int64_t c = 0; c < codebook_size_; ++c) ids.push_back(first_code_id_ + c);
+  for (int64_t f : forced_) {
+    if (f >= 0) ids.push_back(f);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 at::Tensor TokenLayout::codes(const std::vector<int64_t>& generated) const {

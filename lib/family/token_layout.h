@@ -34,6 +34,9 @@ class TokenLayout {
 
   const at::Tensor& image_mask() const { return image_mask_; }  // bool [V]
   sampling::SlotConstraint constraint(int64_t t) const;
+  // Every token id a generated slot may hold: the image codes and the forced
+  // structure tokens, ascending (the rows a restricted output head computes).
+  std::vector<int64_t> emittable() const;
 
   // Codebook indices [grid_height, grid_width] from a complete generated sequence;
   // throws naming the index if a grid slot holds a non-image token.

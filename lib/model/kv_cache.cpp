@@ -7,8 +7,7 @@ namespace sjd::model {
 
 KvCache::KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  at::ScalarType dtype, at::Device device)
-    : length_(static_cast<size_t>(rows), 0), capacity_(capacity) {
-  valid_ = at::zeros({rows, capacity}, at::TensorOptions().dtype(at::kBool).device(device));
+    : length_(static_cast<size_t>(rows), 0), valid_(static_cast<size_t>(rows)), capacity_(capacity) {
   for (int64_t l = 0; l < layers; ++l) {
     k_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
     v_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
@@ -26,12 +25,23 @@ void KvCache::write(int64_t layer, int64_t row, const at::Tensor& k, const at::T
   v_[static_cast<size_t>(layer)][row].narrow(1, start, count).copy_(v);
 }
 
-at::Tensor KvCache::keys(int64_t layer, int64_t row, int64_t extra) const {
-  return k_[static_cast<size_t>(layer)][row].narrow(1, 0, length(row) + extra);
+at::Tensor KvCache::slots(const std::vector<at::Tensor>& buffers, int64_t layer, const std::vector<int64_t>& rows,
+                          int64_t count) const {
+  const at::Tensor& all = buffers[static_cast<size_t>(layer)];
+  bool every_row = static_cast<int64_t>(rows.size()) == this->rows();
+  for (size_t i = 0; every_row && i < rows.size(); ++i) every_row = rows[i] == static_cast<int64_t>(i);
+  if (every_row) return all.narrow(2, 0, count);
+  if (rows.size() == 1) return all[rows[0]].narrow(1, 0, count).unsqueeze(0);
+  const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(all.device());
+  return all.index_select(0, index).narrow(2, 0, count);
 }
 
-at::Tensor KvCache::values(int64_t layer, int64_t row, int64_t extra) const {
-  return v_[static_cast<size_t>(layer)][row].narrow(1, 0, length(row) + extra);
+at::Tensor KvCache::keys(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const {
+  return slots(k_, layer, rows, count);
+}
+
+at::Tensor KvCache::values(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const {
+  return slots(v_, layer, rows, count);
 }
 
 void KvCache::commit(const std::vector<int64_t>& kept, uint8_t valid) {
@@ -49,17 +59,16 @@ void KvCache::commit_row(int64_t row, const std::vector<int64_t>& kept, const st
       v_[l][row].narrow(1, to, 1).copy_(v_[l][row].narrow(1, from, 1));
     }
   }
-  // One copy of the kept slots' validity (element-wise writes would each be a device transfer on a GPU).
-  std::vector<uint8_t> flags(valid.size());
-  for (size_t i = 0; i < valid.size(); ++i) flags[i] = valid[i] != 0 ? 1 : 0;
-  const int64_t count = static_cast<int64_t>(flags.size());
-  if (count > 0) valid_[row].narrow(0, base, count).copy_(at::tensor(at::ArrayRef<uint8_t>(flags)).to(at::kBool));
+  std::vector<uint8_t>& flags = valid_[static_cast<size_t>(row)];
+  flags.resize(static_cast<size_t>(base));
+  for (uint8_t v : valid) flags.push_back(v != 0 ? 1 : 0);
   length_[static_cast<size_t>(row)] += static_cast<int64_t>(kept.size());
 }
 
 void KvCache::rollback(int64_t row, int64_t new_length) {
   if (new_length < 0 || new_length > length(row)) throw std::out_of_range("KV cache: bad rollback length");
   length_[static_cast<size_t>(row)] = new_length;
+  valid_[static_cast<size_t>(row)].resize(static_cast<size_t>(new_length));
 }
 
 }  // namespace sjd::model

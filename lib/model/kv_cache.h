@@ -23,12 +23,13 @@ class KvCache {
   // Writes k, v ([kv_heads, count, head_dim]) of `layer` for `row` at slots
   // length(row) .. length(row) + count - 1. Throws if past the capacity.
   void write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v);
-  // Keys/values of slots [0, length(row) + extra) for `row`: [kv_heads, n, head_dim].
-  at::Tensor keys(int64_t layer, int64_t row, int64_t extra) const;
-  at::Tensor values(int64_t layer, int64_t row, int64_t extra) const;
-  // Slot validity [length(row)] (bool) of the committed prefix: prompt slots
-  // may be masked out for every later query (LlamaGen caption padding, CFG dummies).
-  at::Tensor key_valid(int64_t row) const { return valid_[row].narrow(0, 0, length(row)); }
+  // Keys/values of slots [0, count) of the given rows: [rows.size(), kv_heads, count, head_dim]
+  // (a view when `rows` is every row in order).
+  at::Tensor keys(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
+  at::Tensor values(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
+  // Key validity of a row's committed slots (1: later tokens may attend; prompt
+  // slots may be masked out for every later query: LlamaGen caption padding, CFG dummies).
+  const std::vector<uint8_t>& key_valid(int64_t row) const { return valid_[static_cast<size_t>(row)]; }
 
   // Keeps window slots `kept` (offsets from length(row), in order) of every
   // row, moving them to be contiguous, and advances the lengths. `valid` marks
@@ -39,9 +40,12 @@ class KvCache {
   void rollback(int64_t row, int64_t new_length);
 
  private:
+  at::Tensor slots(const std::vector<at::Tensor>& buffers, int64_t layer, const std::vector<int64_t>& rows,
+                   int64_t count) const;
+
   std::vector<at::Tensor> k_, v_;  // per layer
   std::vector<int64_t> length_;
-  at::Tensor valid_;  // bool [rows, capacity]
+  std::vector<std::vector<uint8_t>> valid_;  // per row: validity of the committed slots (host: masks are built there)
   int64_t capacity_ = 0;
 };
 

@@ -1,48 +1,77 @@
 #include "model/rope.h"
 
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
 namespace sjd::model {
 namespace {
 
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+// Angles [P, D/2] in float64 for positions 0 .. P-1 (rows of the table after row 0).
+at::Tensor angles_1d(int64_t count, int64_t dim, double theta) {
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor inv_freq = at::pow(theta, -at::arange(0, dim, 2, f64) / static_cast<double>(dim));  // [D/2]
+  return at::arange(0, count, f64).unsqueeze(1) * inv_freq.unsqueeze(0);
 }
 
-at::Tensor rope_1d(const at::Tensor& x, const at::Tensor& positions, double theta) {
-  const int64_t dim = x.size(-1);
-  const at::Tensor inv_freq =
-      at::pow(theta, -at::arange(0, dim, 2, positions.options().dtype(at::kDouble)) / static_cast<double>(dim));  // [D/2]
-  const at::Tensor angles = positions.to(at::kDouble).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, D/2]
-  const at::Tensor full = at::cat({angles, angles}, -1).unsqueeze(1);                     // [T, 1, D]
-  const at::Tensor cos = full.cos().to(x.scalar_type());
-  const at::Tensor sin = full.sin().to(x.scalar_type());
-  return x * cos + rotate_half(x) * sin;
-}
-
-at::Tensor rope_2d(const at::Tensor& x, const at::Tensor& positions, double theta, int64_t grid_width) {
-  const int64_t dim = x.size(-1);
-  const int64_t quarter = dim / 4;  // pairs per axis
-  const at::Tensor freq =
-      at::pow(theta, -at::arange(0, quarter, positions.options().dtype(at::kDouble)) * 2.0 / (dim / 2.0));  // [D/4]
-  const at::Tensor pos = positions.to(at::kLong);
-  const at::Tensor valid = (pos >= 0).to(at::kDouble).unsqueeze(1);                // [T, 1]
-  const at::Tensor safe = pos.clamp_min(0);
-  const at::Tensor row = at::floor_divide(safe, grid_width).to(at::kDouble).unsqueeze(1);
-  const at::Tensor col = at::remainder(safe, grid_width).to(at::kDouble).unsqueeze(1);
-  const at::Tensor angles = at::cat({row * freq, col * freq}, 1);                  // [T, D/2]
-  const at::Tensor cos = (angles.cos() * valid).unsqueeze(1).to(x.scalar_type());  // [T, 1, D/2]
-  const at::Tensor sin = (angles.sin() * valid).unsqueeze(1).to(x.scalar_type());
-  const at::Tensor pairs = x.reshape({x.size(0), x.size(1), dim / 2, 2});
-  const at::Tensor a = pairs.select(-1, 0);
-  const at::Tensor b = pairs.select(-1, 1);
-  return at::stack({a * cos - b * sin, a * sin + b * cos}, -1).reshape(x.sizes());
+at::Tensor angles_2d(int64_t count, int64_t dim, double theta, int64_t grid_width) {
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor freq = at::pow(theta, -at::arange(0, dim / 4, f64) * 2.0 / (dim / 2.0));  // [D/4]
+  const at::Tensor pos = at::arange(0, count, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor row = at::floor_divide(pos, grid_width).to(at::kDouble).unsqueeze(1);
+  const at::Tensor col = at::remainder(pos, grid_width).to(at::kDouble).unsqueeze(1);
+  return at::cat({row * freq, col * freq}, 1);  // [P, D/2]: row pairs first, then column pairs
 }
 
 }  // namespace
 
+RopeTable::RopeTable(const TransformerConfig& config, int64_t max_position, at::ScalarType dtype, at::Device device)
+    : two_d_(config.rope == RopeKind::k2d) {
+  const int64_t dim = config.head_dim;
+  const int64_t count = std::max<int64_t>(max_position, 0) + 1;
+  at::Tensor cos, sin;  // [P, D] in float64, laid out like the pairs they rotate
+  if (two_d_) {
+    if (config.grid_width <= 0) throw std::invalid_argument("2D RoPE needs the image grid width");
+    const at::Tensor a = angles_2d(count, dim, config.rope_theta, config.grid_width);
+    // Interleaved pairs (x_2k, x_2k+1): out_2k = x_2k c - x_2k+1 s, out_2k+1 = x_2k+1 c + x_2k s.
+    cos = at::stack({a.cos(), a.cos()}, -1).reshape({count, dim});
+    sin = at::stack({-a.sin(), a.sin()}, -1).reshape({count, dim});
+  } else {
+    const at::Tensor a = angles_1d(count, dim, config.rope_theta);
+    // Halves (x_k, x_k+D/2): out_k = x_k c - x_k+D/2 s, out_k+D/2 = x_k+D/2 c + x_k s.
+    cos = at::cat({a.cos(), a.cos()}, -1);
+    sin = at::cat({-a.sin(), a.sin()}, -1);
+  }
+  // Row 0 stands for every negative position: no rotation and, for 2D caption
+  // slots, zeroed q/k (cos = sin = 0) as LlamaGen's reference does.
+  const at::Tensor none = two_d_ ? at::zeros({1, dim}, cos.options()) : at::ones({1, dim}, cos.options());
+  cos_ = at::cat({none, cos}, 0).to(device, dtype);
+  signed_sin_ = at::cat({at::zeros({1, dim}, sin.options()), sin}, 0).to(device, dtype);
+}
+
+RopeFactors RopeTable::gather(const at::Tensor& positions) const {
+  // The caller keeps positions within max_position() (the transformer sizes the table at start).
+  const at::Tensor index = (positions.clamp_min(-1) + 1).reshape({-1});
+  std::vector<int64_t> shape(positions.sizes().begin(), positions.sizes().end());
+  shape.push_back(1);
+  shape.push_back(cos_.size(1));
+  return {cos_.index_select(0, index).view(shape), signed_sin_.index_select(0, index).view(shape)};
+}
+
+at::Tensor RopeTable::apply(const at::Tensor& x, const RopeFactors& f) const {
+  const int64_t dim = x.size(-1);
+  std::vector<int64_t> pairs(x.sizes().begin(), x.sizes().end());
+  pairs.back() = two_d_ ? dim / 2 : 2;
+  pairs.push_back(two_d_ ? 2 : dim / 2);
+  // partner(x): swap the two members of every rotation pair.
+  const at::Tensor partner = x.reshape(pairs).flip(two_d_ ? -1 : -2).reshape(x.sizes());
+  return x * f.cos + partner * f.signed_sin;
+}
+
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions, const TransformerConfig& config) {
-  if (config.rope == RopeKind::k2d) return rope_2d(x, positions, config.rope_theta, config.grid_width);
-  return rope_1d(x, positions, config.rope_theta);
+  const int64_t top = positions.numel() > 0 ? positions.max().item<int64_t>() : 0;
+  const RopeTable table(config, top, x.scalar_type(), x.device());
+  return table.apply(x, table.gather(positions));
 }
 
 }  // namespace sjd::model

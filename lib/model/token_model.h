@@ -56,6 +56,11 @@ class TokenModel {
   // Keeps the root and the nodes `path` (a chain from depth 1 down) of the last
   // forward; everything else of that window is dropped.
   virtual void commit(const std::vector<int>& path) = 0;
+
+  // The token ids any slot may emit (image codes and structure tokens): a model
+  // may compute logits for these only, the rest being masked by the pipeline
+  // anyway. Empty: every token. Models without a restricted head ignore it.
+  virtual void restrict_outputs(const std::vector<int64_t>& token_ids) {}
 };
 
 }  // namespace sjd::model

@@ -4,11 +4,17 @@
 // load time). Prefill and window steps share one forward over a set of new
 // tokens at given positions, attending to the static KV cache through an
 // explicit mask (causal chain or draft tree).
+//
+// Every row (the CFG rows, later a batch) goes through each projection as one
+// matmul; the RoPE table is built once per image; the attention bias is built
+// once per forward on the host, where the key validity lives, and shared by
+// every layer.
 #include <ATen/ATen.h>
 
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "model/rope.h"
 #include "model/token_model.h"
 #include "model/transformer_config.h"
 #include "model/transformer_weights.h"
@@ -17,6 +23,10 @@ namespace sjd::model {
 
 class Transformer : public TokenModel {
  public:
+  // Prompts are prefilled in chunks of at most this many tokens, so a long prompt
+  // never needs a [heads, T, T] score matrix.
+  static constexpr int64_t kPrefillChunk = 256;
+
   Transformer(TransformerConfig config, TransformerWeights weights);
 
   const TransformerConfig& config() const { return config_; }
@@ -31,31 +41,46 @@ class Transformer : public TokenModel {
   // The same logits left on the model's device (the CUDA pipeline and the bench read them there).
   at::Tensor window_logits(const std::vector<int64_t>& roots, const DraftTree& nodes);
   void commit(const std::vector<int>& path) override;
+  // Only these token ids get logits from the output head; every other logit is
+  // the lowest float (the pipeline masks those tokens anyway). Empty: all.
+  void restrict_outputs(const std::vector<int64_t>& token_ids) override;
   // Drops the last `tokens` committed tokens of every row; the next window's
   // root is then the first dropped token again.
   void rollback(int64_t tokens);
 
-  // Lower level, for tests and prefill: embeddings of `tokens` for every row.
+  // Embeddings of `tokens` (int64, any shape) -> [..., H].
   at::Tensor embed(const at::Tensor& tokens) const;
-  // Runs new tokens through the stack for the given rows: hidden [rows, W, H],
-  // positions int64 [rows, W], `window_mask` bool [W, W] or per row [rows, W, W]
-  // (true: may attend) among the new tokens. K/V are written after each row's committed length. Returns
-  // logits [rows, W, V] (float32).
-  at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden, const at::Tensor& positions,
-                            const at::Tensor& window_mask);
 
   KvCache& cache() { return cache_; }
 
  private:
-  at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
-                       const at::Tensor& positions, const at::Tensor& window_mask);
+  // Runs new tokens through the stack for the given cache rows: hidden [rows, W, H],
+  // positions int64 [rows, W], `window_mask` [rows][W][W] flattened (1: may
+  // attend) among the new tokens. K/V are written after each row's committed
+  // length. Returns logits [rows, W, V] (float32).
+  at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden,
+                            const std::vector<int64_t>& positions, const std::vector<uint8_t>& window_mask);
+  // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's
+  // committed slots, then its window; keys = longest committed row + W.
+  at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask);
+  at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
+                       const at::Tensor& bias);
+  at::Tensor output_logits(const at::Tensor& x) const;
+  void prefill_row(int64_t row, const RowPrompt& prompt);
 
   TransformerConfig config_;
   TransformerWeights weights_;
   KvCache cache_;
+  RopeTable rope_;
+  at::Tensor head_ids_;   // int64 [V'] token ids the restricted head computes (undefined: all)
+  at::Tensor head_rows_;  // [V', H] those rows of lm_head
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
   std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root
+  // Host buffers of one window step, reused so a step creates no host vectors.
+  std::vector<int64_t> step_tokens_, step_positions_;
+  std::vector<uint8_t> step_mask_;
+  std::vector<float> bias_host_;
 };
 
 }  // namespace sjd::model

@@ -13,11 +13,11 @@ at::Tensor qk_norm_tensor(const io::WeightMap& w, const std::string& name, int64
   return w.get(name, {heads, head_dim});  // throws with the expected shape
 }
 
-LayerWeights load_hf_layer(const io::WeightMap& w, const TransformerConfig& c, int64_t i) {
+CheckpointLayer load_hf_layer(const io::WeightMap& w, const TransformerConfig& c, int64_t i) {
   const std::string p = "model.layers." + std::to_string(i) + ".";
   const int64_t q_out = c.num_heads * c.head_dim;
   const int64_t kv_out = c.num_kv_heads * c.head_dim;
-  LayerWeights l;
+  CheckpointLayer l;
   l.attn_norm = w.get(p + "input_layernorm.weight", {c.hidden_size});
   l.q = w.get(p + "self_attn.q_proj.weight", {q_out, c.hidden_size});
   l.k = w.get(p + "self_attn.k_proj.weight", {kv_out, c.hidden_size});
@@ -36,11 +36,11 @@ LayerWeights load_hf_layer(const io::WeightMap& w, const TransformerConfig& c, i
   return l;
 }
 
-LayerWeights load_llamagen_layer(const io::WeightMap& w, const TransformerConfig& c, int64_t i) {
+CheckpointLayer load_llamagen_layer(const io::WeightMap& w, const TransformerConfig& c, int64_t i) {
   const std::string p = "layers." + std::to_string(i) + ".";
   const int64_t q_out = c.num_heads * c.head_dim;
   const int64_t kv_out = c.num_kv_heads * c.head_dim;
-  LayerWeights l;
+  CheckpointLayer l;
   l.attn_norm = w.get(p + "attention_norm.weight", {c.hidden_size});
   const at::Tensor& qkv = w.get(p + "attention.wqkv.weight", {q_out + 2 * kv_out, c.hidden_size});
   l.q = qkv.narrow(0, 0, q_out);
@@ -60,6 +60,24 @@ at::Tensor cast(const at::Tensor& t, at::ScalarType dtype, at::Device device) {
 
 }  // namespace
 
+LayerWeights fuse_layer(CheckpointLayer l, const TransformerConfig& c, at::ScalarType dtype, at::Device device) {
+  LayerWeights out;
+  out.attn_norm = cast(l.attn_norm, dtype, device);
+  out.qkv = cast(at::cat({l.q, l.k, l.v}, 0), dtype, device);
+  out.o = cast(l.o, dtype, device);
+  if (c.qk_norm) {
+    const auto per_head = [&](const at::Tensor& q, const at::Tensor& k) {
+      return at::cat({q.expand({c.num_heads, c.head_dim}), k.expand({c.num_kv_heads, c.head_dim})}, 0);
+    };
+    out.qk_norm_w = cast(per_head(l.q_norm_w, l.k_norm_w), dtype, device);
+    out.qk_norm_b = cast(per_head(l.q_norm_b, l.k_norm_b), dtype, device);
+  }
+  out.mlp_norm = cast(l.mlp_norm, dtype, device);
+  out.gate_up = cast(at::cat({l.gate, l.up}, 0), dtype, device);
+  out.down = cast(l.down, dtype, device);
+  return out;
+}
+
 TransformerWeights load_transformer_weights(const io::WeightMap& w, const TransformerConfig& c,
                                             at::ScalarType dtype, at::Device device) {
   const bool hf = c.key_style == KeyStyle::kHf;
@@ -68,12 +86,7 @@ TransformerWeights load_transformer_weights(const io::WeightMap& w, const Transf
   out.norm = cast(w.get(hf ? "model.norm.weight" : "norm.weight", {c.hidden_size}), dtype, device);
   out.lm_head = cast(w.get(hf ? "lm_head.weight" : "output.weight", {c.vocab_size, c.hidden_size}), dtype, device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    LayerWeights l = hf ? load_hf_layer(w, c, i) : load_llamagen_layer(w, c, i);
-    for (at::Tensor* t : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.q_norm_w, &l.q_norm_b, &l.k_norm_w, &l.k_norm_b,
-                          &l.mlp_norm, &l.gate, &l.up, &l.down}) {
-      *t = cast(*t, dtype, device);
-    }
-    out.layers.push_back(std::move(l));
+    out.layers.push_back(fuse_layer(hf ? load_hf_layer(w, c, i) : load_llamagen_layer(w, c, i), c, dtype, device));
   }
   return out;
 }

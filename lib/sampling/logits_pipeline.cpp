@@ -1,8 +1,10 @@
 #include "sampling/logits_pipeline.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace sjd::sampling {
 namespace {
@@ -21,36 +23,69 @@ at::Tensor mix_cfg(const at::Tensor& logits, const PipelineSettings& settings) {
 
 }  // namespace
 
+ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constraints, int64_t vocab) {
+  ConstraintTable table;
+  std::unordered_map<const void*, int32_t> row_of;  // slots usually share one mask tensor (the image codes)
+  std::vector<at::Tensor> masks;
+  for (const SlotConstraint& c : constraints) {
+    table.forced.push_back(c.forced);
+    int32_t row = -1;
+    if (c.forced < 0 && c.allowed.defined()) {
+      if (c.allowed.numel() != vocab) {
+        throw std::invalid_argument("logits pipeline: a slot's allowed mask has " + std::to_string(c.allowed.numel()) +
+                                    " entries for a vocabulary of " + std::to_string(vocab));
+      }
+      auto [it, added] = row_of.emplace(c.allowed.unsafeGetTensorImpl(), static_cast<int32_t>(masks.size()));
+      if (added) masks.push_back(c.allowed.to(at::kBool));
+      row = it->second;
+    }
+    table.mask_of_slot.push_back(row);
+  }
+  if (!masks.empty()) table.masks = at::stack(masks);
+  return table;
+}
+
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
                                const PipelineSettings& settings) {
   if (logits.dim() != 3 || logits.size(1) != static_cast<int64_t>(constraints.size())) {
     throw std::invalid_argument("logits pipeline: expected [rows, " + std::to_string(constraints.size()) +
                                 ", V] logits, got " + std::to_string(logits.dim()) + " dims");
   }
+  const int64_t slots = logits.size(1), vocab = logits.size(2);
+  const ConstraintTable table = make_constraint_table(constraints, vocab);
   at::Tensor x = mix_cfg(logits.to(at::kFloat), settings).clone();  // [slots, V]
-  const int64_t vocab = x.size(1);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  at::Tensor probs = at::zeros_like(x);
-  for (size_t s = 0; s < constraints.size(); ++s) {
-    const SlotConstraint& c = constraints[s];
-    if (c.forced >= 0) {
-      probs[static_cast<int64_t>(s)][c.forced] = 1.0f;
-      continue;
+
+  // Structural constraint: every masked slot at once (row `masks.size(0)` of the table allows everything).
+  if (table.masks.defined()) {
+    const at::Tensor with_all = at::cat({table.masks, at::ones({1, vocab}, at::kBool)});
+    std::vector<int64_t> rows(table.mask_of_slot.size());
+    for (size_t s = 0; s < rows.size(); ++s) {
+      rows[s] = table.mask_of_slot[s] >= 0 ? table.mask_of_slot[s] : table.masks.size(0);
     }
-    at::Tensor row = x[static_cast<int64_t>(s)];
-    if (c.allowed.defined()) row.masked_fill_(c.allowed.logical_not(), neg_inf);
-    if (settings.temperature <= 0.0) {
-      probs[static_cast<int64_t>(s)][row.argmax().item<int64_t>()] = 1.0f;
-      continue;
-    }
-    if (settings.temperature != 1.0) row.div_(settings.temperature);
-    if (settings.top_k > 0 && settings.top_k < vocab) {
-      const float kth = std::get<0>(row.topk(settings.top_k)).min().item<float>();
-      row.masked_fill_(row < kth, neg_inf);
-    }
-    probs[static_cast<int64_t>(s)].copy_(at::softmax(row, -1));
+    x.masked_fill_(with_all.index_select(0, at::tensor(rows, at::kLong)).logical_not(), neg_inf);
   }
-  return probs.contiguous();
+
+  at::Tensor probs;
+  if (settings.temperature <= 0.0) {  // greedy: a point mass on each slot's argmax
+    probs = at::zeros_like(x).scatter_(1, x.argmax(-1, /*keepdim=*/true), 1.0f);
+  } else {
+    if (settings.temperature != 1.0) x.div_(settings.temperature);
+    if (settings.top_k > 0 && settings.top_k < vocab) {
+      const at::Tensor kth = std::get<0>(x.topk(settings.top_k, -1)).narrow(-1, settings.top_k - 1, 1);  // [slots, 1]
+      x.masked_fill_(x < kth, neg_inf);
+    }
+    probs = at::softmax(x, -1).contiguous();
+  }
+  // Forced slots are point masses whatever the model said.
+  float* p = probs.data_ptr<float>();
+  for (int64_t s = 0; s < slots; ++s) {
+    const int64_t forced = table.forced[static_cast<size_t>(s)];
+    if (forced < 0) continue;
+    std::fill(p + s * vocab, p + (s + 1) * vocab, 0.0f);
+    p[s * vocab + forced] = 1.0f;
+  }
+  return probs;
 }
 
 }  // namespace sjd::sampling

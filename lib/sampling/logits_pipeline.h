@@ -7,6 +7,7 @@
 // mass on the argmax), which is how `jacobi` decodes.
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace sjd::sampling {
@@ -27,6 +28,16 @@ struct SlotConstraint {
   at::Tensor allowed;
 };
 
+// The window's constraints as the pipeline (and the CUDA kernels) consume them:
+// one forced token or mask row per slot, each distinct mask stored once.
+struct ConstraintTable {
+  std::vector<int64_t> forced;        // [slots]: forced token or -1
+  at::Tensor masks;                   // bool [distinct masks, V] (undefined when no slot has a mask)
+  std::vector<int32_t> mask_of_slot;  // [slots]: row of `masks`, or -1 (every token allowed)
+};
+ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constraints, int64_t vocab);
+
+// Every slot at once, as tensor operations over [slots, V].
 // logits: [rows, slots, V] (row 0 conditional, row 1 unconditional when CFG is
 // on). Returns probabilities [slots, V], float32, contiguous, on the CPU.
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
