@@ -24,6 +24,24 @@ void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   });
 }
 
+// A count flag that also takes "auto" (engine::parse_count_or_auto).
+void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
+                       std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
+                       int least, int engine::GenerationSettings::*field, const std::string& help) {
+  auto text = std::make_shared<std::string>();
+  CLI::Option* option = cmd.add_option(flag, *text, help);
+  options.push_back(option);
+  const std::string name = flag.substr(0, flag.find(','));
+  appliers.push_back([option, text, field, least, name](engine::GenerationSettings& s) {
+    if (option->count() == 0) return;
+    try {
+      s.*field = engine::parse_count_or_auto(*text, least, name);
+    } catch (const std::invalid_argument& e) {
+      throw engine::InputError(e.what());
+    }
+  });
+}
+
 }  // namespace
 
 void SettingsFlags::add_to(CLI::App& cmd) {
@@ -33,11 +51,12 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--config", config_, "JSON file of generation settings (keys as the long flags, '_' for '-')");
   add_setting(cmd, o, a, "--method", &values_.method, &S::method,
               "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (lossless unless --relax)");
-  add_setting(cmd, o, a, "--window,-L", &values_.window, &S::window, "draft positions per step (default 16; sjd-pac 64)");
+  add_count_setting(cmd, o, a, "--window,-L", 1, &S::window,
+                    "draft positions per step, or auto (default: chosen per step from the step-cost profile)");
   add_setting(cmd, o, a, "--init", &values_.init, &S::init,
               "new draft positions: random | repeat-left | repeat-up | sample-left | sample-up");
-  add_setting(cmd, o, a, "--pd-k", &values_.pd_k, &S::pd_k, "sjd-pac: candidates per tree depth (default 4)");
-  add_setting(cmd, o, a, "--pd-depth", &values_.pd_depth, &S::pd_depth, "sjd-pac: tree depth (default 3)");
+  add_count_setting(cmd, o, a, "--pd-k", 1, &S::pd_k, "sjd-pac: candidates per tree level, or auto (default)");
+  add_count_setting(cmd, o, a, "--pd-depth", 0, &S::pd_depth, "sjd-pac: tree levels, or auto (default)");
   add_setting(cmd, o, a, "--relax", &values_.relax, &S::relax,
               "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY");
   add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 1.1)");
@@ -53,6 +72,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
               "image side in pixels where the family supports several (0 = the model's own)");
   add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda");
   add_setting(cmd, o, a, "--dtype", &values_.dtype, &S::dtype, "transformer weights and KV cache: f32 | bf16");
+  add_setting(cmd, o, a, "--cost-profile", &values_.cost_profile, &S::cost_profile,
+              "step-cost profile (JSON from `sjd bench --calibrate`) for automatic windows; default: the bundle's");
 }
 
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,

@@ -1,5 +1,6 @@
 // `sjd bench`: timings of a full-size architecture with random weights on the
 // device (docs/gpu.md, docs/benchmarks.md). Prints figures; --json keeps them.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -7,6 +8,8 @@
 #include "cli_common.h"
 #include "engine/bench.h"
 #include "engine/bundle.h"
+#include "engine/calibrate.h"
+#include "engine/cost_profiles.h"
 #include "io/atomic_file.h"
 
 namespace sjd::app {
@@ -22,6 +25,11 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool no_vq = false;
   std::string json;
+  // --calibrate: the step-cost profile of a real bundle
+  bool calibrate = false;
+  std::string model;
+  std::string out;
+  bool into_bundle = false;
 };
 
 std::vector<int> parse_windows(const std::string& text) {
@@ -41,7 +49,39 @@ std::vector<int> parse_windows(const std::string& text) {
   return windows;
 }
 
+// Measures the bundle's step cost and prints the curve; --out / --into-bundle keep it.
+int run_calibrate(const BenchArgs& args) {
+  if (args.model.empty()) throw engine::InputError("--calibrate needs --model DIR");
+  engine::Bundle bundle = engine::load_bundle(args.model);
+  engine::GenerationSettings settings;
+  engine::apply_settings(settings, bundle.defaults, bundle.json_path.string() + ": defaults");
+  settings.device = args.device;
+  settings.dtype = args.dtype;
+  const nlohmann::json raw = bundle.raw;
+  const std::filesystem::path json_path = bundle.json_path;
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
+  engine::CalibrateOptions options;
+  options.iterations = args.iterations;
+  options.warmup = args.warmup;
+  const decoding::StepCostProfile profile = engine::calibrate_step_cost(generator, settings, options);
+  std::cout << "step-cost profile: " << profile.name() << " (" << profile.rows() << " rows, mid-image, fastest of "
+            << options.iterations << ")\n";
+  std::cout << "tokens per row    ms per step    ms per token and row\n";
+  for (const auto& [tokens, ms] : profile.points()) {
+    std::printf("%14d %14.3f %22.4f\n", tokens, ms, ms / (tokens * profile.rows()));
+  }
+  if (!args.out.empty()) io::write_file_atomic(args.out, profile.to_json().dump(2) + "\n");
+  if (args.into_bundle) {
+    nlohmann::json updated = raw;
+    updated["step_cost"][engine::cost_profile_key(settings.device, settings.dtype)] = profile.to_json();
+    io::write_file_atomic(json_path, updated.dump(2) + "\n");
+    std::cout << "wrote the profile into " << json_path.string() << "\n";
+  }
+  return 0;
+}
+
 int run_bench_command(const BenchArgs& args) {
+  if (args.calibrate) return run_calibrate(args);
   engine::BenchOptions options;
   options.preset = args.preset;
   options.placement = engine::parse_placement(args.device, args.dtype);
@@ -72,6 +112,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the random weights and drafts")->capture_default_str();
   cmd->add_flag("--no-vq", args->no_vq, "skip the VQ decoder stand-in");
   cmd->add_option("--json", args->json, "also write the figures as JSON");
+  cmd->add_flag("--calibrate", args->calibrate,
+                "measure a bundle's step cost per window size (the profile automatic windows read)");
+  cmd->add_option("--model", args->model, "--calibrate: the bundle directory");
+  cmd->add_option("--out", args->out, "--calibrate: write the profile to this JSON file (for --cost-profile)");
+  cmd->add_flag("--into-bundle", args->into_bundle, "--calibrate: store the profile in the bundle's bundle.json");
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_bench_command(*args); }); });
 }
 

@@ -4,7 +4,9 @@
 #include <stdexcept>
 
 #include "decoding/draft_book.h"
+#include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
+#include "sampling/philox.h"
 
 namespace sjd::decoding {
 namespace {
@@ -45,23 +47,34 @@ void build_window(const DraftBook& book, int chain, model::DraftTree& nodes,
   }
 }
 
+// The peeking mutant: a window shaped by this step's own accept draws (what an
+// automatic window must never do) keeps only drafts about to be tested with a
+// small uniform, which makes acceptance more likely than MRS allows.
+int peeked_chain(const DecodeRequest& request, uint32_t step, int64_t first, int chain) {
+  int k = 0;
+  while (k < chain && sampling::uniform01(sampling::make_key(request.seed, request.sequence, step, first + k,
+                                                             sampling::Purpose::kAccept), 0) < 0.5) {
+    ++k;
+  }
+  return k;
+}
+
 }  // namespace
 
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
                     const Mutants& mutants) {
   const MethodConfig& method = request.method;
-  if (method.speculative() && method.window < 1) throw std::invalid_argument("window must be at least 1");
-  const int64_t total = layout.length();
-  int64_t max_nodes = method.window;
-  if (method.proactive_tree) {
-    int64_t level = 1;
-    for (int d = 0; d < method.pd_depth; ++d) max_nodes += (level *= method.pd_k);
+  if (method.speculative() && !method.auto_window && method.window < 1) {
+    throw std::invalid_argument("window must be at least 1");
   }
+  const int64_t total = layout.length();
+  WindowPlanner planner(method, request.cost_profile, static_cast<int>(request.rows.size()));
   DecodeResult result;
   RunStats& stats = result.stats;
+  stats.cost_profile = planner.profile().summary();
   auto t0 = Clock::now();
   model.restrict_outputs(layout.emittable());
-  model.start(request.rows, total, max_nodes);
+  model.start(request.rows, total, window_nodes(planner.largest()));
   stats.prefill_seconds = since(t0);
 
   std::vector<int64_t> roots;
@@ -71,12 +84,19 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
   model::DraftTree nodes;
   std::vector<std::vector<int>> child_of;
   std::vector<int64_t>& committed = result.tokens;
+  WindowShape shape = planner.next(false, static_cast<int>(total));
 
   for (uint32_t step = 0; static_cast<int64_t>(committed.size()) < total; ++step) {
     const int64_t first = static_cast<int64_t>(committed.size());
-    const int chain = static_cast<int>(std::min<int64_t>(method.speculative() ? method.window : 0, total - first));
+    int chain = static_cast<int>(std::min<int64_t>(shape.chain, total - first));
+    if (mutants.peeking_window) chain = peeked_chain(request, step, first, chain);
     book.fill(committed, chain, step);
     build_window(book, chain, nodes, child_of);
+    WindowReport report;
+    report.shape = {chain, shape.tree_k, static_cast<int>(std::min<size_t>(book.tree().size(), chain))};
+    for (int i = 0; i < chain; ++i) {
+      report.ages.push_back(layout.forced(first + i) >= 0 ? -1 : book.drafts()[static_cast<size_t>(i)].age);
+    }
 
     t0 = Clock::now();
     const at::Tensor logits = model.forward(roots, nodes);
@@ -100,9 +120,18 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
     model.commit(outcome.path);
     committed.insert(committed.end(), outcome.tokens.begin(), outcome.tokens.end());
     stats.record_step(first, static_cast<int64_t>(outcome.tokens.size()));
+    stats.record_window(report.shape.chain, report.shape.tree_k, report.shape.tree_depth);
     stats.tree_windows += outcome.tree_window ? 1 : 0;
     stats.sibling_accepts += outcome.sibling_accepts;
     roots.assign(roots.size(), committed.back());
+
+    // The next window's shape from this and earlier outcomes, then its tree (drawn now, on this step's streams).
+    report.accepted = static_cast<int>(outcome.path.size());
+    report.rejected = outcome.rejected;
+    planner.record(report);
+    const int remaining = static_cast<int>(total - static_cast<int64_t>(committed.size()));
+    shape = planner.next(outcome.rejected, remaining);
+    if (method.proactive_tree && outcome.rejected && shape.tree_k > 1) book.grow_tree(shape.tree_k, shape.tree_depth, step);
   }
   return result;
 }

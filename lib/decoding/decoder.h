@@ -8,6 +8,7 @@
 #include "decoding/method.h"
 #include "decoding/mutants.h"
 #include "decoding/run_stats.h"
+#include "decoding/step_cost.h"
 #include "family/token_layout.h"
 #include "model/token_model.h"
 #include "sampling/logits_pipeline.h"
@@ -20,6 +21,9 @@ struct DecodeRequest {
   MethodConfig method;
   uint64_t seed = 0;
   uint32_t sequence = 0;
+  // What a step costs on this model and device; read by automatic windows only
+  // (empty: StepCostProfile::generic()).
+  StepCostProfile cost_profile;
 };
 
 struct DecodeResult {

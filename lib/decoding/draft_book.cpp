@@ -115,7 +115,14 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
   return {};
 }
 
-TreeLevel DraftBook::make_level(int64_t position, const Draft& first, uint32_t step) const {
+void DraftBook::grow_tree(int k, int depth, uint32_t step) {
+  tree_.clear();
+  for (int d = 0; d < depth && d < static_cast<int>(drafts_.size()); ++d) {
+    tree_.push_back(make_level(first_ + d, drafts_[static_cast<size_t>(d)], k, step));
+  }
+}
+
+TreeLevel DraftBook::make_level(int64_t position, const Draft& first, int k, uint32_t step) const {
   TreeLevel level;
   level.q = first.q;
   level.candidates.push_back(first.token);
@@ -123,7 +130,7 @@ TreeLevel DraftBook::make_level(int64_t position, const Draft& first, uint32_t s
   // The rest are drawn without replacement from q given that `first` came first.
   at::Tensor rest = first.q.clone();
   rest[first.token] = 0.0f;
-  const auto more = sampling::draw_without_replacement(rest.data_ptr<float>(), rest.numel(), method_.pd_k - 1,
+  const auto more = sampling::draw_without_replacement(rest.data_ptr<float>(), rest.numel(), k - 1,
                                                        key(step, position, Purpose::kCandidates));
   level.candidates.insert(level.candidates.end(), more.begin(), more.end());
   return level;

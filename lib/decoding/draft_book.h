@@ -19,6 +19,7 @@ namespace sjd::decoding {
 struct Draft {
   int64_t token = -1;
   at::Tensor q;  // float [V]: the distribution the token was drawn from
+  int age = 0;   // windows that have computed p for this position (0: an initial draft)
 };
 
 // K candidates for one tree depth, drawn without replacement from q; the first
@@ -49,10 +50,12 @@ class DraftBook {
   // Draft for `position` from its fresh p, by the method's tail update; for
   // maximal coupling `old` is the old draft coupled with p (may be null).
   Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
-  // Proactive drafting: K candidates for `position` with `first` as candidate 0.
-  TreeLevel make_level(int64_t position, const Draft& first, uint32_t step) const;
+  // Proactive drafting after a rejection: `k` candidates for each of the first
+  // `depth` drafted positions, the current draft as candidate 0 (the next window's tree).
+  void grow_tree(int k, int depth, uint32_t step);
 
  private:
+  TreeLevel make_level(int64_t position, const Draft& first, int k, uint32_t step) const;
   Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const;
   int64_t token_at(const std::vector<int64_t>& committed, int64_t position) const;
   sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose) const;

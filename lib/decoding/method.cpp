@@ -63,8 +63,9 @@ std::string MethodConfig::describe() const {
   std::ostringstream out;
   out << name;
   if (speculative()) {
-    out << " (L=" << window;
-    if (proactive_tree) out << ", K=" << pd_k << ", D=" << pd_depth;
+    out << " (L=" << (auto_window ? "auto" : std::to_string(window));
+    if (proactive_tree && auto_tree) out << ", K=auto, D=auto";
+    if (proactive_tree && !auto_tree) out << ", K=" << pd_k << ", D=" << pd_depth;
     out << ", init=" << init_scheme_name(init) << ", relax=" << sampling::relax_kind_name(relax.kind);
     if (relax.kind == sampling::RelaxKind::kUniform || relax.kind == sampling::RelaxKind::kCool) {
       out << ", delta=" << relax.delta;

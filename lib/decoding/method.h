@@ -31,12 +31,14 @@ struct MethodConfig {
   bool proactive_tree = false; // SJD-PAC proactive drafting after a rejection
   int pd_k = 4;                // candidates per tree depth
   int pd_depth = 3;            // tree depth D
+  bool auto_window = false;    // choose L before each step (decoding/window_planner.h); `window` is then unused
+  bool auto_tree = false;      // sjd-pac: choose K and D before each tree window; pd_k/pd_depth unused
   bool greedy = false;         // jacobi decodes with temperature 0
   sampling::Relaxation relax;
 
   bool speculative() const { return name != "ar"; }
   bool lossless() const { return relax.lossless() && !(name == "jacobi" && !greedy); }
-  std::string describe() const;  // e.g. "sjd-pac (L=64, K=4, D=3, init=random, relax=none)"
+  std::string describe() const;  // e.g. "sjd-pac (L=auto, K=auto, D=auto, init=random, relax=none)"
 };
 
 // The method names --method accepts, in help order.

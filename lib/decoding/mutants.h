@@ -11,6 +11,7 @@ struct Mutants {
   bool longest_sibling = false;       // pick the sibling with the longest accepted path, not the first accepted
   bool one_hot_random_init = false;   // record q = one-hot for a uniformly drawn initial token
   sampling::Mutant candidates = sampling::Mutant::kNone;  // e.g. skip residual renormalisation
+  bool peeking_window = false;        // end the window before the first draft whose coming accept draw is >= 0.5
 };
 
 }  // namespace sjd::decoding

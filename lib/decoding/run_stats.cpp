@@ -14,6 +14,24 @@ void RunStats::record_step(int64_t first_position, int64_t committed) {
   tokens += committed;
 }
 
+void RunStats::record_window(int chain, int tree_k, int tree_depth) {
+  chain_at_step.push_back(chain);
+  if (tree_k > 1 && tree_depth > 0) {
+    tree_k_sum += tree_k;
+    tree_depth_sum += tree_depth;
+  }
+}
+
+double RunStats::mean_chain() const {
+  double sum = 0.0;
+  for (int c : chain_at_step) sum += c;
+  return chain_at_step.empty() ? 0.0 : sum / static_cast<double>(chain_at_step.size());
+}
+
+double RunStats::mean_tree_k() const { return tree_windows > 0 ? double(tree_k_sum) / tree_windows : 0.0; }
+
+double RunStats::mean_tree_depth() const { return tree_windows > 0 ? double(tree_depth_sum) / tree_windows : 0.0; }
+
 nlohmann::json to_json(const RunStats& s) {
   return {{"steps", s.steps},
           {"tokens", s.tokens},
@@ -23,6 +41,11 @@ nlohmann::json to_json(const RunStats& s) {
           {"tree_windows", s.tree_windows},
           {"sibling_accepts", s.sibling_accepts},
           {"committed_at_step", s.committed_at_step},
+          {"windows", {{"mean_chain", s.mean_chain()},
+                       {"mean_tree_k", s.mean_tree_k()},
+                       {"mean_tree_depth", s.mean_tree_depth()},
+                       {"chain_at_step", s.chain_at_step},
+                       {"cost_profile", s.cost_profile}}},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},
                        {"pipeline", s.pipeline_seconds},

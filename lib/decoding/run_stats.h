@@ -3,6 +3,7 @@
 // prefill), tokens, accepted-length histogram, the step that committed each
 // generated position, and where the time went.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -16,6 +17,10 @@ struct RunStats {
   std::vector<int64_t> committed_at_step;   // per generated index
   int64_t tree_windows = 0;     // sjd-pac windows that held a proactive draft tree
   int64_t sibling_accepts = 0;  // tree levels won by a candidate other than the spine's
+  std::vector<int> chain_at_step;  // the window's chain length L of every step
+  int64_t tree_k_sum = 0;          // over tree windows: candidates per level, and levels
+  int64_t tree_depth_sum = 0;
+  std::string cost_profile;        // the step-cost profile the window choice read (StepCostProfile::summary)
   double prefill_seconds = 0.0;
   double forward_seconds = 0.0;
   double pipeline_seconds = 0.0;
@@ -23,6 +28,10 @@ struct RunStats {
 
   double step_compression() const { return steps > 0 ? static_cast<double>(tokens) / steps : 0.0; }
   void record_step(int64_t first_position, int64_t committed);
+  void record_window(int chain, int tree_k, int tree_depth);
+  double mean_chain() const;
+  double mean_tree_k() const;      // over tree windows
+  double mean_tree_depth() const;
 };
 
 nlohmann::json to_json(const RunStats& stats);

@@ -93,6 +93,7 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     int node = k;
     if (k < static_cast<int>(tree.size()) && tree[static_cast<size_t>(k)].candidates.size() > 1) {
       verdict = verify_level(p, tree, k, weight, in, slot);
+      out.level_choice.push_back(verdict.accepted ? verdict.candidate : -1);
       if (verdict.accepted) {
         node = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(verdict.candidate)];
         out.sibling_accepts += verdict.candidate > 0 ? 1 : 0;
@@ -132,15 +133,11 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     book.remember_p(in.first_position + s, p);
     const Draft* old = s < in.chain_length ? &drafts[static_cast<size_t>(s)] : nullptr;
     const double weight = sampling::relaxation_weight(method_.relax, s + 1, in.chain_length);
-    next.push_back(book.update_tail(in.first_position + s, p, old, in.step, weight));
+    Draft draft = book.update_tail(in.first_position + s, p, old, in.step, weight);
+    draft.age = (old != nullptr ? old->age : 0) + 1;  // one more p computed for this position
+    next.push_back(std::move(draft));
   }
-  std::vector<TreeLevel> levels;
-  if (method_.proactive_tree && out.rejected) {
-    for (int d = 0; d < method_.pd_depth && d < static_cast<int>(next.size()); ++d) {
-      levels.push_back(book.make_level(next_first + d, next[static_cast<size_t>(d)], in.step));
-    }
-  }
-  book.replace(next_first, std::move(next), std::move(levels));
+  book.replace(next_first, std::move(next), {});
   return out;
 }
 

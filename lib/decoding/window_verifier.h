@@ -19,6 +19,7 @@ struct WindowOutcome {
   bool rejected = false;          // a draft was rejected (proactive drafting follows)
   bool tree_window = false;       // the window held proactive-drafting tree levels
   int sibling_accepts = 0;        // tree levels where a candidate other than the first won
+  std::vector<int> level_choice;  // per tree level verified, in depth order: accepted candidate or -1
 };
 
 struct WindowInput {
@@ -40,7 +41,8 @@ class WindowVerifier {
 
   // AR: sample the root slot's p.
   WindowOutcome sample_one(const WindowInput& in) const;
-  // Speculative: verify, commit, and hand the next drafts to `book`.
+  // Speculative: verify, commit, and hand the next drafts to `book` (without a
+  // tree: the caller grows one with DraftBook::grow_tree after a rejection).
   WindowOutcome verify(const WindowInput& in, DraftBook& book) const;
 
  private:

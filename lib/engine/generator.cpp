@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "engine/cost_profiles.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
 
@@ -52,6 +53,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), out.method.greedy);
   request.method = out.method;
   request.seed = settings.seed;
+  request.cost_profile = resolve_cost_profile(bundle_, settings);
   request.sequence = sequence;
   decoding::DecodeResult result = decoding::decode(*model_, glue.layout(), request);
   out.tokens = std::move(result.tokens);

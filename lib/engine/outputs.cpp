@@ -16,6 +16,7 @@ double write_image(const std::filesystem::path& file, const GenerationOutput& ou
                  {"method", out.method.describe()},
                  {"model", model_name},
                  {"settings", settings_to_json(out.settings).dump()},
+                 {"cost_profile", out.stats.cost_profile},
                  {"Software", "sjd"}});
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

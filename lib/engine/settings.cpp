@@ -15,23 +15,52 @@ void read(const nlohmann::json& layer, const char* key, T& out, const std::strin
   }
 }
 
+// A count that may be "auto": an integer (not 16.7) >= `least`, or the string "auto".
+void read_count_or_auto(const nlohmann::json& layer, const char* key, int least, int& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  const nlohmann::json& v = layer.at(key);
+  if (v.is_string()) {
+    out = parse_count_or_auto(v.get<std::string>(), least, where + ": /" + key);
+    return;
+  }
+  if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 1000000) {
+    throw std::invalid_argument(where + ": /" + key + ": expected \"auto\" or an integer >= " + std::to_string(least) +
+                                " (got " + v.dump() + ")");
+  }
+  out = v.get<int>();
+}
+
+nlohmann::json count_or_auto(int value) { return value == kAuto ? nlohmann::json("auto") : nlohmann::json(value); }
+
 }  // namespace
+
+int parse_count_or_auto(const std::string& text, int least, const std::string& what) {
+  if (text == "auto") return kAuto;
+  try {
+    size_t used = 0;
+    const long value = std::stol(text, &used);
+    if (used == text.size() && value >= least && value <= 1000000) return static_cast<int>(value);
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(what + ": expected \"auto\" or an integer >= " + std::to_string(least) + " (got '" +
+                              text + "')");
+}
 
 void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const std::string& where) {
   if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
   static const std::vector<std::string> known = {
       "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
-      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype"};
+      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile"};
   for (const auto& item : layer.items()) {
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
       throw std::invalid_argument(where + ": /" + item.key() + ": unknown key");
     }
   }
   read(layer, "method", s.method, where);
-  read(layer, "window", s.window, where);
+  read_count_or_auto(layer, "window", 1, s.window, where);
   read(layer, "init", s.init, where);
-  read(layer, "pd_k", s.pd_k, where);
-  read(layer, "pd_depth", s.pd_depth, where);
+  read_count_or_auto(layer, "pd_k", 1, s.pd_k, where);
+  read_count_or_auto(layer, "pd_depth", 0, s.pd_depth, where);
   read(layer, "relax", s.relax, where);
   read(layer, "delta", s.delta, where);
   read(layer, "nu", s.nu, where);
@@ -45,26 +74,34 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   read(layer, "resolution", s.resolution, where);
   read(layer, "device", s.device, where);
   read(layer, "dtype", s.dtype, where);
+  read(layer, "cost_profile", s.cost_profile, where);
 }
 
 nlohmann::json settings_to_json(const GenerationSettings& s) {
-  return {{"method", s.method},   {"window", s.window},   {"init", s.init},
-          {"pd_k", s.pd_k},       {"pd_depth", s.pd_depth}, {"relax", s.relax},
+  return {{"method", s.method},   {"window", count_or_auto(s.window)},   {"init", s.init},
+          {"pd_k", count_or_auto(s.pd_k)}, {"pd_depth", count_or_auto(s.pd_depth)}, {"relax", s.relax},
           {"delta", s.delta},     {"nu", s.nu},           {"lantern_k", s.lantern_k},
           {"lantern_lambda", s.lantern_lambda}, {"lantern_own_residual", s.lantern_own_residual},
           {"cfg", s.cfg},         {"temperature", s.temperature}, {"top_k", s.top_k},
-          {"seed", s.seed},       {"resolution", s.resolution}, {"device", s.device}, {"dtype", s.dtype}};
+          {"seed", s.seed},       {"resolution", s.resolution}, {"device", s.device}, {"dtype", s.dtype},
+          {"cost_profile", s.cost_profile}};
 }
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   decoding::MethodConfig m = decoding::make_method(s.method);
-  if (s.window < 0) throw std::invalid_argument("--window must be >= 1 (got " + std::to_string(s.window) + ")");
-  if (s.window > 0 && m.speculative()) m.window = s.window;
-  if (m.window == 0 && m.speculative()) m.window = 16;
+  if (s.window != kAuto && s.window < 1) {
+    throw std::invalid_argument("--window must be auto or >= 1 (got " + std::to_string(s.window) + ")");
+  }
+  m.auto_window = m.speculative() && s.window == kAuto;
+  if (m.speculative() && s.window != kAuto) m.window = s.window;
   m.init = decoding::parse_init_scheme(s.init);
-  if (s.pd_k < 1 || s.pd_depth < 0) throw std::invalid_argument("--pd-k must be >= 1 and --pd-depth >= 0");
-  m.pd_k = s.pd_k;
-  m.pd_depth = s.pd_depth;
+  if ((s.pd_k != kAuto && s.pd_k < 1) || (s.pd_depth != kAuto && s.pd_depth < 0)) {
+    throw std::invalid_argument("--pd-k must be auto or >= 1 and --pd-depth auto or >= 0");
+  }
+  // A tree is automatic unless both of its numbers are given; one given alone keeps the other's default.
+  m.auto_tree = m.proactive_tree && s.pd_k == kAuto && s.pd_depth == kAuto;
+  if (s.pd_k != kAuto) m.pd_k = s.pd_k;
+  if (s.pd_depth != kAuto) m.pd_depth = s.pd_depth;
   m.relax.kind = sampling::parse_relax_kind(s.relax);
   if (m.relax.kind != sampling::RelaxKind::kNone && !(m.name == "sjd" || m.name == "scd-mc" || m.name == "sjd-pac")) {
     throw std::invalid_argument("--relax " + s.relax + " applies to sjd, scd-mc and sjd-pac, not " + m.name);

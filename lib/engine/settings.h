@@ -13,12 +13,16 @@
 
 namespace sjd::engine {
 
+// `window`, `pd_k` and `pd_depth` take a number or "auto" (kAuto): chosen before
+// each step from the step-cost profile (decoding/window_planner.h).
+constexpr int kAuto = -1;
+
 struct GenerationSettings {
   std::string method = "ar";
-  int window = 0;              // 0: the method's default (16; 64 for sjd-pac)
+  int window = kAuto;          // draft positions per step, or kAuto
   std::string init = "random";
-  int pd_k = 4;
-  int pd_depth = 3;
+  int pd_k = kAuto;            // sjd-pac tree: candidates per level, or kAuto
+  int pd_depth = kAuto;        // sjd-pac tree: levels, or kAuto
   std::string relax = "none";
   double delta = 1.1;
   double nu = 0.7;
@@ -32,6 +36,7 @@ struct GenerationSettings {
   int64_t resolution = 0;      // image side in pixels; 0 = the bundle's own
   std::string device = "cpu";  // cpu | cuda (engine/device.h checks it)
   std::string dtype = "f32";   // f32 | bf16: the transformer's weights and KV cache
+  std::string cost_profile;    // step-cost profile file for automatic windows ("": the bundle's for the device)
 };
 
 // Overlays the keys of `layer` onto `settings`; `where` names the source in
@@ -39,6 +44,9 @@ struct GenerationSettings {
 void apply_settings(GenerationSettings& settings, const nlohmann::json& layer, const std::string& where);
 
 nlohmann::json settings_to_json(const GenerationSettings& settings);
+
+// "auto" -> kAuto, else an integer >= `least`; `what` names the flag or key in errors.
+int parse_count_or_auto(const std::string& text, int least, const std::string& what);
 
 // The method pieces the settings select; throws std::invalid_argument for bad values.
 decoding::MethodConfig method_from_settings(const GenerationSettings& settings);

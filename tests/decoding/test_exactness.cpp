@@ -6,6 +6,8 @@
 // Each broken variant must be rejected at p < 1e-6.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "decoding/decoder.h"
 #include "table_model.h"
 #include "testing/statistics.h"
@@ -25,7 +27,14 @@ struct Case {
   int pd_k = 3;
   int pd_depth = 2;
   int64_t top_k = 0;  // 2 keeps two of the three image tokens: every bundle samples with top-k
+  bool auto_shape = false;  // the window (and sjd-pac's tree) chosen per step by the planner
 };
+
+// A fixed profile (tests never read the machine's speed): cheap windows, so the
+// planner moves between short and long ones as acceptance is learned.
+decoding::StepCostProfile test_profile() {
+  return decoding::StepCostProfile("test", 1, {{1, 1.0}, {4, 1.2}, {8, 1.6}, {16, 3.0}});
+}
 
 decoding::DecodeRequest request_for(const Case& c) {
   decoding::DecodeRequest r;
@@ -34,6 +43,9 @@ decoding::DecodeRequest request_for(const Case& c) {
   r.method.init = decoding::parse_init_scheme(c.init);
   r.method.pd_k = c.pd_k;
   r.method.pd_depth = c.pd_depth;
+  r.method.auto_window = c.auto_shape && r.method.speculative();
+  r.method.auto_tree = c.auto_shape && r.method.proactive_tree;
+  r.cost_profile = test_profile();
   r.rows = sjd::testing::table_rows(c.cfg);
   r.pipeline.cfg_scale = c.cfg ? 2.0 : 1.0;
   r.pipeline.top_k = c.top_k;
@@ -52,7 +64,7 @@ sjd::testing::FitResult fit(const Case& c, const decoding::Mutants& mutants = {}
 }
 
 std::string describe(const Case& c) {
-  return c.method + " L=" + std::to_string(c.window) + " init=" + c.init + (c.cfg ? " cfg" : "") +
+  return c.method + " L=" + (c.auto_shape ? std::string("auto") : std::to_string(c.window)) + " init=" + c.init + (c.cfg ? " cfg" : "") +
          (c.top_k > 0 ? " top-k " + std::to_string(c.top_k) : "");
 }
 
@@ -88,6 +100,49 @@ TEST_CASE("every lossless method samples the exact AR distribution", "[exactness
                      << r.total_variation);
     CHECK(r.p_value > 1e-3);
   }
+}
+
+TEST_CASE("automatic windows and trees sample the exact AR distribution", "[exactness]") {
+  const std::vector<Case> cases = {
+      {"sjd", 0, "random", false, 3, 2, 0, true},
+      {"sjd", 0, "sample-up", true, 3, 2, 2, true},
+      {"scd-mc", 0, "random", true, 3, 2, 0, true},
+      {"scd-gs", 0, "random", false, 3, 2, 2, true},
+      {"sjd-pac", 0, "random", false, 3, 2, 0, true},
+      {"sjd-pac", 0, "random", true, 3, 2, 2, true},
+  };
+  for (const Case& c : cases) {
+    const auto r = fit(c);
+    INFO(describe(c) << ": chi2 " << r.chi_square << " dof " << r.dof << " p " << r.p_value << " TV "
+                     << r.total_variation);
+    CHECK(r.p_value > 1e-3);
+  }
+}
+
+TEST_CASE("automatic windows really vary their shape", "[exactness]") {
+  // Otherwise the exactness case above would test one fixed window.
+  TableModel model({});
+  const auto layout = sjd::testing::small_layout();
+  auto request = request_for({"sjd-pac", 0, "random", false, 3, 2, 0, true});
+  std::set<int> chains, tree_ks;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    request.seed = seed;
+    const auto stats = decoding::decode(model, layout, request).stats;
+    chains.insert(stats.chain_at_step.begin(), stats.chain_at_step.end());
+    if (stats.tree_windows > 0) tree_ks.insert(static_cast<int>(stats.mean_tree_k() + 0.5));
+  }
+  INFO("distinct chain lengths " << chains.size() << ", distinct tree K " << tree_ks.size());
+  CHECK(chains.size() >= 3);
+  CHECK(tree_ks.size() >= 2);
+}
+
+TEST_CASE("mutant: a window shaped by the coming step's accept draws is rejected", "[exactness][mutant]") {
+  decoding::Mutants peek;
+  peek.peeking_window = true;
+  const Case c{"sjd", 4};
+  const auto r = fit(c, peek);
+  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
+  CHECK(r.p_value < 1e-6);
 }
 
 TEST_CASE("mutant: keeping the stale draft q for continued tokens is rejected", "[exactness][mutant]") {

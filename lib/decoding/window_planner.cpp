@@ -1,0 +1,140 @@
+#include "decoding/window_planner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sjd::decoding {
+namespace {
+
+constexpr double kPriorWeight = 2.0;  // pseudo-observations behind each estimate
+constexpr double kFreshPrior = 0.3;   // acceptance assumed for an initial draft before any step
+constexpr double kDecay = 0.98;       // per step: acceptance drifts over an image, old steps count less
+
+double estimate(double accepted, double tested, double prior) {
+  return (accepted + kPriorWeight * prior) / (tested + kPriorWeight);
+}
+
+}  // namespace
+
+int window_nodes(const WindowShape& s) {
+  int nodes = s.chain;
+  if (s.tree_k > 1) {
+    int level = 1;  // nodes at a depth: k^d, one of which is the spine's
+    for (int d = 0; d < s.tree_depth && d < s.chain; ++d) nodes += (level *= s.tree_k) - 1;
+  }
+  return nodes;
+}
+
+WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows)
+    : method_(method), profile_(std::move(profile)), rows_(std::max(rows, 1)), by_age_(kAgeBins), tree_(kMaxAutoK) {
+  if (profile_.empty()) profile_ = StepCostProfile::generic();
+}
+
+WindowShape WindowPlanner::largest() const {
+  WindowShape s;
+  if (!method_.speculative()) return s;
+  s.chain = method_.auto_window ? kMaxAutoChain : method_.window;
+  if (method_.proactive_tree) {
+    s.tree_k = method_.auto_tree ? kMaxAutoK : method_.pd_k;
+    s.tree_depth = method_.auto_tree ? kMaxAutoDepth : method_.pd_depth;
+  }
+  return s;
+}
+
+double WindowPlanner::acceptance(double age) const {
+  // Per age bin, shrunk towards the bin before (an age not yet seen is assumed
+  // like the one before it: refinement does not make drafts worse).
+  double prior = kFreshPrior;
+  std::vector<double> rate(by_age_.size());
+  for (size_t g = 0; g < by_age_.size(); ++g) {
+    rate[g] = estimate(by_age_[g].accepted, by_age_[g].tested, prior);
+    prior = rate[g];
+  }
+  const double top = static_cast<double>(by_age_.size() - 1);
+  const double a = std::clamp(age, 0.0, top);
+  const size_t lo = static_cast<size_t>(a);
+  const size_t hi = std::min(lo + 1, by_age_.size() - 1);
+  return rate[lo] + (rate[hi] - rate[lo]) * (a - static_cast<double>(lo));
+}
+
+double WindowPlanner::steady_tokens(int chain) const {
+  double tokens = 1.0;
+  for (int iteration = 0; iteration < 6; ++iteration) {  // fixed point of c = 1 + sum_j prod_i a((L - i) / c)
+    double next = 1.0, reach = 1.0;
+    for (int j = 1; j <= chain; ++j) {
+      reach *= acceptance(static_cast<double>(chain - j) / tokens);
+      next += reach;
+    }
+    tokens = next;
+  }
+  return tokens;
+}
+
+double WindowPlanner::tree_acceptance(int k, double single) const {
+  // Prior: k independent tries at the single-draft rate; then what this image showed.
+  const double prior = 1.0 - std::pow(1.0 - single, k);
+  const Count& c = tree_[static_cast<size_t>(k - 1)];
+  return estimate(c.accepted, c.tested, prior);
+}
+
+WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
+  WindowShape best = largest();
+  if (!method_.speculative()) return best;
+  const bool tree_now = method_.proactive_tree && after_rejection;
+  if (!tree_now) best.tree_k = 1, best.tree_depth = 0;
+  const int max_chain = std::max(1, std::min(best.chain, remaining));
+  best.chain = std::min(best.chain, max_chain);
+  if (!method_.auto_window && !(tree_now && method_.auto_tree)) return best;
+
+  // Auto may choose no drafts at all (an AR step) when no window pays for itself;
+  // the estimates drift back to the prior as old steps decay, so it tries again.
+  const int chain_lo = method_.auto_window ? 0 : best.chain;
+  const int chain_hi = method_.auto_window ? max_chain : best.chain;
+  const bool auto_tree = tree_now && method_.auto_tree;
+  double best_rate = -1.0;
+  for (int chain = chain_lo; chain <= chain_hi; ++chain) {
+    const double tokens = steady_tokens(chain);
+    for (int k = auto_tree ? 1 : best.tree_k; k <= (auto_tree ? kMaxAutoK : best.tree_k); ++k) {
+      const int d_lo = k > 1 ? (auto_tree ? 1 : best.tree_depth) : 0;
+      const int d_hi = std::min(k > 1 ? (auto_tree ? kMaxAutoDepth : best.tree_depth) : 0, chain);
+      for (int depth = d_lo; depth <= d_hi; ++depth) {
+        // A tree raises the first `depth` levels' acceptance; the rest of the chain is as in steady state.
+        double gain = 0.0, reach_single = 1.0, reach_tree = 1.0;
+        for (int j = 1; j <= depth; ++j) {
+          const double single = acceptance(static_cast<double>(chain - j) / tokens);
+          reach_single *= single;
+          reach_tree *= tree_acceptance(k, single);
+          gain += reach_tree - reach_single;
+        }
+        const WindowShape s{chain, k, depth};
+        const double rate = (tokens + gain) / profile_.ms(1 + window_nodes(s), rows_);
+        if (rate > best_rate) {
+          best_rate = rate;
+          best = s;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+void WindowPlanner::record(const WindowReport& r) {
+  for (Count& c : by_age_) c.tested *= kDecay, c.accepted *= kDecay;
+  for (Count& c : tree_) c.tested *= kDecay, c.accepted *= kDecay;
+  const int tested = std::min(r.shape.chain, r.accepted + (r.rejected ? 1 : 0));
+  const int tree_levels = r.shape.tree_k > 1 ? r.shape.tree_depth : 0;
+  for (int j = 1; j <= tested; ++j) {
+    const bool passed = j <= r.accepted;
+    Count* c = nullptr;
+    if (j <= tree_levels) {
+      c = &tree_[static_cast<size_t>(r.shape.tree_k - 1)];  // several candidates were tried
+    } else if (j <= static_cast<int>(r.ages.size()) && r.ages[static_cast<size_t>(j - 1)] >= 0) {
+      c = &by_age_[static_cast<size_t>(std::min(r.ages[static_cast<size_t>(j - 1)], kAgeBins - 1))];
+    }
+    if (c == nullptr) continue;  // a forced structure token says nothing about drafts
+    c->tested += 1.0;
+    c->accepted += passed ? 1.0 : 0.0;
+  }
+}
+
+}  // namespace sjd::decoding

@@ -1,0 +1,79 @@
+#pragma once
+// The automatic window: before each step, the chain length L and (for sjd-pac,
+// after a rejection) the proactive tree's K candidates per level and D levels
+// that maximise expected committed tokens per millisecond, from the step-cost
+// profile and the acceptance this image has shown so far.
+//
+// Acceptance is learned per draft age (how many windows have computed p for
+// the position: Jacobi iterations refine a draft), because a window's length
+// sets the ages its drafts reach: in steady state with L positions and c tokens
+// committed per step, the draft at offset j has been refined about (L - j) / c
+// times. Each L is scored at that steady state, so a longer window gets credit
+// for the better drafts it grows, not only for its extra positions.
+//
+// Exactness: the shape is a function of the settings, the profile and the
+// outcomes of earlier steps only -- never of the coming step's random draws --
+// so every verification still compares fresh, independent draws against drafts
+// fixed before them (docs/methods.md, "Automatic windows").
+#include <vector>
+
+#include "decoding/method.h"
+#include "decoding/step_cost.h"
+
+namespace sjd::decoding {
+
+struct WindowShape {
+  int chain = 0;       // draft positions on the spine (L)
+  int tree_k = 1;      // candidates per proactive tree level (1: no tree)
+  int tree_depth = 0;  // tree levels (D)
+};
+
+// Draft nodes a window of this shape puts through the model besides the root.
+int window_nodes(const WindowShape& shape);
+
+// What verification showed about one step's window.
+struct WindowReport {
+  WindowShape shape;
+  std::vector<int> ages;          // age of each chain draft, -1 for a forced structure token
+  int accepted = 0;               // drafts accepted along the path
+  bool rejected = false;          // stopped at a rejected draft (not at the window's end)
+};
+
+class WindowPlanner {
+ public:
+  // Auto limits: the longest chain and the largest tree the planner considers.
+  static constexpr int kMaxAutoChain = 64;
+  static constexpr int kMaxAutoK = 4;
+  static constexpr int kMaxAutoDepth = 3;
+  static constexpr int kAgeBins = 12;  // ages 0 .. kAgeBins-1; older drafts share the last bin
+
+  WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows);
+
+  const StepCostProfile& profile() const { return profile_; }
+  // The largest shape next() can return (for sizing the KV cache).
+  WindowShape largest() const;
+  // The next window. `after_rejection`: the last step rejected a draft, so an
+  // sjd-pac tree may be drafted; `remaining`: positions left to generate.
+  WindowShape next(bool after_rejection, int remaining) const;
+  void record(const WindowReport& report);
+
+  // Estimated acceptance of a single draft of this age (fractional ages interpolate).
+  double acceptance(double age) const;
+  // Expected tokens per step with a chain of L in steady state.
+  double steady_tokens(int chain) const;
+
+ private:
+  struct Count {
+    double tested = 0.0;
+    double accepted = 0.0;
+  };
+  double tree_acceptance(int k, double single) const;
+
+  const MethodConfig& method_;
+  StepCostProfile profile_;
+  int rows_;
+  std::vector<Count> by_age_;  // [age]
+  std::vector<Count> tree_;    // [k - 1]: tree levels verified with k candidates
+};
+
+}  // namespace sjd::decoding
