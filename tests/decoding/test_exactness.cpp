@@ -68,6 +68,15 @@ std::string describe(const Case& c) {
          (c.top_k > 0 ? " top-k " + std::to_string(c.top_k) : "");
 }
 
+void check_exact(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    const auto r = fit(c);
+    INFO(describe(c) << ": chi2 " << r.chi_square << " dof " << r.dof << " p " << r.p_value << " TV "
+                     << r.total_variation);
+    CHECK(r.p_value > 1e-3);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every lossless method samples the exact AR distribution", "[exactness]") {
@@ -94,12 +103,7 @@ TEST_CASE("every lossless method samples the exact AR distribution", "[exactness
       {"scd-gs", 4, "random", true, 3, 2, 2},
       {"sjd-pac", 6, "random", true, 3, 3, 2},
   };
-  for (const Case& c : cases) {
-    const auto r = fit(c);
-    INFO(describe(c) << ": chi2 " << r.chi_square << " dof " << r.dof << " p " << r.p_value << " TV "
-                     << r.total_variation);
-    CHECK(r.p_value > 1e-3);
-  }
+  check_exact(cases);
 }
 
 TEST_CASE("automatic windows and trees sample the exact AR distribution", "[exactness]") {
@@ -111,12 +115,7 @@ TEST_CASE("automatic windows and trees sample the exact AR distribution", "[exac
       {"sjd-pac", 0, "random", false, 3, 2, 0, true},
       {"sjd-pac", 0, "random", true, 3, 2, 2, true},
   };
-  for (const Case& c : cases) {
-    const auto r = fit(c);
-    INFO(describe(c) << ": chi2 " << r.chi_square << " dof " << r.dof << " p " << r.p_value << " TV "
-                     << r.total_variation);
-    CHECK(r.p_value > 1e-3);
-  }
+  check_exact(cases);
 }
 
 TEST_CASE("automatic windows really vary their shape", "[exactness]") {
