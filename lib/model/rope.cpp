@@ -7,11 +7,11 @@
 namespace sjd::model {
 namespace {
 
-// Angles [P, D/2] in float64 for positions 0 .. P-1 (rows of the table after row 0).
-at::Tensor angles_1d(int64_t count, int64_t dim, double theta) {
+// Angles [P, D/2] in float64 for positions first .. first + P - 1.
+at::Tensor angles_1d(int64_t first, int64_t count, int64_t dim, double theta) {
   const auto f64 = at::TensorOptions().dtype(at::kDouble);
   const at::Tensor inv_freq = at::pow(theta, -at::arange(0, dim, 2, f64) / static_cast<double>(dim));  // [D/2]
-  return at::arange(0, count, f64).unsqueeze(1) * inv_freq.unsqueeze(0);
+  return at::arange(first, first + count, f64).unsqueeze(1) * inv_freq.unsqueeze(0);
 }
 
 at::Tensor angles_2d(int64_t count, int64_t dim, double theta, int64_t grid_width) {
@@ -29,24 +29,25 @@ RopeTable::RopeTable(const TransformerConfig& config, int64_t max_position, at::
     : two_d_(config.rope == RopeKind::k2d) {
   const int64_t dim = config.head_dim;
   const int64_t count = std::max<int64_t>(max_position, 0) + 1;
-  at::Tensor cos, sin;  // [P, D] in float64, laid out like the pairs they rotate
+  at::Tensor cos, sin;  // [P + 1, D] in float64 for positions -1 .. max, laid out like the pairs they rotate
   if (two_d_) {
     if (config.grid_width <= 0) throw std::invalid_argument("2D RoPE needs the image grid width");
     const at::Tensor a = angles_2d(count, dim, config.rope_theta, config.grid_width);
     // Interleaved pairs (x_2k, x_2k+1): out_2k = x_2k c - x_2k+1 s, out_2k+1 = x_2k+1 c + x_2k s.
-    cos = at::stack({a.cos(), a.cos()}, -1).reshape({count, dim});
-    sin = at::stack({-a.sin(), a.sin()}, -1).reshape({count, dim});
+    // Row 0 stands for every negative position: caption slots get zeroed q/k (cos = sin = 0)
+    // as LlamaGen's reference does.
+    const at::Tensor none = at::zeros({1, dim}, a.options());
+    cos = at::cat({none, at::stack({a.cos(), a.cos()}, -1).reshape({count, dim})});
+    sin = at::cat({none, at::stack({-a.sin(), a.sin()}, -1).reshape({count, dim})});
   } else {
-    const at::Tensor a = angles_1d(count, dim, config.rope_theta);
-    // Halves (x_k, x_k+D/2): out_k = x_k c - x_k+D/2 s, out_k+D/2 = x_k+D/2 c + x_k s.
+    // Halves (x_k, x_k+D/2): out_k = x_k c - x_k+D/2 s, out_k+D/2 = x_k+D/2 c + x_k s. Position -1
+    // is a placeholder slot (Lumina's unconditional row), rotated like any other.
+    const at::Tensor a = angles_1d(-1, count + 1, dim, config.rope_theta);
     cos = at::cat({a.cos(), a.cos()}, -1);
     sin = at::cat({-a.sin(), a.sin()}, -1);
   }
-  // Row 0 stands for every negative position: no rotation and, for 2D caption
-  // slots, zeroed q/k (cos = sin = 0) as LlamaGen's reference does.
-  const at::Tensor none = two_d_ ? at::zeros({1, dim}, cos.options()) : at::ones({1, dim}, cos.options());
-  cos_ = at::cat({none, cos}, 0).to(device, dtype);
-  signed_sin_ = at::cat({at::zeros({1, dim}, sin.options()), sin}, 0).to(device, dtype);
+  cos_ = cos.to(device, dtype);
+  signed_sin_ = sin.to(device, dtype);
 }
 
 RopeFactors RopeTable::gather(const at::Tensor& positions) const {

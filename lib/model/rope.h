@@ -24,7 +24,7 @@ class RopeTable {
  public:
   RopeTable() = default;
   // Covers positions -1 .. max_position (for 2D: image-token indices; any
-  // negative position is a caption slot and gets no rotation).
+  // negative position is a caption slot and gets cos = sin = 0).
   RopeTable(const TransformerConfig& config, int64_t max_position, at::ScalarType dtype, at::Device device);
 
   int64_t max_position() const { return cos_.defined() ? cos_.size(0) - 2 : -1; }
@@ -35,7 +35,7 @@ class RopeTable {
 
  private:
   bool two_d_ = false;
-  at::Tensor cos_, signed_sin_;  // [max_position + 2, D]; row 0 is position -1 (and below)
+  at::Tensor cos_, signed_sin_;  // [max_position + 2, D]; row 0 is position -1 (2D: every negative one)
 };
 
 // One-off convenience for tests: x [tokens, heads, D], positions int64 [tokens].

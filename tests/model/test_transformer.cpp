@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "model/rope.h"
 #include "model/transformer.h"
@@ -23,8 +24,8 @@ TransformerConfig tiny_config(bool qk_norm, int64_t kv_heads = 2) {
   return c;
 }
 
-// Random weights in the HF key layout, through the same loader as real checkpoints.
-Transformer tiny_transformer(const TransformerConfig& c, uint64_t seed) {
+// Random weights in the HF key layout.
+sjd::io::WeightMap tiny_weights(const TransformerConfig& c, uint64_t seed) {
   at::manual_seed(seed);
   sjd::io::WeightMap w;
   auto put = [&](const std::string& name, at::IntArrayRef shape, double scale) {
@@ -51,7 +52,59 @@ Transformer tiny_transformer(const TransformerConfig& c, uint64_t seed) {
       put(p + "self_attn.k_norm.bias", {c.num_kv_heads, c.head_dim}, 0.1);
     }
   }
-  return Transformer(c, load_transformer_weights(w, c, at::kFloat));
+  return w;
+}
+
+// ... through the same loader as real checkpoints.
+Transformer tiny_transformer(const TransformerConfig& c, uint64_t seed) {
+  return Transformer(c, load_transformer_weights(tiny_weights(c, seed), c, at::kFloat));
+}
+
+// The oracle for the fused, batched, cached forward: one row, no cache, every
+// projection on its own from the checkpoint tensors, the textbook formulas.
+at::Tensor reference_logits(const sjd::io::WeightMap& w, const TransformerConfig& c, const std::vector<int64_t>& tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const auto rms = [&](const at::Tensor& x, const at::Tensor& g) {
+    return x * at::rsqrt(x.pow(2).mean(-1, true) + c.norm_eps) * g;
+  };
+  const auto lin = [&](const at::Tensor& x, const std::string& name) { return at::matmul(x, w.get(name).t()); };
+  const auto rope = [&](const at::Tensor& x) {  // x [n, heads, D], positions 0..n-1, rotate-half
+    const int64_t d = c.head_dim;
+    const at::Tensor inv = at::pow(c.rope_theta, -at::arange(0, d, 2, at::kDouble) / static_cast<double>(d));
+    const at::Tensor ang = at::arange(0, n, at::kDouble).unsqueeze(1) * inv.unsqueeze(0);
+    const at::Tensor cos = at::cat({ang.cos(), ang.cos()}, -1).unsqueeze(1).to(at::kFloat);
+    const at::Tensor sin = at::cat({ang.sin(), ang.sin()}, -1).unsqueeze(1).to(at::kFloat);
+    const at::Tensor rotated = at::cat({-x.narrow(-1, d / 2, d / 2), x.narrow(-1, 0, d / 2)}, -1);
+    return x * cos + rotated * sin;
+  };
+  at::Tensor x = at::embedding(w.get("model.embed_tokens.weight"), at::tensor(tokens));
+  const at::Tensor causal = at::ones({n, n}, at::kBool).tril();
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const at::Tensor h = rms(x, w.get(p + "input_layernorm.weight"));
+    at::Tensor q = lin(h, p + "self_attn.q_proj.weight").view({n, c.num_heads, c.head_dim});
+    at::Tensor k = lin(h, p + "self_attn.k_proj.weight").view({n, c.num_kv_heads, c.head_dim});
+    at::Tensor v = lin(h, p + "self_attn.v_proj.weight").view({n, c.num_kv_heads, c.head_dim});
+    if (c.qk_norm) {
+      const auto ln = [&](const at::Tensor& t, const std::string& name) {
+        const at::Tensor mean = t.mean(-1, true);
+        const at::Tensor var = (t - mean).pow(2).mean(-1, true);
+        return (t - mean) * at::rsqrt(var + c.qk_norm_eps) * w.get(name + ".weight") + w.get(name + ".bias");
+      };
+      q = ln(q, p + "self_attn.q_norm");
+      k = ln(k, p + "self_attn.k_norm");
+    }
+    q = rope(q).transpose(0, 1);
+    k = rope(k).transpose(0, 1).repeat_interleave(c.num_heads / c.num_kv_heads, 0);
+    v = v.transpose(0, 1).repeat_interleave(c.num_heads / c.num_kv_heads, 0);
+    const at::Tensor scores = at::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(c.head_dim));
+    const at::Tensor att = at::matmul(at::softmax(scores.masked_fill(causal.logical_not(), -INFINITY), -1), v);
+    x = x + lin(att.transpose(0, 1).reshape({n, -1}), p + "self_attn.o_proj.weight");
+    const at::Tensor m = rms(x, w.get(p + "post_attention_layernorm.weight"));
+    x = x + lin(at::silu(lin(m, p + "mlp.gate_proj.weight")) * lin(m, p + "mlp.up_proj.weight"),
+                p + "mlp.down_proj.weight");
+  }
+  return lin(rms(x, w.get("model.norm.weight")), "lm_head.weight");
 }
 
 RowPrompt prompt_of(std::vector<int64_t> tokens, int64_t first_position = 0) {
@@ -199,4 +252,43 @@ TEST_CASE("a masked placeholder root is invisible to the window's draft nodes", 
   const at::Tensor direct = model.forward({5}, chain({6, 7}));
   // Node slots 1.. of the first equal slots 0.. of the second (same tokens at positions 0, 1, 2).
   CHECK(at::allclose(with_placeholder.narrow(1, 1, 3), direct, 1e-5, 1e-5));
+}
+
+TEST_CASE("fused projections, batched rows and the cache give the unfused reference's logits", "[model]") {
+  for (bool qk_norm : {false, true}) {
+    const TransformerConfig c = tiny_config(qk_norm);
+    const sjd::io::WeightMap w = tiny_weights(c, 7);
+    Transformer model(c, load_transformer_weights(w, c, at::kFloat));
+    // Two rows of different lengths (as the CFG rows are), a window of three drafts.
+    model.start({prompt_of({1, 2, 3, 4}), prompt_of({5, 6})}, 16, 8);
+    const at::Tensor window = model.forward({4, 6}, chain({7, 8, 9}));  // [2, 4, V]
+    const at::Tensor cond = reference_logits(w, c, {1, 2, 3, 4, 7, 8, 9});
+    const at::Tensor uncond = reference_logits(w, c, {5, 6, 7, 8, 9});
+    const double err = std::max((window[0] - cond.narrow(0, 3, 4)).abs().max().item<double>(),
+                                (window[1] - uncond.narrow(0, 1, 4)).abs().max().item<double>());
+    const double scale = std::max(1.0, cond.abs().max().item<double>());
+    INFO("qk_norm " << qk_norm << ": max |logit error| " << err << " of logits up to " << scale);
+    CHECK(err < 1e-6 * scale);  // float32 rounding of a different operation order, nothing more
+  }
+}
+
+TEST_CASE("the restricted output head gives bit-identical logits for the tokens it keeps", "[model]") {
+  const TransformerConfig c = tiny_config(true);
+  Transformer model = tiny_transformer(c, 8);
+  const std::vector<int64_t> kept = {0, 3, 4, 5, 17, 31};
+  model.start({prompt_of({1, 2, 3})}, 16, 8);
+  const at::Tensor full = model.forward({3}, chain({4, 5}));
+  model.restrict_outputs(kept);
+  model.start({prompt_of({1, 2, 3})}, 16, 8);
+  const at::Tensor some = model.forward({3}, chain({4, 5}));
+  const at::Tensor ids = at::tensor(kept);
+  CHECK(at::equal(some.index_select(2, ids), full.index_select(2, ids)));
+  at::Tensor others = at::ones({c.vocab_size}, at::kBool);
+  others.index_fill_(0, ids, false);
+  CHECK((some.index({at::indexing::Slice(), at::indexing::Slice(), others}) == std::numeric_limits<float>::lowest())
+            .all()
+            .item<bool>());
+  model.restrict_outputs({});  // back to every token
+  model.start({prompt_of({1, 2, 3})}, 16, 8);
+  CHECK(at::equal(model.forward({3}, chain({4, 5})), full));
 }
