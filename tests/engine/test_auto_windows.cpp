@@ -1,0 +1,129 @@
+// End to end: automatic windows (the default), fixed ones honoured, the
+// step-cost profile recorded and read, and `sjd bench --calibrate`.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli_runner.h"
+#include "io/png_reader.h"
+#include "testing/test_support.h"
+
+using namespace sjd::testing;
+
+namespace {
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+const std::string kPrompt = "a large red square in the centre, on a blue background";
+
+std::string generate(const std::filesystem::path& dir, const std::string& name, const std::string& flags) {
+  return "generate --model " + quoted(default_model()) + " -p '" + kPrompt + "' --seed 3 -o " +
+         quoted(dir / (name + ".png")) + " --stats " + quoted(dir / (name + ".json")) + " --tokens " +
+         quoted(dir / (name + ".tokens.json")) + " " + flags;
+}
+
+nlohmann::json stats_of(const std::filesystem::path& dir, const std::string& name) {
+  return nlohmann::json::parse(read_file(dir / (name + ".json")));
+}
+
+void write_profile(const std::filesystem::path& file, double ms_per_token) {
+  nlohmann::json points = nlohmann::json::array();
+  for (int t : {1, 2, 4, 8, 16, 32, 64, 128}) points.push_back({t, 1.0 + ms_per_token * (t - 1)});
+  std::ofstream(file) << nlohmann::json{{"name", "test profile"}, {"rows", 2}, {"points", points}}.dump();
+}
+
+}  // namespace
+
+TEST_CASE("generate: automatic windows are the default, recorded in stats and PNG, and repeatable", "[cli][auto]") {
+  TempDir dir("auto-windows");
+  REQUIRE(run_sjd(generate(dir.path(), "a", "--method sjd-pac")).exit_code == 0);
+  REQUIRE(run_sjd(generate(dir.path(), "b", "--method sjd-pac")).exit_code == 0);
+  CHECK(read_file(dir / "a.png") == read_file(dir / "b.png"));  // windows never depend on timings
+  const auto s = stats_of(dir.path(), "a");
+  CHECK_THAT(s["method"].get<std::string>(), Catch::Contains("L=auto") && Catch::Contains("K=auto"));
+  CHECK(s["settings"]["window"] == "auto");
+  CHECK(s["windows"]["chain_at_step"].size() == s["steps"].get<size_t>());
+  // The bundle's own measured CPU profile, named in the stats and in the PNG.
+  CHECK_THAT(s["windows"]["cost_profile"].get<std::string>(), Catch::Contains("sjd-default-scenes cpu-f32"));
+  bool png_names_profile = false;
+  for (const auto& [key, value] : sjd::io::read_png_text(dir / "a.png")) {
+    png_names_profile |= key == "cost_profile" && value.find("sjd-default-scenes cpu-f32") != std::string::npos;
+  }
+  CHECK(png_names_profile);
+}
+
+TEST_CASE("generate: fixed windows and trees are honoured", "[cli][auto]") {
+  TempDir dir("fixed-windows");
+  REQUIRE(run_sjd(generate(dir.path(), "w", "--method sjd -L 8")).exit_code == 0);
+  const auto chains = stats_of(dir.path(), "w")["windows"]["chain_at_step"].get<std::vector<int>>();
+  const std::set<int> distinct(chains.begin(), chains.end());
+  CHECK(*distinct.rbegin() == 8);  // 8 everywhere but where the image ends first
+  CHECK(std::count(chains.begin(), chains.end(), 8) >= static_cast<long>(chains.size()) - 8);
+  REQUIRE(run_sjd(generate(dir.path(), "t", "--method sjd-pac -L 16 --pd-k 2 --pd-depth 1")).exit_code == 0);
+  const auto t = stats_of(dir.path(), "t");
+  REQUIRE(t["tree_windows"].get<int>() > 0);
+  CHECK(t["windows"]["mean_tree_k"] == 2.0);
+  CHECK(t["windows"]["mean_tree_depth"] == 1.0);
+}
+
+TEST_CASE("generate: the step-cost profile steers the window, the same profile gives the same tokens", "[cli][auto]") {
+  TempDir dir("profiles");
+  write_profile(dir / "profile-flat.json", 0.001);   // a window costs nothing: long windows pay
+  write_profile(dir / "profile-steep.json", 10.0);   // every draft costs ten AR steps: none pays
+  REQUIRE(run_sjd(generate(dir.path(), "flat", "--method sjd --cost-profile " + quoted(dir / "profile-flat.json"))).exit_code == 0);
+  REQUIRE(run_sjd(generate(dir.path(), "steep", "--method sjd --cost-profile " + quoted(dir / "profile-steep.json"))).exit_code == 0);
+  const double flat = stats_of(dir.path(), "flat")["windows"]["mean_chain"];
+  const double steep = stats_of(dir.path(), "steep")["windows"]["mean_chain"];
+  INFO("mean chain: flat profile " << flat << ", steep profile " << steep);
+  CHECK(flat > 8.0);
+  CHECK(steep < 1.0);
+  CHECK(stats_of(dir.path(), "flat")["windows"]["cost_profile"].get<std::string>().rfind("test profile", 0) == 0);
+  // Another machine, or a loaded one, reads the same profile: the same tokens, on any thread count.
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = threads != nullptr ? threads : "";
+  setenv("OMP_NUM_THREADS", "2", 1);
+  const int code = run_sjd(generate(dir.path(), "flat2", "--method sjd --cost-profile " + quoted(dir / "profile-flat.json"))).exit_code;
+  if (threads != nullptr) setenv("OMP_NUM_THREADS", saved.c_str(), 1); else unsetenv("OMP_NUM_THREADS");
+  REQUIRE(code == 0);
+  CHECK(read_file(dir / "flat.tokens.json") == read_file(dir / "flat2.tokens.json"));
+}
+
+TEST_CASE("generate: window and tree sizes take auto or a whole number in range", "[cli][auto]") {
+  TempDir dir("bad-windows");
+  for (const std::string flags : {"--window 0", "--window 2.5", "--window -3", "--window lots", "--pd-k 0",
+                                  "--pd-depth -1", "--pd-k auto2"}) {
+    const auto r = run_sjd(generate(dir.path(), "x", "--method sjd-pac " + flags));
+    INFO(flags << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--window") || Catch::Contains("--pd-"));
+  }
+  std::ofstream(dir / "config.json") << R"({"window": 16.7})";
+  const auto r = run_sjd(generate(dir.path(), "x", "--method sjd --config " + quoted(dir / "config.json")));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("/window"));
+  std::ofstream(dir / "auto.json") << R"({"window": "auto", "pd_k": 2, "pd_depth": "auto"})";
+  CHECK(run_sjd(generate(dir.path(), "y", "--method sjd-pac --config " + quoted(dir / "auto.json"))).exit_code == 0);
+}
+
+TEST_CASE("bench --calibrate measures a profile that generate reads", "[cli][auto]") {
+  TempDir dir("calibrate");
+  std::filesystem::copy(default_model(), dir / "model", std::filesystem::copy_options::recursive);
+  const auto r = run_sjd("bench --calibrate --model " + quoted(dir / "model") + " --device cpu --dtype f32 " +
+                         "--iterations 1 --warmup 0 --out " + quoted(dir / "profile.json") + " --into-bundle");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ms per step"));
+  const auto profile = nlohmann::json::parse(read_file(dir / "profile.json"));
+  CHECK(profile["rows"] == 2);  // the bundle's cfg makes two rows
+  const auto& points = profile["points"];
+  REQUIRE(points.size() >= 8);
+  for (size_t i = 1; i < points.size(); ++i) {
+    CHECK(points[i][0] > points[i - 1][0]);
+    CHECK(points[i][1] >= points[i - 1][1]);  // never cheaper for a bigger window
+  }
+  const auto bundle = nlohmann::json::parse(read_file(dir / "model" / "bundle.json"));
+  CHECK(bundle["step_cost"]["cpu-f32"] == profile);
+}
