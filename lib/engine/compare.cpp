@@ -20,7 +20,8 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
   for (size_t m = 0; m < options.methods.size(); ++m) {
     GenerationSettings settings = compare_settings(options.base, options.methods[m]);
     CompareRow row;
-    int64_t tokens = 0, steps = 0;
+    int64_t tokens = 0, steps = 0, tree_windows = 0;
+    double chain_sum = 0.0, k_sum = 0.0, depth_sum = 0.0;
     for (const std::string& prompt : options.prompts) {
       for (int s = 0; s < options.seeds; ++s) {
         settings.seed = options.base.seed + static_cast<uint64_t>(s);
@@ -31,6 +32,12 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
         tokens += out.stats.tokens;
         steps += out.stats.steps;
         row.seconds += out.total_seconds;
+        const decoding::RunStats& st = out.stats;
+        row.decode_seconds += st.prefill_seconds + st.forward_seconds + st.pipeline_seconds + st.verify_seconds;
+        chain_sum += st.mean_chain() * static_cast<double>(st.steps);
+        tree_windows += st.tree_windows;
+        k_sum += static_cast<double>(st.tree_k_sum);
+        depth_sum += static_cast<double>(st.tree_depth_sum);
         columns[m].push_back(out.image);
       }
     }
@@ -38,11 +45,18 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
     row.step_compression = steps > 0 ? static_cast<double>(tokens) / steps : 0.0;
     row.accepted_drafts = row.step_compression - 1.0;
     row.seconds /= row.runs;
+    row.decode_seconds /= row.runs;
+    row.mean_chain = steps > 0 ? chain_sum / static_cast<double>(steps) : 0.0;
+    row.mean_tree_k = tree_windows > 0 ? k_sum / static_cast<double>(tree_windows) : 0.0;
+    row.mean_tree_depth = tree_windows > 0 ? depth_sum / static_cast<double>(tree_windows) : 0.0;
     report.rows.push_back(row);
   }
   for (size_t m = 0; m < options.methods.size(); ++m) {
     if (compare_settings(options.base, options.methods[m]).method != "ar") continue;
-    for (auto& row : report.rows) row.speedup = report.rows[m].seconds / row.seconds;
+    for (auto& row : report.rows) {
+      row.speedup = report.rows[m].seconds / row.seconds;
+      row.decode_speedup = report.rows[m].decode_seconds / row.decode_seconds;
+    }
   }
   std::vector<at::Tensor> grid_rows;
   for (size_t i = 0; i < columns.front().size(); ++i) {
@@ -59,15 +73,24 @@ std::string format_table(const CompareReport& report) {
   for (const auto& r : report.rows) name_width = std::max(name_width, r.method.size() + 2);
   const int w = static_cast<int>(name_width);
   std::ostringstream out;
-  out << std::left << std::setw(w) << "method" << std::setw(10) << "lossless" << std::right << std::setw(9)
-      << "steps" << std::setw(13) << "compression" << std::setw(10) << "accepted" << std::setw(10) << "seconds"
-      << std::setw(10) << "speed-up" << "\n";
+  // Step compression next to wall-clock: on a CPU a window is paid for in compute, so the
+  // ratio of the two (speed-up per unit of compression) says what the windows cost.
+  out << std::left << std::setw(w) << "method" << std::setw(9) << "lossless" << std::right << std::setw(8) << "steps"
+      << std::setw(12) << "compression" << std::setw(7) << "L" << std::setw(9) << "KxD" << std::setw(10) << "decode s"
+      << std::setw(10) << "speed-up" << std::setw(9) << "image s" << std::setw(10) << "speed-up" << std::setw(12)
+      << "per compr." << "\n";
   out << std::fixed;
   for (const auto& r : report.rows) {
-    out << std::left << std::setw(w) << r.method << std::setw(10) << (r.lossless ? "yes" : "LOSSY") << std::right
-        << std::setprecision(1) << std::setw(9) << r.steps << std::setprecision(2) << std::setw(12)
-        << r.step_compression << "x" << std::setw(10) << r.accepted_drafts << std::setprecision(3) << std::setw(10)
-        << r.seconds << std::setprecision(2) << std::setw(9) << r.speedup << "x\n";
+    std::ostringstream tree;
+    tree << std::fixed << std::setprecision(1);
+    if (r.mean_tree_k > 0.0) tree << r.mean_tree_k << "x" << r.mean_tree_depth; else tree << "-";
+    out << std::left << std::setw(w) << r.method << std::setw(9) << (r.lossless ? "yes" : "LOSSY") << std::right
+        << std::setprecision(1) << std::setw(8) << r.steps << std::setprecision(2) << std::setw(11)
+        << r.step_compression << "x" << std::setprecision(1) << std::setw(7) << r.mean_chain << std::setw(9)
+        << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setprecision(2)
+        << std::setw(9) << r.decode_speedup << "x" << std::setprecision(3) << std::setw(9) << r.seconds
+        << std::setprecision(2) << std::setw(9) << r.speedup << "x" << std::setw(12)
+        << (r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0) << "\n";
   }
   return out.str();
 }
@@ -81,8 +104,15 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"steps", r.steps},
                     {"step_compression", r.step_compression},
                     {"mean_accepted_drafts", r.accepted_drafts},
+                    {"decode_seconds", r.decode_seconds},
                     {"seconds", r.seconds},
-                    {"speedup_vs_ar", r.speedup}});
+                    {"decode_speedup_vs_ar", r.decode_speedup},
+                    {"speedup_vs_ar", r.speedup},
+                    {"decode_speedup_per_compression",
+                     r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0},
+                    {"mean_chain", r.mean_chain},
+                    {"mean_tree_k", r.mean_tree_k},
+                    {"mean_tree_depth", r.mean_tree_depth}});
   }
   return {{"prompts", options.prompts},
           {"seeds", options.seeds},

@@ -26,8 +26,13 @@ struct CompareRow {
   double steps = 0.0;            // mean per image
   double step_compression = 0.0; // tokens / steps over all images
   double accepted_drafts = 0.0;  // mean drafts accepted per step (step compression - 1)
+  double decode_seconds = 0.0;   // mean decode loop per image (prefill + steps)
   double seconds = 0.0;          // mean wall time per image (generation + VQ decode)
+  double decode_speedup = 0.0;   // ar's decode seconds / this method's, 0 without an ar row
   double speedup = 0.0;          // ar's seconds / this method's, 0 without an ar row
+  double mean_chain = 0.0;       // the windows used: mean L over steps
+  double mean_tree_k = 0.0;      // mean K and D over tree windows (sjd-pac)
+  double mean_tree_depth = 0.0;
 };
 
 struct CompareReport {
