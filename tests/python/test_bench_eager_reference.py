@@ -32,3 +32,17 @@ def test_eager_reference_has_the_weights_of_sjd_bench(tmp_path, dtype):
     assert eager["ar_step_ms"] > 0
     assert sorted(eager["window_step_ms"]) == ["16", "4"]
     assert all(ms > 0 for ms in eager["window_step_ms"].values())
+
+
+def test_step_vs_eager_times_both_sides_on_the_bundle(tmp_path):
+    """scripts/bench_step_vs_eager.py loads the bundle's own HF weights into the eager reference and
+    times the same window sizes on both sides (figures are printed, not asserted)."""
+    sjd = BUILD / "sjd"
+    assert sjd.exists(), f"{sjd} not built (set SJD_BUILD_DIR)"
+    out = tmp_path / "side_by_side.json"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_step_vs_eager.py"), "--sjd", str(sjd),
+                    "--iterations", "1", "--json", str(out)], check=True, capture_output=True)
+    figures = json.loads(out.read_text())
+    assert sorted(figures["sjd_ms"]) == sorted(figures["eager_ms"])
+    assert "1" in figures["sjd_ms"] and "16" in figures["sjd_ms"]
+    assert all(ms > 0 for ms in list(figures["sjd_ms"].values()) + list(figures["eager_ms"].values()))
