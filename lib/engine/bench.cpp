@@ -13,6 +13,7 @@
 
 #include "decoding/draft_book.h"
 #include "decoding/method.h"
+#include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
 #include "family/token_layout.h"
 #include "model/transformer.h"
@@ -268,6 +269,16 @@ BenchReport run_bench(const BenchOptions& options) {
     e.seconds = report.prefill_seconds + static_cast<double>(e.steps) * step_ms / 1e3 + vq_seconds;
     report.methods.push_back(e);
   }
+
+  // What --window auto would start from on this device: the measured steps as a
+  // step-cost profile, the planner's prior acceptance (no image seen yet), CFG batch 2.
+  std::vector<std::pair<int, double>> points = {{1, report.ar.total_ms()}};
+  for (const auto& t : report.windows) points.emplace_back(t.window + 1, std::max(t.total_ms(), points.back().second));
+  report.step_cost = decoding::StepCostProfile(preset.name + " " + report.device + "-" + report.dtype + " (bench)", 2,
+                                               std::move(points));
+  decoding::MethodConfig sjd = decoding::make_method("sjd");
+  sjd.auto_window = true;
+  report.auto_chain = decoding::WindowPlanner(sjd, report.step_cost, 2).next(false, static_cast<int>(layout.length())).chain;
   return report;
 }
 
@@ -324,6 +335,8 @@ std::string format_report(const BenchReport& r) {
         << m.step_compression << "x, L=" << m.window << ", " << m.steps << " steps: " << std::setprecision(3)
         << m.seconds << " s\n";
   }
+  out << "auto window at batch 1 (CFG 2 rows) from these step times and the prior acceptance: L = " << r.auto_chain
+      << "\n";
   return out.str();
 }
 
@@ -353,7 +366,9 @@ nlohmann::json to_json(const BenchReport& r) {
           {"window_steps", windows},
           {"vq_seconds", r.vq_seconds},
           {"peak_memory", {{"bytes", r.peak.bytes}, {"what", r.peak.what}}},
-          {"seconds_per_image", methods}};
+          {"seconds_per_image", methods},
+          {"step_cost", r.step_cost.to_json()},
+          {"auto_window_chain", r.auto_chain}};
 }
 
 }  // namespace sjd::engine

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "decoding/step_cost.h"
 #include "engine/bench_setup.h"
 #include "engine/device.h"
 
@@ -60,6 +61,8 @@ struct BenchReport {
   double vq_seconds = 0.0;            // -1: not measured
   std::vector<MethodEstimate> methods;
   std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
+  decoding::StepCostProfile step_cost;  // the AR and window steps above as a profile (rows = 2)
+  int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen
 };
 
 BenchReport run_bench(const BenchOptions& options);

@@ -20,13 +20,17 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
   for (const char* field : {"preset: tiny", "copy bandwidth:", "weight-read bandwidth (AR forward):", "prefill:",
                             "ar step", "window L=16", "window L=32", "window L=64", "forward ", "pipeline ",
                             "verify ", "kv ", "vq decode:", "peak host RSS:", "seconds per image", "sjd-pac",
-                            "compression 4.5x", "weights checksum:"}) {
+                            "compression 4.5x", "weights checksum:", "auto window at batch 1"}) {
     CHECK_THAT(r.out, Catch::Contains(field));
   }
   const auto j = nlohmann::json::parse(read_file(json));
   CHECK(j["preset"] == "tiny");
   CHECK(j["window_steps"].size() == 3);
   CHECK(j["seconds_per_image"].size() == 4);
+  // The auto mode's pick from these step times: a window the planner may choose, the profile it read.
+  CHECK(j["auto_window_chain"].get<int>() >= 0);
+  CHECK(j["auto_window_chain"].get<int>() <= 64);
+  CHECK(j["step_cost"]["points"].size() == 4);  // the AR step and three windows
   for (const auto& step : j["window_steps"]) {
     const double parts = step["forward_ms"].get<double>() + step["pipeline_ms"].get<double>() +
                          step["verify_ms"].get<double>() + step["kv_ms"].get<double>();
