@@ -1,18 +1,58 @@
 #include "engine/settings.h"
 
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
+
+#include "engine/settings_checks.h"
 
 namespace sjd::engine {
 namespace {
 
-template <typename T>
-void read(const nlohmann::json& layer, const char* key, T& out, const std::string& where) {
+[[noreturn]] void wrong_value(const nlohmann::json& layer, const char* key, const std::string& where,
+                              const std::string& expected) {
+  throw std::invalid_argument(where + ": /" + key + ": expected " + expected + " (got " + layer.at(key).dump() + ")");
+}
+
+void read(const nlohmann::json& layer, const char* key, std::string& out, const std::string& where) {
   if (!layer.contains(key)) return;
-  try {
-    out = layer.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument(where + ": /" + key + ": wrong type (" + layer.at(key).dump() + ")");
+  if (!layer.at(key).is_string()) wrong_value(layer, key, where, "a string");
+  out = layer.at(key).get<std::string>();
+}
+
+void read(const nlohmann::json& layer, const char* key, bool& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  if (!layer.at(key).is_boolean()) wrong_value(layer, key, where, "true or false");
+  out = layer.at(key).get<bool>();
+}
+
+// JSON numbers convert silently (16.7 -> 16, 3000000000 -> a wrapped int, -1 -> 2^64-1):
+// an integer setting must be a JSON integer that fits its type.
+template <typename T>
+void read_integer(const nlohmann::json& layer, const char* key, T& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  const nlohmann::json& value = layer.at(key);
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      wrong_value(layer, key, where, "an integer no larger than " + std::to_string(std::numeric_limits<T>::max()));
+    }
+  } else if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v < 0 && std::is_unsigned_v<T>) wrong_value(layer, key, where, "a non-negative integer");
+    if (std::is_signed_v<T> && (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                v > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
+      wrong_value(layer, key, where, "an integer that fits in " + std::to_string(sizeof(T) * 8) + " bits");
+    }
+  } else {
+    wrong_value(layer, key, where, "an integer");
   }
+  out = value.get<T>();
+}
+
+void read_number(const nlohmann::json& layer, const char* key, double& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  if (!layer.at(key).is_number()) wrong_value(layer, key, where, "a number");
+  out = layer.at(key).get<double>();
 }
 
 }  // namespace
@@ -28,23 +68,27 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
     }
   }
   read(layer, "method", s.method, where);
-  read(layer, "window", s.window, where);
+  read_integer(layer, "window", s.window, where);
   read(layer, "init", s.init, where);
-  read(layer, "pd_k", s.pd_k, where);
-  read(layer, "pd_depth", s.pd_depth, where);
+  read_integer(layer, "pd_k", s.pd_k, where);
+  read_integer(layer, "pd_depth", s.pd_depth, where);
   read(layer, "relax", s.relax, where);
-  read(layer, "delta", s.delta, where);
-  read(layer, "nu", s.nu, where);
-  read(layer, "lantern_k", s.lantern_k, where);
-  read(layer, "lantern_lambda", s.lantern_lambda, where);
+  read_number(layer, "delta", s.delta, where);
+  read_number(layer, "nu", s.nu, where);
+  read_integer(layer, "lantern_k", s.lantern_k, where);
+  read_number(layer, "lantern_lambda", s.lantern_lambda, where);
   read(layer, "lantern_own_residual", s.lantern_own_residual, where);
-  read(layer, "cfg", s.cfg, where);
-  read(layer, "temperature", s.temperature, where);
-  read(layer, "top_k", s.top_k, where);
-  read(layer, "seed", s.seed, where);
-  read(layer, "resolution", s.resolution, where);
+  read_number(layer, "cfg", s.cfg, where);
+  read_number(layer, "temperature", s.temperature, where);
+  read_integer(layer, "top_k", s.top_k, where);
+  read_integer(layer, "seed", s.seed, where);
+  read_integer(layer, "resolution", s.resolution, where);
   read(layer, "device", s.device, where);
   read(layer, "dtype", s.dtype, where);
+  for (const auto& item : layer.items()) {
+    const std::string problem = setting_problem(s, item.key());
+    if (!problem.empty()) throw std::invalid_argument(where + ": /" + item.key() + ": " + problem);
+  }
 }
 
 nlohmann::json settings_to_json(const GenerationSettings& s) {
@@ -58,11 +102,21 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   decoding::MethodConfig m = decoding::make_method(s.method);
-  if (s.window < 0) throw std::invalid_argument("--window must be >= 1 (got " + std::to_string(s.window) + ")");
+  if (s.window != 0 && !window_problem(s.window).empty()) {
+    throw std::invalid_argument("window " + window_problem(s.window));
+  }
   if (s.window > 0 && m.speculative()) m.window = s.window;
   if (m.window == 0 && m.speculative()) m.window = 16;
   m.init = decoding::parse_init_scheme(s.init);
-  if (s.pd_k < 1 || s.pd_depth < 0) throw std::invalid_argument("--pd-k must be >= 1 and --pd-depth >= 0");
+  for (const char* key : {"pd_k", "pd_depth", "delta", "nu", "lantern_k", "lantern_lambda", "cfg", "temperature",
+                          "top_k", "resolution"}) {
+    const std::string problem = setting_problem(s, key);
+    if (!problem.empty()) throw std::invalid_argument(std::string(key) + " " + problem);
+  }
+  if (m.proactive_tree && tree_node_count(s.pd_k, s.pd_depth) > kMaxTreeNodes) {
+    throw std::invalid_argument("--pd-k " + std::to_string(s.pd_k) + " --pd-depth " + std::to_string(s.pd_depth) +
+                                " makes a draft tree of more than " + std::to_string(kMaxTreeNodes) + " nodes");
+  }
   m.pd_k = s.pd_k;
   m.pd_depth = s.pd_depth;
   m.relax.kind = sampling::parse_relax_kind(s.relax);
