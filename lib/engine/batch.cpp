@@ -64,7 +64,8 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     return settings;
   };
   const auto identity_of = [&](int64_t index) {
-    return image_identity(prompts[static_cast<size_t>(index)].prompt, model, settings_to_json(settings_of(index)));
+    return image_identity(text::utf8::to_valid(prompts[static_cast<size_t>(index)].prompt), model,
+                          settings_to_json(settings_of(index)));
   };
   for (const auto& [index, image] : done) {
     if (index < count) check_same_run(image, identity_of(index), manifest);

@@ -32,6 +32,10 @@ CommandResult run_command(const std::string& prefix, const std::string& args) {
 
 CommandResult run_sjd(const std::string& args) { return run_command("", args); }
 
+CommandResult run_sjd_env(const std::string& environment, const std::string& args) {
+  return run_command(environment + " ", args);
+}
+
 CommandResult run_sjd_limited(const std::string& args, int memory_mb, int seconds) {
   return run_command("ulimit -v " + std::to_string(memory_mb * 1024) + "; timeout " + std::to_string(seconds) + " ",
                      args);

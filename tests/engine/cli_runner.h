@@ -19,6 +19,9 @@ CommandResult run_sjd(const std::string& args);
 // eating the machine: exit code 124 is a timeout.
 CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int seconds = 120);
 
+// run_sjd with environment assignments before the program ("OMP_NUM_THREADS=1").
+CommandResult run_sjd_env(const std::string& environment, const std::string& args);
+
 // The bundled default model.
 std::filesystem::path default_model();
 
