@@ -1,10 +1,13 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include "engine/bundle.h"
 #include "engine/device.h"
+#include "engine/memory_estimate.h"
+#include "engine/settings_checks.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
 #include "io/weights.h"
@@ -13,14 +16,24 @@
 namespace sjd::app {
 namespace {
 
+// The settings key of a flag: "--pd-k,..." -> "pd_k".
+std::string key_of(const std::string& flag) {
+  std::string key = flag.substr(2, flag.find(',') == std::string::npos ? std::string::npos : flag.find(',') - 2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
 template <typename T>
 void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
                  std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
                  T* value, T engine::GenerationSettings::*field, const std::string& help) {
   CLI::Option* option = cmd.add_option(flag, *value, help);
   options.push_back(option);
-  appliers.push_back([option, value, field](engine::GenerationSettings& s) {
-    if (option->count() > 0) s.*field = *value;
+  appliers.push_back([option, value, field, key = key_of(flag)](engine::GenerationSettings& s) {
+    if (option->count() == 0) return;
+    s.*field = *value;
+    const std::string problem = engine::setting_problem(s, key);
+    if (!problem.empty()) throw std::invalid_argument(option->get_name() + " " + problem);
   });
 }
 
@@ -42,6 +55,11 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   });
 }
 
+// CLI11 reads "-1" into an unsigned integer as 2^64-1.
+std::string non_negative(const std::string& text) {
+  return !text.empty() && text[0] == '-' ? "must be a non-negative integer (got " + text + ")" : "";
+}
+
 }  // namespace
 
 void SettingsFlags::add_to(CLI::App& cmd) {
@@ -49,6 +67,9 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   auto& a = appliers_;
   using S = engine::GenerationSettings;
   cmd.add_option("--config", config_, "JSON file of generation settings (keys as the long flags, '_' for '-')");
+  cmd.add_option("--max-memory", max_memory_,
+                 "refuse a generation estimated to need more (e.g. 8G; default: the memory available)");
+  add_trust_code_flag(cmd, trust_code_);
   add_setting(cmd, o, a, "--method", &values_.method, &S::method,
               "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (lossless unless --relax)");
   add_count_setting(cmd, o, a, "--window,-L", 1, &S::window,
@@ -68,6 +89,7 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
+  o.back()->check(non_negative);
   add_setting(cmd, o, a, "--resolution", &values_.resolution, &S::resolution,
               "image side in pixels where the family supports several (0 = the model's own)");
   add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda");
@@ -80,21 +102,20 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
                                                   const std::string& bundle_where) const {
   engine::GenerationSettings s;
   engine::apply_settings(s, bundle_defaults, bundle_where + ": defaults");
-  if (!config_.empty()) {
-    std::ifstream in(config_);
-    if (!in) throw engine::InputError(config_ + ": cannot open config file");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw engine::InputError(config_ + ": invalid JSON: " + e.what());
-    }
-    engine::apply_settings(s, j, config_);
-  }
+  if (!config_.empty()) engine::apply_settings(s, engine::read_json_input(config_, "config file"), config_);
   for (const auto& apply : appliers_) apply(s);
   engine::method_from_settings(s);  // validates the combination now, before any work
   engine::placement_from_settings(s);  // --device cuda on a CPU-only build fails here, with exit code 2
   return s;
+}
+
+int64_t SettingsFlags::max_memory() const {
+  return max_memory_.empty() ? 0 : engine::parse_memory_size(max_memory_);
+}
+
+void add_trust_code_flag(CLI::App& cmd, bool& trust_code) {
+  cmd.add_flag("--trust-code", trust_code,
+               "allow TorchScript (.pt/.ts) weights, which run code when loaded; only for bundles you trust");
 }
 
 int& command_exit_code() {
@@ -123,6 +144,9 @@ int run_guarded(const std::function<int()>& body) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "sjd: " << e.what() << "\n";
     return 2;
+  } catch (const c10::Error& e) {  // LibTorch appends a multi-line backtrace to what()
+    std::cerr << "sjd: error: " << e.what_without_backtrace() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "sjd: error: " << e.what() << "\n";
     return 1;

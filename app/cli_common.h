@@ -16,13 +16,21 @@ class SettingsFlags {
   void add_to(CLI::App& command);
   // defaults < bundle defaults < --config < given flags
   engine::GenerationSettings resolve(const nlohmann::json& bundle_defaults, const std::string& bundle_where) const;
+  // --max-memory in bytes (0: the machine's available memory).
+  int64_t max_memory() const;
+  bool trust_code() const { return trust_code_; }
 
  private:
   engine::GenerationSettings values_;
   std::string config_;
+  std::string max_memory_;
+  bool trust_code_ = false;
   std::vector<std::function<void(engine::GenerationSettings&)>> appliers_;
   std::vector<CLI::Option*> options_;
 };
+
+// Adds --trust-code: TorchScript weights run code when loaded (docs/security.md).
+void add_trust_code_flag(CLI::App& command, bool& trust_code);
 
 // Runs a subcommand body, turning exceptions into a one-line reason on stderr
 // and an exit code: 2 for bad input (files, JSON, values), 1 otherwise.

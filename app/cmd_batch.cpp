@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "engine/batch.h"
+#include "io/prompt_file.h"
 
 namespace sjd::app {
 namespace {
@@ -20,17 +21,21 @@ struct BatchArgs {
 
 int run_batch_command(const BatchArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
+  bundle.trust_code = args.settings.trust_code();
   engine::BatchOptions options;
   options.settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
   options.prompts = args.prompts;
   options.out_dir = args.out_dir;
   options.limit = args.limit;
   options.progress = ::isatty(STDERR_FILENO) != 0;
-  if (!std::filesystem::exists(options.prompts)) throw engine::InputError("prompt file not found: " + args.prompts);
+  if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
+  generator.set_memory_limit(args.settings.max_memory());
   const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
-            << " failed; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";
+            << " failed" << (s.elsewhere > 0 ? ", " + std::to_string(s.elsewhere) + " made by another process" : "")
+            << "; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";
   return s.failed > 0 ? 1 : 0;
 }
 

@@ -5,9 +5,11 @@
 
 #include "cli_common.h"
 #include "engine/compare.h"
+#include "engine/outputs.h"
 #include "io/atomic_file.h"
 #include "io/png_writer.h"
 #include "io/prompt_file.h"
+#include "text/utf8.h"
 
 namespace sjd::app {
 namespace {
@@ -34,24 +36,31 @@ std::vector<std::string> split_commas(const std::string& text) {
 
 int run_compare_command(const CompareArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
+  bundle.trust_code = args.settings.trust_code();
   engine::CompareOptions options;
   options.base = args.settings.resolve(bundle.defaults, bundle.json_path.string());
   options.methods = split_commas(args.methods);
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
-  if (args.seeds < 1) throw engine::InputError("--seeds must be >= 1");
+  if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
+  if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   for (const auto& m : options.methods) engine::compare_settings(options.base, m);  // bad names fail before any work
   if (!args.prompt.empty()) options.prompts.push_back(args.prompt);
   if (!args.prompts_file.empty()) {
     for (const auto& entry : io::read_prompts(args.prompts_file)) {
       if (args.limit > 0 && static_cast<int64_t>(options.prompts.size()) >= args.limit) break;
+      if (const size_t bad = text::utf8::find_invalid(entry.prompt); bad != std::string::npos) {
+        throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
+                                 std::to_string(bad + 1));
+      }
       options.prompts.push_back(entry.prompt);
     }
   }
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
+  engine::prepare_output_dir(args.out_dir);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base));
+  generator.set_memory_limit(args.settings.max_memory());
   const engine::CompareReport report = engine::run_compare(generator, options);
-  std::filesystem::create_directories(args.out_dir);
   const std::filesystem::path json = std::filesystem::path(args.out_dir) / "compare.json";
   const std::filesystem::path grid = std::filesystem::path(args.out_dir) / "compare.png";
   io::write_file_atomic(json, engine::to_json(report, options).dump(2) + "\n");
@@ -67,8 +76,9 @@ void add_compare_command(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "run several decoding methods on the same prompts and seeds");
   cmd->add_option("--model,-m", args->model, "model bundle directory (holds bundle.json)")->required();
-  cmd->add_option("--prompt,-p", args->prompt, "text prompt");
-  cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)");
+  CLI::Option* prompt = cmd->add_option("--prompt,-p", args->prompt, "text prompt");
+  cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)")
+      ->excludes(prompt);
   cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts");
   cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();

@@ -6,6 +6,7 @@
 #include "engine/generator.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
+#include "io/input_files.h"
 
 namespace sjd::app {
 namespace {
@@ -21,9 +22,15 @@ struct GenerateArgs {
 };
 
 int run_generate(const GenerateArgs& args) {
+  // Outputs are checked before any work: a FIFO or symlink as -o is refused now, not after the image.
+  for (const std::string& file : {args.output, args.stats, args.heatmap, args.tokens}) {
+    if (!file.empty()) io::check_output_path(file);
+  }
   engine::Bundle bundle = engine::load_bundle(args.model);
+  bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
+  generator.set_memory_limit(args.settings.max_memory());
   const engine::GenerationOutput out = generator.generate(args.prompt, settings);
   const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
   const nlohmann::json stats = engine::stats_json(out, write_seconds);

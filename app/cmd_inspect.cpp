@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "engine/generator.h"
+#include "io/input_files.h"
 #include "io/safetensors.h"
 
 namespace sjd::app {
@@ -16,41 +17,91 @@ struct InspectArgs {
   std::string logits_request;
   std::string decode_request;
   std::string out;
+  bool trust_code = false;
 };
 
-nlohmann::json read_json(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw engine::InputError(file + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw engine::InputError(file + ": invalid JSON: " + e.what());
+// Ids a request names must be rows of the model's tables; lists must be short
+// enough to fit (a request is a test fixture, not a generation).
+constexpr size_t kMaxRequestTokens = 65536;
+
+std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const std::string& where) {
+  if (!value.is_array() || value.size() > kMaxRequestTokens) {
+    throw engine::InputError(where + ": expected a list of at most " + std::to_string(kMaxRequestTokens) + " ids");
   }
+  std::vector<int64_t> ids;
+  for (const auto& id : value) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= limit) {
+      throw engine::InputError(where + ": " + id.dump() + " is not an id in [0, " + std::to_string(limit) + ")");
+    }
+    ids.push_back(id.get<int64_t>());
+  }
+  return ids;
 }
 
 // A row of a logits request: {"text": ...} through the family, {"uncond": true,
 // "prompt": ...} for the family's unconditional row of that prompt, or raw
 // {"tokens", "positions"?, "key_valid"?}.
-model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j) {
+model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw engine::InputError(where + ": expected an object");
   if (j.contains("text")) return generator.family().conditional(j["text"].get<std::string>());
   if (j.value("uncond", false)) return generator.family().unconditional(j.value("prompt", std::string()));
   model::RowPrompt row;
-  row.tokens = j.at("tokens").get<std::vector<int64_t>>();
+  row.tokens = ids_in(j.value("tokens", nlohmann::json()), generator.bundle().transformer.vocab_size, where + ".tokens");
+  if (row.tokens.empty()) throw engine::InputError(where + ".tokens: must not be empty");
   for (size_t i = 0; i < row.tokens.size(); ++i) row.positions.push_back(static_cast<int64_t>(i));
-  row.positions = j.value("positions", row.positions);
+  if (j.contains("positions")) {
+    row.positions = ids_in(j["positions"], static_cast<int64_t>(kMaxRequestTokens), where + ".positions");
+  }
   row.key_valid = j.value("key_valid", std::vector<uint8_t>(row.tokens.size(), 1));
+  if (row.positions.size() != row.tokens.size() || row.key_valid.size() != row.tokens.size()) {
+    throw engine::InputError(where + ": positions and key_valid must have one entry per token");
+  }
   return row;
+}
+
+// The codes of a decode request: a non-empty rectangle of codebook indices.
+at::Tensor request_codes(const nlohmann::json& request, int64_t codebook_size, const std::string& where) {
+  const nlohmann::json& grid = request.at("codes");
+  if (!grid.is_array() || grid.empty() || grid.size() > 1024) {
+    throw engine::InputError(where + ".codes: expected 1 to 1024 rows of codes");
+  }
+  std::vector<int64_t> flat;
+  for (size_t r = 0; r < grid.size(); ++r) {
+    const std::vector<int64_t> row = ids_in(grid[r], codebook_size, where + ".codes[" + std::to_string(r) + "]");
+    if (row.empty() || row.size() != grid[0].size()) {
+      throw engine::InputError(where + ".codes[" + std::to_string(r) + "]: every row must have the first row's " +
+                               std::to_string(grid[0].size()) + " codes");
+    }
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return at::tensor(flat).view({static_cast<int64_t>(grid.size()), -1});
 }
 
 int run_inspect(const InspectArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
+  bundle.trust_code = args.trust_code;
+  if ((!args.logits_request.empty() || !args.decode_request.empty()) && args.out.empty()) {
+    throw engine::InputError("--logits and --decode need --out FILE.safetensors");
+  }
+  if (!args.out.empty()) io::check_output_path(args.out);
   engine::Generator generator(bundle);
   if (!args.logits_request.empty()) {
-    const nlohmann::json request = read_json(args.logits_request);
+    const nlohmann::json request = engine::read_json_input(args.logits_request, "logits request");
+    const std::string where = args.logits_request;
+    if (!request.is_object() || !request.contains("rows") || !request["rows"].is_array() || request["rows"].empty()) {
+      throw engine::InputError(where + ": expected {\"rows\": [at least one row], \"window\": [ids]}");
+    }
     std::vector<model::RowPrompt> rows;
-    for (const auto& r : request.at("rows")) rows.push_back(request_row(generator, r));
+    try {
+      for (size_t r = 0; r < request["rows"].size(); ++r) {
+        rows.push_back(request_row(generator, request["rows"][r], where + ": rows[" + std::to_string(r) + "]"));
+      }
+    } catch (const nlohmann::json::exception& e) {  // a value of the wrong type ("text": 5)
+      throw engine::InputError(where + ": " + e.what());
+    }
+    const int64_t vocab = bundle.transformer.vocab_size;
     model::DraftTree window;
-    for (int64_t token : request.value("window", std::vector<int64_t>{})) {
+    for (int64_t token : ids_in(request.value("window", nlohmann::json::array()), vocab, where + ": window")) {
       window.push(token, static_cast<int>(window.size()) - 1);
     }
     model::Transformer& transformer = generator.transformer();
@@ -62,11 +113,11 @@ int run_inspect(const InspectArgs& args) {
     return 0;
   }
   if (!args.decode_request.empty()) {
-    const nlohmann::json request = read_json(args.decode_request);
-    const auto grid = request.at("codes").get<std::vector<std::vector<int64_t>>>();
-    std::vector<int64_t> flat;
-    for (const auto& row : grid) flat.insert(flat.end(), row.begin(), row.end());
-    const at::Tensor codes = at::tensor(flat).view({static_cast<int64_t>(grid.size()), -1});
+    const nlohmann::json request = engine::read_json_input(args.decode_request, "decode request");
+    if (!request.is_object() || !request.contains("codes")) {
+      throw engine::InputError(args.decode_request + ": expected {\"codes\": [[...], ...]}");
+    }
+    const at::Tensor codes = request_codes(request, bundle.vq.codebook_size, args.decode_request);
     io::write_safetensors(args.out, {{"image", generator.vq_decoder().decode_float(codes)}});
     std::cout << "wrote decoded image [3, H, W] to " << args.out << "\n";
     return 0;
@@ -93,6 +144,7 @@ void add_inspect_command(CLI::App& app) {
                   "JSON {\"rows\": [{\"text\": ...} | {\"uncond\": true, \"prompt\": ...} | {\"tokens\": [...]}], \"window\": [ids]}");
   cmd->add_option("--decode", args->decode_request, "JSON {\"codes\": [[...], ...]}: decode with the bundle's VQ");
   cmd->add_option("--out", args->out, "safetensors file for --logits / --decode");
+  add_trust_code_flag(*cmd, args->trust_code);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_inspect(*args); }); });
 }
 

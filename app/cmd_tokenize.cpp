@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "engine/bundle.h"
 #include "family/image_family.h"
+#include "io/input_files.h"
 #include "text/json_lines.h"
 
 namespace sjd::app {
@@ -34,14 +35,16 @@ int run_tokenize(const TokenizeArgs& args) {
     nlohmann::json options;
     try {
       options = nlohmann::json::parse(args.options);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw engine::InputError(std::string("--options: invalid JSON: ") + e.what());
     }
+    if (!args.tokenizer_file.empty()) io::require_regular_file(args.tokenizer_file, "tokenizer file");
     tokenizer = text::load_tokenizer(args.kind, args.tokenizer_file, options);
   } else {
     throw engine::InputError("give --model DIR, or --tokenizer FILE with --kind");
   }
   if (!args.json_lines.empty()) {
+    io::require_regular_file(args.json_lines, "JSON lines file");
     std::ifstream in(args.json_lines);
     if (!in) throw engine::InputError(args.json_lines + ": cannot open");
     for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <iostream>
+
 #include "cli_common.h"
 
 int main(int argc, char** argv) {
@@ -22,8 +24,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;  // --help is 0; bad flags are bad input
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "sjd: " << e.what() << " (see --help)\n";  // bad flags are bad input, in one line
+    return 2;
   }
   return sjd::app::command_exit_code();
 }

@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sjd_export import FAMILIES  # noqa: E402
+from sjd_export.common import convert_weights_to_torchscript  # noqa: E402
 
 
 def main(argv=None):
@@ -19,9 +20,16 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="family", required=True)
     for module in FAMILIES:
         module.add_parser(sub)
+    for family_parser in sub.choices.values():
+        family_parser.add_argument(
+            "--weights-format", choices=("safetensors", "torchscript"), default="safetensors",
+            help="torchscript: write the weights as TorchScript archives (model.pt, vq.pt) instead; sjd loads "
+                 "them only with --trust-code, because loading a TorchScript archive runs code")
     args = parser.parse_args(argv)
     try:
         args.run(args)
+        if args.weights_format == "torchscript":
+            convert_weights_to_torchscript(Path(args.out))
     except (FileNotFoundError, KeyError, ValueError) as error:
         print(f"export_bundle: {error}", file=sys.stderr)
         return 2

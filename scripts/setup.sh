@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one place that installs what sjd needs and builds it. Idempotent.
 #   scripts/setup.sh            install packages (if missing), configure, build into build/
-# Environment: SJD_BUILD_DIR (default build), SJD_JOBS (default nproc),
+# Environment: SJD_BUILD_DIR (default build), SJD_JOBS (default nproc), SJD_FUZZ=1 (also clang for fuzz/),
 #              SJD_TARGET (default: everything; e.g. "sjd" for the program alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 build_dir=${SJD_BUILD_DIR:-build}
 jobs=${SJD_JOBS:-$(nproc)}
 apt_packages=(cmake g++ ninja-build python3 python3-pip nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev libicu-dev)
+# The fuzz targets (scripts/fuzz.sh) need clang and its libFuzzer runtime.
+[ "${SJD_FUZZ:-0}" = 1 ] && apt_packages+=(clang libclang-rt-14-dev)
 
 missing=()
 for pkg in "${apt_packages[@]}"; do

@@ -53,11 +53,11 @@ Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t posit
     auto it = stale_p_.find(neighbour);
     if (it != stale_p_.end()) {
       const at::Tensor& p = it->second;
-      return {sampling::sample_race(p.data_ptr<float>(), p.numel(), init_key), p};
+      return {sampling::sample_token(p.data_ptr<float>(), p.numel(), init_key), p};
     }
   }
   const int64_t token =
-      sampling::sample_race(uniform_image_q_.data_ptr<float>(), uniform_image_q_.numel(), init_key);
+      sampling::sample_token(uniform_image_q_.data_ptr<float>(), uniform_image_q_.numel(), init_key);
   return {token, mutants_.one_hot_random_init ? one_hot(token) : uniform_image_q_};
 }
 
@@ -97,7 +97,7 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
       return {sampling::argmax(pp, n), p};
     case TailUpdate::kGumbelShared: {
       sampling::RngKey gumbel = key(0, position, Purpose::kGumbel);  // no step: shared across iterations
-      return {sampling::sample_race(pp, n, gumbel), p};
+      return {sampling::sample_token(pp, n, gumbel), p};
     }
     case TailUpdate::kMaximalCoupling:
       if (old != nullptr) {
@@ -110,7 +110,7 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
       }
       [[fallthrough]];
     case TailUpdate::kResample:
-      return {sampling::sample_race(pp, n, key(step, position, Purpose::kJacobi)), p};
+      return {sampling::sample_token(pp, n, key(step, position, Purpose::kJacobi)), p};
   }
   return {};
 }

@@ -16,7 +16,7 @@ WindowOutcome WindowVerifier::sample_one(const WindowInput& in) const {
   const at::Tensor p = in.probs[0];
   WindowOutcome out;
   out.tokens.push_back(
-      sampling::sample_race(p.data_ptr<float>(), p.numel(), key(in.step, in.first_position, Purpose::kSample)));
+      sampling::sample_token(p.data_ptr<float>(), p.numel(), key(in.step, in.first_position, Purpose::kSample)));
   return out;
 }
 
@@ -70,7 +70,7 @@ sampling::VerifyOutcome WindowVerifier::verify_level(const float* p, const std::
   std::vector<float> residual(static_cast<size_t>(vocab));
   sampling::relaxed_residual(method_.relax, p, level.q.data_ptr<float>(), vocab, level.candidates[0], weight,
                              residual.data());
-  return {false, -1, sampling::sample_race(residual.data(), vocab, keys.residual)};
+  return {false, -1, sampling::sample_token(residual.data(), vocab, keys.residual)};
 }
 
 WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) const {
@@ -119,7 +119,7 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
   if (final_token < 0 && in.first_position + k < in.total_length) {  // everything verified passed: bonus
     book.remember_p(in.first_position + k, in.probs[slot]);
     const at::Tensor p = in.probs[slot];
-    final_token = sampling::sample_race(p.data_ptr<float>(), vocab,
+    final_token = sampling::sample_token(p.data_ptr<float>(), vocab,
                                         key(in.step, in.first_position + k, Purpose::kSample));
   }
   if (final_token >= 0) out.tokens.push_back(final_token);

@@ -7,80 +7,16 @@
 #include <map>
 #include <sstream>
 
+#include "engine/batch_claims.h"
+#include "engine/batch_manifest.h"
 #include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
+#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
-
-// A manifest line that records a finished image (whose file still exists).
-struct FinishedImage {
-  int line = 0;
-  nlohmann::json record;
-};
-
-std::map<int64_t, FinishedImage> finished_images(const std::filesystem::path& manifest,
-                                                 const std::filesystem::path& dir, std::ostream& log) {
-  std::map<int64_t, FinishedImage> done;
-  std::ifstream in(manifest);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    try {
-      nlohmann::json j = nlohmann::json::parse(line);
-      if (j.value("status", std::string()) == "ok" && std::filesystem::exists(dir / j.value("file", std::string()))) {
-        const auto index = j.at("index").get<int64_t>();
-        done[index] = {number, std::move(j)};
-      }
-    } catch (const nlohmann::json::exception&) {
-      log << "warning: " << manifest.string() << ":" << number << ": unreadable line ignored\n";
-    }
-  }
-  return done;
-}
-
-// What decides the picture of one batch entry: its prompt, the model and every setting
-// but the device (a resumed run may move to another machine).
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings) {
-  settings.erase("device");
-  return {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
-}
-
-// The first difference between a recorded and an expected identity, as "KEY OLD (now NEW)".
-std::string first_difference(const nlohmann::json& recorded, const nlohmann::json& expected) {
-  const auto describe = [](const std::string& key, const nlohmann::json& old_value, const nlohmann::json& new_value) {
-    return key + " " + (old_value.is_null() ? "unset" : old_value.dump()) + " (now " +
-           (new_value.is_null() ? "unset" : new_value.dump()) + ")";
-  };
-  for (const char* key : {"prompt", "model"}) {
-    if (recorded[key] != expected[key]) return describe(key, recorded[key], expected[key]);
-  }
-  nlohmann::json keys = expected["settings"];
-  keys.update(recorded["settings"]);  // the union of both key sets
-  for (const auto& [key, unused] : keys.items()) {
-    const auto old_value = recorded["settings"].value(key, nlohmann::json());
-    const auto new_value = expected["settings"].value(key, nlohmann::json());
-    if (old_value != new_value) return describe(key, old_value, new_value);
-  }
-  return {};
-}
-
-// Resuming into a folder made from other prompts or settings would silently mix two runs
-// (and the old images are the user's): refuse, naming the manifest line and what differs.
-void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest) {
-  // Manifests written before the model was recorded are taken to be of this model.
-  const nlohmann::json recorded =
-      image_identity(done.record.value("prompt", std::string()),
-                     done.record.value("model", expected["model"].get<std::string>()),
-                     done.record.value("settings", nlohmann::json::object()));
-  if (recorded == expected) return;
-  throw InputError(manifest.string() + ":" + std::to_string(done.line) + ": image " +
-                   done.record.value("file", std::string()) + " was made with " +
-                   first_difference(recorded, expected) +
-                   "; resume with the same prompts and settings, or use another --out-dir");
-}
 
 std::string format_seconds(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
@@ -112,19 +48,31 @@ std::string batch_file_name(int64_t index, const std::string& prompt) {
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log) {
   const std::vector<io::PromptEntry> prompts = io::read_prompts(options.prompts);
-  std::filesystem::create_directories(options.out_dir);
+  prepare_output_dir(options.out_dir);
+  if (const int removed = io::remove_stale_temporaries(options.out_dir); removed > 0) {
+    log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
+  }
   const std::filesystem::path manifest = options.out_dir / "manifest.jsonl";
-  const std::map<int64_t, FinishedImage> done = finished_images(manifest, options.out_dir, log);
+  ManifestReader manifest_reader(manifest, options.out_dir, log);
+  std::map<int64_t, FinishedImage> done = manifest_reader.read_new();
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
   const std::string model = generator.bundle().name;
-  for (const auto& [index, image] : done) {
-    if (index >= count) continue;
+  const auto settings_of = [&](int64_t index) {
     GenerationSettings settings = options.settings;
     settings.seed = options.settings.seed + static_cast<uint64_t>(index);
-    check_same_run(image, image_identity(prompts[static_cast<size_t>(index)].prompt, model, settings_to_json(settings)),
-                   manifest);
+    return settings;
+  };
+  const auto identity_of = [&](int64_t index) {
+    return image_identity(text::utf8::to_valid(prompts[static_cast<size_t>(index)].prompt), model,
+                          settings_to_json(settings_of(index)));
+  };
+  for (const auto& [index, image] : done) {
+    if (index < count) check_same_run(image, identity_of(index), manifest);
   }
+  ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
+  claims.check_live_claims(identity_of, count);
+
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < count; ++i) {
@@ -133,12 +81,35 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
       ++summary.skipped;
       continue;
     }
-    GenerationSettings settings = options.settings;
-    settings.seed = options.settings.seed + static_cast<uint64_t>(i);
+    if (!claims.try_claim(i, identity_of(i))) {
+      ++summary.elsewhere;  // another process is making it
+      continue;
+    }
+    // Another process may have finished it since this run started.
+    for (auto& [index, image] : manifest_reader.read_new()) {
+      if (index < count) check_same_run(image, identity_of(index), manifest);
+      done[index] = std::move(image);
+    }
+    if (done.count(i)) {
+      claims.release(i);
+      ++summary.skipped;
+      continue;
+    }
+    const GenerationSettings settings = settings_of(i);
     const std::string file = batch_file_name(i, entry.prompt);
-    nlohmann::json record = {{"index", i},           {"prompt", entry.prompt}, {"line", entry.line},
-                             {"seed", settings.seed}, {"file", file},          {"model", model}};
+    // Invalid UTF-8 cannot go into the JSON manifest as it is: it is recorded lossily, and the prompt fails.
+    const size_t bad_byte = text::utf8::find_invalid(entry.prompt);
+    nlohmann::json record = {{"index", i},
+                             {"prompt", text::utf8::to_valid(entry.prompt)},
+                             {"line", entry.line},
+                             {"seed", settings.seed},
+                             {"file", file},
+                             {"model", model}};
     try {
+      if (bad_byte != std::string::npos) {
+        throw InputError(options.prompts.string() + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
+                         std::to_string(bad_byte + 1));
+      }
       const GenerationOutput out = generator.generate(entry.prompt, settings);
       const double write_seconds = write_image(options.out_dir / file, out, entry.prompt, model);
       record["status"] = "ok";
@@ -148,15 +119,19 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
       record["tokens"] = out.stats.tokens;
       record["step_compression"] = out.stats.step_compression();
       record["seconds"] = out.total_seconds + write_seconds;
+      record_file_checksum(record, options.out_dir / file);
       ++summary.generated;
+    } catch (const io::StorageError&) {
+      throw;  // a full disk stops the batch (exit code 1); the claim goes with the process
     } catch (const std::exception& e) {
       record["status"] = "failed";
-      record["error"] = e.what();
+      record["error"] = text::utf8::to_valid(e.what());
       log << "error: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << e.what()
           << "\n";
       ++summary.failed;
     }
     io::append_line(manifest, record.dump());
+    claims.release(i);
     if (options.progress) {
       const int64_t finished = summary.generated + summary.failed;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -16,12 +16,14 @@ struct BatchOptions {
   GenerationSettings settings;  // image i uses seed settings.seed + i
   int64_t limit = 0;            // 0: every prompt
   bool progress = false;        // a progress line with count and ETA (on a terminal)
+  int64_t claim_timeout_seconds = 600;  // a claim untouched this long is taken over (batch_claims.h)
 };
 
 struct BatchSummary {
   int64_t generated = 0;
   int64_t skipped = 0;
   int64_t failed = 0;
+  int64_t elsewhere = 0;  // claimed by another process working in the same folder
 };
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log);

@@ -2,10 +2,20 @@
 
 #include <fstream>
 
+#include "io/atomic_file.h"
+#include "io/input_files.h"
 #include "text/tokenizer.h"
 
 namespace sjd::engine {
 namespace {
+
+std::filesystem::path bundle_file(const std::filesystem::path& dir, const nlohmann::json& name,
+                                  const std::string& where) {
+  if (!name.is_string()) throw InputError(where + ": expected a file name, found " + name.dump());
+  const std::filesystem::path file = io::confined_path(dir, name.get<std::string>(), where);
+  io::require_regular_file(file, where);
+  return file;
+}
 
 std::vector<std::filesystem::path> file_list(const nlohmann::json& section, const std::filesystem::path& dir,
                                              const std::string& where) {
@@ -13,17 +23,11 @@ std::vector<std::filesystem::path> file_list(const nlohmann::json& section, cons
   const nlohmann::json& w = section["weights"];
   std::vector<std::filesystem::path> files;
   if (w.is_string()) {
-    files.push_back(dir / w.get<std::string>());
+    files.push_back(bundle_file(dir, w, where + ".weights"));
   } else if (w.is_array() && !w.empty()) {
-    for (const auto& f : w) {
-      if (!f.is_string()) throw InputError(where + ".weights: expected file names");
-      files.push_back(dir / f.get<std::string>());
-    }
+    for (const auto& f : w) files.push_back(bundle_file(dir, f, where + ".weights"));
   } else {
     throw InputError(where + ".weights: expected a file name or a list of them");
-  }
-  for (const auto& f : files) {
-    if (!std::filesystem::exists(f)) throw InputError(where + ".weights: file not found: " + f.string());
   }
   return files;
 }
@@ -33,26 +37,47 @@ const nlohmann::json& section(const nlohmann::json& j, const char* key, const st
   return j[key];
 }
 
+// A top-level string of bundle.json; `fallback` when absent and allowed.
+std::string string_field(const nlohmann::json& j, const char* key, const std::string& where,
+                         const std::string& fallback) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) throw InputError(where + ": \"" + key + "\" must be a string, found " + j[key].dump());
+  return j[key].get<std::string>();
+}
+
+bool is_folder(const std::filesystem::path& dir) {
+  std::error_code error;  // a symlink loop is "not a directory", not a filesystem exception
+  return std::filesystem::is_directory(dir, error);
+}
+
 }  // namespace
 
+nlohmann::json read_json_input(const std::filesystem::path& file, const std::string& what) {
+  io::require_regular_file(file, what);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open the " + what);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range (1e999)
+    throw InputError(file.string() + ": invalid JSON: " + e.what());
+  }
+}
+
 Bundle load_bundle(const std::filesystem::path& dir) {
-  if (!std::filesystem::is_directory(dir)) throw InputError("model directory not found: " + dir.string());
+  if (!is_folder(dir)) throw InputError("model directory not found: " + dir.string());
   Bundle b;
   b.dir = dir;
   b.json_path = dir / "bundle.json";
-  std::ifstream in(b.json_path);
-  if (!in) throw InputError(b.json_path.string() + ": cannot open (is this a model bundle?)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(b.json_path.string() + ": invalid JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_input(b.json_path, "bundle.json (is this a model bundle?)");
   const std::string where = b.json_path.string();
-  if (j.value("format", std::string()) != "sjd-bundle") throw InputError(where + ": \"format\" must be \"sjd-bundle\"");
-  if (j.value("version", 0) != 1) throw InputError(where + ": unsupported \"version\" (expected 1)");
-  b.name = j.value("name", dir.filename().string());
-  b.family = j.value("family", std::string());
+  if (!j.is_object()) throw InputError(where + ": expected a JSON object, found " + std::string(j.type_name()));
+  if (string_field(j, "format", where, "") != "sjd-bundle") throw InputError(where + ": \"format\" must be \"sjd-bundle\"");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1) {
+    throw InputError(where + ": unsupported \"version\" " + (j.contains("version") ? j["version"].dump() : "(missing)") +
+                     " (expected 1)");
+  }
+  b.name = string_field(j, "name", where, dir.filename().string());
+  b.family = string_field(j, "family", where, "");
   if (b.family.empty()) throw InputError(where + ": missing \"family\"");
   try {
     const nlohmann::json& t = section(j, "transformer", where);
@@ -61,17 +86,22 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     b.layout = section(j, "layout", where);
     b.tokenizer = section(j, "tokenizer", where);
     if (b.tokenizer.contains("file")) {
-      const auto file = dir / b.tokenizer["file"].get<std::string>();
-      if (!std::filesystem::exists(file)) throw InputError(where + ": tokenizer.file not found: " + file.string());
-      b.tokenizer["file"] = file.string();
+      b.tokenizer["file"] = bundle_file(dir, b.tokenizer["file"], where + ": tokenizer.file").string();
     }
     const nlohmann::json& v = section(j, "vq", where);
     b.vq = vq::parse_vq_config(v, where + ": vq");
     b.vq_weights = file_list(v, dir, where + ": vq");
+    if (j.contains("defaults") && !j["defaults"].is_object()) {
+      throw InputError(where + ": \"defaults\" must be an object of settings");
+    }
     b.defaults = j.value("defaults", nlohmann::json::object());
     b.raw = j;
   } catch (const InputError&) {
     throw;
+  } catch (const io::FileError&) {
+    throw;
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong type deep in a section
+    throw InputError(where + ": " + e.what());
   } catch (const std::exception& e) {
     throw InputError(e.what());
   }

@@ -34,7 +34,12 @@ struct Bundle {
   std::vector<std::filesystem::path> vq_weights;
   nlohmann::json defaults;       // generation settings layer
   nlohmann::json raw;            // the whole bundle.json (families read their own sections)
+  bool trust_code = false;       // the user allows TorchScript weights, which run code when loaded (--trust-code)
 };
+
+// A JSON file the user or a bundle names (a regular file, valid JSON); errors
+// name the file. `what` says what it is ("config file").
+nlohmann::json read_json_input(const std::filesystem::path& file, const std::string& what);
 
 // Reads and checks bundle.json in `dir` (files exist, numbers sane); the
 // weights themselves are read and shape-checked when the model is built.

@@ -11,6 +11,7 @@
 #include "decoding/decoder.h"
 #include "engine/bundle.h"
 #include "engine/device.h"
+#include "engine/memory_estimate.h"
 #include "engine/settings.h"
 #include "family/image_family.h"
 #include "model/transformer.h"
@@ -42,12 +43,19 @@ class Generator {
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
   model::Transformer& transformer() { return *model_; }
   const vq::VQDecoder& vq_decoder() const { return *vq_; }
+  // Bytes one generation may use (0: the machine's available memory); checked
+  // against an estimate before anything is allocated (memory_estimate.h).
+  void set_memory_limit(int64_t bytes) { memory_limit_ = bytes; }
 
   // `sequence` separates the random streams of several images made with one seed.
   GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);
 
  private:
+  MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens) const;
+
   Bundle bundle_;
+  Placement placement_;
+  int64_t memory_limit_ = 0;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   io::WeightMap weights_;  // kept: families may read tensors (LlamaGen's caption projection)
   std::map<int64_t, std::unique_ptr<family::ImageFamily>> families_;  // by resolution

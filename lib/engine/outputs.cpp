@@ -3,9 +3,20 @@
 #include <chrono>
 
 #include "decoding/run_stats.h"
+#include "engine/bundle.h"
 #include "io/png_writer.h"
 
 namespace sjd::engine {
+
+void prepare_output_dir(const std::filesystem::path& dir) {
+  std::error_code error;
+  const auto status = std::filesystem::status(dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    throw InputError(dir.string() + ": the output folder exists and is not a folder");
+  }
+  std::filesystem::create_directories(dir, error);
+  if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
+}
 
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name) {

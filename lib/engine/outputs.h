@@ -10,6 +10,10 @@
 
 namespace sjd::engine {
 
+// Creates an output folder (and its parents); a path that exists and is not a
+// folder, or one that cannot be created, is bad input naming it.
+void prepare_output_dir(const std::filesystem::path& dir);
+
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name);

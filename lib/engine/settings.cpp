@@ -1,18 +1,58 @@
 #include "engine/settings.h"
 
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
+
+#include "engine/settings_checks.h"
 
 namespace sjd::engine {
 namespace {
 
-template <typename T>
-void read(const nlohmann::json& layer, const char* key, T& out, const std::string& where) {
+[[noreturn]] void wrong_value(const nlohmann::json& layer, const char* key, const std::string& where,
+                              const std::string& expected) {
+  throw std::invalid_argument(where + ": /" + key + ": expected " + expected + " (got " + layer.at(key).dump() + ")");
+}
+
+void read(const nlohmann::json& layer, const char* key, std::string& out, const std::string& where) {
   if (!layer.contains(key)) return;
-  try {
-    out = layer.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument(where + ": /" + key + ": wrong type (" + layer.at(key).dump() + ")");
+  if (!layer.at(key).is_string()) wrong_value(layer, key, where, "a string");
+  out = layer.at(key).get<std::string>();
+}
+
+void read(const nlohmann::json& layer, const char* key, bool& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  if (!layer.at(key).is_boolean()) wrong_value(layer, key, where, "true or false");
+  out = layer.at(key).get<bool>();
+}
+
+// JSON numbers convert silently (16.7 -> 16, 3000000000 -> a wrapped int, -1 -> 2^64-1):
+// an integer setting must be a JSON integer that fits its type.
+template <typename T>
+void read_integer(const nlohmann::json& layer, const char* key, T& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  const nlohmann::json& value = layer.at(key);
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      wrong_value(layer, key, where, "an integer no larger than " + std::to_string(std::numeric_limits<T>::max()));
+    }
+  } else if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v < 0 && std::is_unsigned_v<T>) wrong_value(layer, key, where, "a non-negative integer");
+    if (std::is_signed_v<T> && (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                v > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
+      wrong_value(layer, key, where, "an integer that fits in " + std::to_string(sizeof(T) * 8) + " bits");
+    }
+  } else {
+    wrong_value(layer, key, where, "an integer");
   }
+  out = value.get<T>();
+}
+
+void read_number(const nlohmann::json& layer, const char* key, double& out, const std::string& where) {
+  if (!layer.contains(key)) return;
+  if (!layer.at(key).is_number()) wrong_value(layer, key, where, "a number");
+  out = layer.at(key).get<double>();
 }
 
 // A count that may be "auto": an integer (not 16.7) >= `least`, or the string "auto".
@@ -62,19 +102,23 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   read_count_or_auto(layer, "pd_k", 1, s.pd_k, where);
   read_count_or_auto(layer, "pd_depth", 0, s.pd_depth, where);
   read(layer, "relax", s.relax, where);
-  read(layer, "delta", s.delta, where);
-  read(layer, "nu", s.nu, where);
-  read(layer, "lantern_k", s.lantern_k, where);
-  read(layer, "lantern_lambda", s.lantern_lambda, where);
+  read_number(layer, "delta", s.delta, where);
+  read_number(layer, "nu", s.nu, where);
+  read_integer(layer, "lantern_k", s.lantern_k, where);
+  read_number(layer, "lantern_lambda", s.lantern_lambda, where);
   read(layer, "lantern_own_residual", s.lantern_own_residual, where);
-  read(layer, "cfg", s.cfg, where);
-  read(layer, "temperature", s.temperature, where);
-  read(layer, "top_k", s.top_k, where);
-  read(layer, "seed", s.seed, where);
-  read(layer, "resolution", s.resolution, where);
+  read_number(layer, "cfg", s.cfg, where);
+  read_number(layer, "temperature", s.temperature, where);
+  read_integer(layer, "top_k", s.top_k, where);
+  read_integer(layer, "seed", s.seed, where);
+  read_integer(layer, "resolution", s.resolution, where);
   read(layer, "device", s.device, where);
   read(layer, "dtype", s.dtype, where);
   read(layer, "cost_profile", s.cost_profile, where);
+  for (const auto& item : layer.items()) {
+    const std::string problem = setting_problem(s, item.key());
+    if (!problem.empty()) throw std::invalid_argument(where + ": /" + item.key() + ": " + problem);
+  }
 }
 
 nlohmann::json settings_to_json(const GenerationSettings& s) {
@@ -89,19 +133,25 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   decoding::MethodConfig m = decoding::make_method(s.method);
-  if (s.window != kAuto && s.window < 1) {
-    throw std::invalid_argument("--window must be auto or >= 1 (got " + std::to_string(s.window) + ")");
+  if (s.window != kAuto && !window_problem(s.window).empty()) {
+    throw std::invalid_argument("window " + window_problem(s.window));
   }
   m.auto_window = m.speculative() && s.window == kAuto;
   if (m.speculative() && s.window != kAuto) m.window = s.window;
   m.init = decoding::parse_init_scheme(s.init);
-  if ((s.pd_k != kAuto && s.pd_k < 1) || (s.pd_depth != kAuto && s.pd_depth < 0)) {
-    throw std::invalid_argument("--pd-k must be auto or >= 1 and --pd-depth auto or >= 0");
+  for (const char* key : {"pd_k", "pd_depth", "delta", "nu", "lantern_k", "lantern_lambda", "cfg", "temperature",
+                          "top_k", "resolution"}) {
+    const std::string problem = setting_problem(s, key);
+    if (!problem.empty()) throw std::invalid_argument(std::string(key) + " " + problem);
   }
   // A tree is automatic unless both of its numbers are given; one given alone keeps the other's default.
   m.auto_tree = m.proactive_tree && s.pd_k == kAuto && s.pd_depth == kAuto;
   if (s.pd_k != kAuto) m.pd_k = s.pd_k;
   if (s.pd_depth != kAuto) m.pd_depth = s.pd_depth;
+  if (m.proactive_tree && !m.auto_tree && tree_node_count(m.pd_k, m.pd_depth) > kMaxTreeNodes) {
+    throw std::invalid_argument("--pd-k " + std::to_string(m.pd_k) + " --pd-depth " + std::to_string(m.pd_depth) +
+                                " makes a draft tree of more than " + std::to_string(kMaxTreeNodes) + " nodes");
+  }
   m.relax.kind = sampling::parse_relax_kind(s.relax);
   if (m.relax.kind != sampling::RelaxKind::kNone && !(m.name == "sjd" || m.name == "scd-mc" || m.name == "sjd-pac")) {
     throw std::invalid_argument("--relax " + s.relax + " applies to sjd, scd-mc and sjd-pac, not " + m.name);

@@ -26,6 +26,9 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, int64_t resolution,
                                  const std::string& where) {
   LuminaConfig c;
+  if (j.contains("kind") && j["kind"] != "lumina-mgpt") {
+    throw std::invalid_argument(where + ".kind: expected \"lumina-mgpt\", found " + j["kind"].dump());
+  }
   c.grid_height = need(j, "grid_height", where);
   c.grid_width = need(j, "grid_width", where);
   c.downsample = downsample;
@@ -37,8 +40,19 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   c.newline_id = need(j, "newline_id", where);
   c.end_of_turn_id = need(j, "end_of_turn_id", where);
   c.size_token_base = need(j, "size_token_base", where);
-  c.size_token_unit_px = j.value("size_token_unit_px", int64_t{32});
+  if (c.grid_height <= 0 || c.grid_width <= 0 || c.codebook_size <= 0 || c.image_token_first < 0) {
+    throw std::invalid_argument(where + ": grid_height, grid_width and codebook_size must be positive, "
+                                "image_token_first not negative");
+  }
+  c.size_token_unit_px = j.contains("size_token_unit_px") ? need(j, "size_token_unit_px", where) : 32;
+  if (j.contains("prompt_template") && !j["prompt_template"].is_string()) {
+    throw std::invalid_argument(where + ".prompt_template: expected a string");
+  }
   c.prompt_template = j.value("prompt_template", std::string("{prompt}"));
+  // Without the placeholder every prompt would make the same picture.
+  if (c.prompt_template.find("{prompt}") == std::string::npos) {
+    throw std::invalid_argument(where + ".prompt_template: has no {prompt} placeholder");
+  }
   c.where = where;
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ's downsample must be positive");
   if (c.size_token_unit_px <= 0) throw std::invalid_argument(where + ".size_token_unit_px: must be positive");

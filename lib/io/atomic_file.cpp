@@ -1,9 +1,12 @@
 #include "io/atomic_file.h"
 
+#include "io/input_files.h"
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +14,13 @@ namespace sjd::io {
 namespace {
 
 std::string system_reason() { return std::strerror(errno); }
+
+// A write that failed because of the disk, not because of the path the user gave.
+[[noreturn]] void fail_write(const std::string& what, int error) {
+  const std::string message = what + ": " + std::strerror(error);
+  if (error == ENOSPC || error == EDQUOT || error == EIO || error == EFBIG) throw StorageError(message);
+  throw FileError(message);
+}
 
 // Writes all of `size` bytes, resuming after partial writes and signals.
 bool write_fully(int fd, const char* data, size_t size) {
@@ -41,6 +51,7 @@ void sync_directory(const std::filesystem::path& directory) {
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
+  check_output_path(target_);
   static std::atomic<unsigned> counter{0};
   const std::string stem = "." + target_.filename().string() + ".tmp." + std::to_string(::getpid()) + ".";
   // O_EXCL with a fresh name per attempt: two writers (threads or processes)
@@ -63,20 +74,18 @@ AtomicFileWriter::~AtomicFileWriter() {
 
 void AtomicFileWriter::write(const void* data, size_t size) {
   if (fd_ < 0) throw FileError("cannot write " + target_.string() + ": file already committed");
-  if (!write_fully(fd_, static_cast<const char*>(data), size)) {
-    throw FileError("cannot write " + target_.string() + ": " + system_reason());
-  }
+  if (!write_fully(fd_, static_cast<const char*>(data), size)) fail_write("cannot write " + target_.string(), errno);
 }
 
 void AtomicFileWriter::commit() {
   if (fd_ < 0) throw FileError("cannot commit " + target_.string() + ": file already committed");
-  if (::fsync(fd_) != 0) throw FileError("cannot flush " + target_.string() + ": " + system_reason());
+  if (::fsync(fd_) != 0) fail_write("cannot flush " + target_.string(), errno);
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
-    const std::string reason = system_reason();
+    const int error = errno;
     ::unlink(temp_.c_str());
-    throw FileError("cannot write " + target_.string() + ": " + reason);
+    fail_write("cannot write " + target_.string(), error);
   }
   if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const std::string reason = system_reason();
@@ -98,12 +107,40 @@ void append_line(const std::filesystem::path& path, std::string_view line) {
   }
   std::string record(line);
   record.push_back('\n');
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  // O_NOFOLLOW: a manifest that is a symlink would send records elsewhere.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
   if (fd < 0) throw FileError("cannot open " + path.string() + " for appending: " + system_reason());
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw FileError("cannot append to " + path.string() + ": not a regular file");
+  }
   const bool written = write_fully(fd, record.data(), record.size()) && ::fdatasync(fd) == 0;
-  const std::string reason = written ? "" : system_reason();
+  const int error = errno;
+  if (!written && ::ftruncate(fd, info.st_size) == 0) ::fdatasync(fd);  // no partial line stays behind
   ::close(fd);
-  if (!written) throw FileError("cannot append to " + path.string() + ": " + reason);
+  if (!written) fail_write("cannot append to " + path.string(), error);
+}
+
+int remove_stale_temporaries(const std::filesystem::path& dir) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    // ".NAME.tmp.PID.N": the writer's process id is the second-to-last field.
+    const std::string name = entry.path().filename().string();
+    const size_t tmp = name.rfind(".tmp.");
+    if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
+    const std::string rest = name.substr(tmp + 5);
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    const std::string pid_text = rest.substr(0, dot);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    // A live process may still be writing it (kill(pid, 0) fails with ESRCH only for a gone one).
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (std::filesystem::remove(entry.path(), error)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace sjd::io

@@ -17,8 +17,17 @@ class FileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The disk refused the data (full, over quota, an I/O error): a runtime failure
+// (exit code 1), not the user's input.
+class StorageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Streams bytes into a temporary sibling of `target`; commit() makes them the
-// target. Destroying an uncommitted writer removes the temporary file.
+// target. Destroying an uncommitted writer removes the temporary file. The
+// target must be absent or a regular file (io/input_files.h: never a symlink,
+// FIFO or device, which the rename would replace).
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target);
@@ -45,7 +54,13 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 // Appends `line` and a newline to `path` (created if absent) with one write()
 // call, then flushes it to disk, so concurrent appenders never interleave
 // within a line and a crash loses at most the line being written. `line` must
-// not contain a newline (it would split one JSONL record into two).
+// not contain a newline (it would split one JSONL record into two). If the
+// write fails (disk full) the file is cut back to its old size, so a partial
+// line never swallows the next record, and StorageError is thrown.
 void append_line(const std::filesystem::path& path, std::string_view line);
+
+// Temporary files an AtomicFileWriter of a killed process left in `dir`
+// (".NAME.tmp.PID.N" whose process PID is gone) are removed; returns how many.
+int remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace sjd::io

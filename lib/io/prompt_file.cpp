@@ -1,6 +1,8 @@
 #include "io/prompt_file.h"
 
+#include "io/atomic_file.h"
 #include "io/delimited_text.h"
+#include "io/input_files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,11 @@ enum class PromptFormat { kText, kTsv, kCsv, kJsonLines };
 }
 
 std::string read_contents(const std::filesystem::path& file) {
+  try {
+    require_regular_file(file, "prompt file");
+  } catch (const FileError& error) {
+    throw PromptFileError(error.what());
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw PromptFileError(file.string() + ": cannot open the prompt file");
   std::ostringstream contents;

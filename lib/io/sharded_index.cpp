@@ -1,5 +1,6 @@
 #include "io/sharded_index.h"
 
+#include "io/input_files.h"
 #include "io/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ namespace {
 
 // The index's "weight_map": tensor name -> shard file name.
 std::map<std::string, std::string> read_weight_map(const std::filesystem::path& index_file) {
+  require_regular_file(index_file, "index file");
   std::ifstream in(index_file, std::ios::binary);
   if (!in) fail(index_file, "cannot open the index file");
   nlohmann::json index;
@@ -46,11 +48,12 @@ WeightMap load_sharded_safetensors(const std::filesystem::path& index_file) {
 
   WeightMap weights;
   for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
-    const std::filesystem::path shard_file = index_file.parent_path() / shard;
     SafetensorsFile contents;
+    std::filesystem::path shard_file;
     try {
+      shard_file = confined_path(index_file.parent_path(), shard, "shard of tensor '" + first_tensor + "'");
       contents = read_safetensors(shard_file);
-    } catch (const WeightError& error) {
+    } catch (const std::runtime_error& error) {  // WeightError, or FileError for a name outside the folder
       fail(index_file, "shard '" + shard + "' (listed for tensor '" + first_tensor + "'): " + error.what());
     }
     for (auto& [tensor, value] : contents.tensors) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace sjd::model {
@@ -12,6 +13,27 @@ int64_t positive(const nlohmann::json& j, const char* key, const std::string& wh
     throw std::invalid_argument(where + "." + key + ": expected a positive integer");
   }
   return j[key].get<int64_t>();
+}
+
+// A positive finite number (norm epsilons, the RoPE base): 0, a negative value or
+// 1e999 would make every hidden state NaN.
+double positive_number(const nlohmann::json& j, const char* key, double fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  const double value = j[key].is_number() ? j[key].get<double>() : 0.0;
+  if (!j[key].is_number() || !std::isfinite(value) || value <= 0.0) {
+    throw std::invalid_argument(where + "." + key + ": expected a positive finite number, found " + j[key].dump());
+  }
+  return value;
+}
+
+template <typename T>
+T typed(const nlohmann::json& j, const char* key, T fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument(where + "." + key + ": wrong type (" + j[key].dump() + ")");
+  }
 }
 
 }  // namespace
@@ -25,9 +47,9 @@ TransformerConfig parse_transformer_config(const nlohmann::json& j, const std::s
   c.num_kv_heads = j.contains("num_kv_heads") ? positive(j, "num_kv_heads", where) : c.num_heads;
   c.head_dim = j.contains("head_dim") ? positive(j, "head_dim", where) : c.hidden_size / c.num_heads;
   c.intermediate_size = positive(j, "intermediate_size", where);
-  c.norm_eps = j.value("norm_eps", 1e-5);
-  c.rope_theta = j.value("rope_theta", 10000.0);
-  const std::string rope = j.value("rope", std::string("1d"));
+  c.norm_eps = positive_number(j, "norm_eps", 1e-5, where);
+  c.rope_theta = positive_number(j, "rope_theta", 10000.0, where);
+  const std::string rope = typed(j, "rope", std::string("1d"), where);
   if (rope == "1d") {
     c.rope = RopeKind::k1d;
   } else if (rope == "2d") {
@@ -35,9 +57,9 @@ TransformerConfig parse_transformer_config(const nlohmann::json& j, const std::s
   } else {
     throw std::invalid_argument(where + ".rope: expected \"1d\" or \"2d\", got \"" + rope + "\"");
   }
-  c.qk_norm = j.value("qk_norm", false);
-  c.qk_norm_eps = j.value("qk_norm_eps", 1e-5);
-  const std::string style = j.value("key_style", std::string("hf"));
+  c.qk_norm = typed(j, "qk_norm", false, where);
+  c.qk_norm_eps = positive_number(j, "qk_norm_eps", 1e-5, where);
+  const std::string style = typed(j, "key_style", std::string("hf"), where);
   if (style == "hf") {
     c.key_style = KeyStyle::kHf;
   } else if (style == "llamagen") {
@@ -45,8 +67,11 @@ TransformerConfig parse_transformer_config(const nlohmann::json& j, const std::s
   } else {
     throw std::invalid_argument(where + ".key_style: expected \"hf\" or \"llamagen\", got \"" + style + "\"");
   }
-  c.grid_width = j.value("grid_width", int64_t{0});
-  c.caption_length = j.value("caption_length", int64_t{0});
+  c.grid_width = typed(j, "grid_width", int64_t{0}, where);
+  c.caption_length = typed(j, "caption_length", int64_t{0}, where);
+  if (c.grid_width < 0 || c.caption_length < 0) {
+    throw std::invalid_argument(where + ": grid_width and caption_length must not be negative");
+  }
   if (c.num_heads % c.num_kv_heads != 0) {
     throw std::invalid_argument(where + ": num_heads must be a multiple of num_kv_heads");
   }

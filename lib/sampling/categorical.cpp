@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace sjd::sampling {
 
@@ -24,6 +25,14 @@ int64_t sample_race(const float* w, int64_t n, const RngKey& key) {
     }
   }
   return best;
+}
+
+int64_t sample_token(const float* w, int64_t n, const RngKey& key) {
+  const int64_t token = sample_race(w, n, key);
+  if (token < 0) {
+    throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
+  }
+  return token;
 }
 
 int64_t argmax(const float* p, int64_t n) {

@@ -12,6 +12,11 @@ namespace sjd::sampling {
 // residual with tiny total mass needs no division. Returns -1 if every w is 0.
 int64_t sample_race(const float* w, int64_t n, const RngKey& key);
 
+// sample_race for a token that goes on to the model: throws std::runtime_error
+// when no weight is positive (every probability NaN or zero -- non-finite
+// logits), so -1 is never used as a token id.
+int64_t sample_token(const float* w, int64_t n, const RngKey& key);
+
 // Greedy choice (lowest index among ties).
 int64_t argmax(const float* p, int64_t n);
 

@@ -57,6 +57,57 @@ def save_torchscript(path, tensors):
     os.replace(tmp, path)
 
 
+def link_release_weights(index_file, weight_map, out):
+    """Makes a release's sharded weights part of the bundle in `out` without copying them: the index and every
+    shard are linked into `out` (sjd confines the file names a bundle gives to its own folder, and follows links
+    placed there). Returns the index's name in the bundle."""
+    index_file, out = Path(index_file), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if index_file.resolve().parent == out.resolve():
+        return index_file.name
+    for name in [index_file.name, *sorted(set(weight_map.values()))]:
+        link = out / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to((index_file.parent / name).resolve())
+    return index_file.name
+
+
+def read_weight_file(path):
+    """The tensors of a .safetensors file, or of every shard an .index.json names."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if path.name.endswith(".index.json"):
+        tensors = {}
+        for shard in sorted(set(need(read_json(path), "weight_map", str(path)).values())):
+            tensors.update(load_file(str(path.parent / shard)))
+        return tensors
+    return load_file(str(path))
+
+
+def convert_weights_to_torchscript(out):
+    """Rewrites the bundle in `out` to TorchScript weights: the transformer's tensors go to model.pt, the VQ
+    decoder's to vq.pt (same names and dtypes), and bundle.json names those. Safetensors files the exporter wrote
+    into `out` for the VQ are removed; transformer weights it only referenced (a release folder) stay."""
+    out = Path(out)
+    bundle = read_json(out / "bundle.json")
+    for section, archive in (("transformer", "model.pt"), ("vq", "vq.pt")):
+        files = bundle[section]["weights"]
+        files = [files] if isinstance(files, str) else files
+        tensors = {}
+        for name in files:
+            tensors.update(read_weight_file(out / name))
+        save_torchscript(out / archive, tensors)
+        if section == "vq":
+            for name in files:
+                if (out / name).resolve().parent == out.resolve():
+                    (out / name).unlink()
+        bundle[section]["weights"] = [archive]
+    write_json_atomic(out / "bundle.json", bundle)
+
+
 def load_state_dict(path):
     """A pickled checkpoint's state dict, under 'model', 'module' or 'state_dict' if nested."""
     checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)

@@ -15,11 +15,10 @@ emu3.tiktoken, then special tokens numbered from 151643 in the order <|endoftext
 The bundle's tokenizer gets that whole table; its layout names the tokens it uses.
 """
 import argparse
-import os
 import shutil
 from pathlib import Path
 
-from .common import need, read_json, report, rope_theta, save_safetensors, write_json_atomic
+from .common import link_release_weights, need, read_json, report, rope_theta, save_safetensors, write_json_atomic
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -271,7 +270,7 @@ def run(args):
         if field in config and config[field] is not None and specials.get(names[token]) != config[field]:
             raise ValueError(f"{where}: {field} is {config[field]} but the tokenizer files make "
                              f"{names[token]!r} id {specials.get(names[token])}")
-    transformer = transformer_section(config, os.path.relpath(index_file.resolve(), out.resolve()), where)
+    transformer = transformer_section(config, index_file.name, where)
     if transformer["vocab_size"] != SPECIAL_START_ID + len(specials):
         end = SPECIAL_START_ID + len(specials)
         raise ValueError(f"{where}: vocab_size {transformer['vocab_size']} but the tokenizer files give {end} ids "
@@ -289,7 +288,7 @@ def run(args):
                             int(config.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS),
                             vq["codebook_size"], vq["downsample"], where)
 
-    out.mkdir(parents=True, exist_ok=True)
+    link_release_weights(index_file, weight_map, out)
     save_safetensors(out / "movq.safetensors", tensors)
     if tiktoken_file.resolve() != (out / "emu3.tiktoken").resolve():
         shutil.copyfile(tiktoken_file, out / "emu3.tiktoken")

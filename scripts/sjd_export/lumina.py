@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from .common import need, read_json, report, rope_theta, save_safetensors, write_json_atomic
+from .common import link_release_weights, need, read_json, report, rope_theta, save_safetensors, write_json_atomic
 
 RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -328,7 +328,7 @@ def run(args):
     save_safetensors(out / "vqgan.safetensors", {k: v.float() for k, v in vq_tensors.items()})
     if tokenizer_file.resolve() != (out / "tokenizer.json").resolve():
         shutil.copyfile(tokenizer_file, out / "tokenizer.json")
-    weights = os.path.relpath(index_file.resolve(), out.resolve())
+    weights = link_release_weights(index_file, weight_map, out)
     bundle = {
         "format": "sjd-bundle",
         "version": 1,

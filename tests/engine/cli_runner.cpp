@@ -8,13 +8,16 @@
 
 namespace sjd::testing {
 
-CommandResult run_sjd(const std::string& args) {
+namespace {
+
+CommandResult run_command(const std::string& prefix, const std::string& args) {
   static int counter = 0;
   const auto dir = std::filesystem::temp_directory_path();
   const auto tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const auto out = dir / ("sjd_cli_" + tag + ".out");
   const auto err = dir / ("sjd_cli_" + tag + ".err");
-  const std::string command = (build_dir() / "sjd").string() + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string command =
+      prefix + (build_dir() / "sjd").string() + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(command.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -23,6 +26,19 @@ CommandResult run_sjd(const std::string& args) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+}  // namespace
+
+CommandResult run_sjd(const std::string& args) { return run_command("", args); }
+
+CommandResult run_sjd_env(const std::string& environment, const std::string& args) {
+  return run_command(environment + " ", args);
+}
+
+CommandResult run_sjd_limited(const std::string& args, int memory_mb, int seconds) {
+  return run_command("ulimit -v " + std::to_string(memory_mb * 1024) + "; timeout " + std::to_string(seconds) + " ",
+                     args);
 }
 
 std::filesystem::path default_model() { return source_dir() / "models" / "default"; }

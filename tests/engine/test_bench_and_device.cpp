@@ -49,11 +49,13 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   CHECK(dtype.exit_code == 2);
   CHECK_THAT(dtype.err, Catch::Contains("--dtype: unknown dtype 'f16'"));
   const std::string model = "'" + default_model().string() + "'";
-  const auto device = run_sjd("generate --model " + model + " -p 'a red apple' -o /dev/null --device tpu");
+  TempDir dir("bad_device");  // outputs go to a regular file: sjd refuses to replace /dev/null
+  const std::string png = "'" + (dir / "a.png").string() + "'";
+  const auto device = run_sjd("generate --model " + model + " -p 'a red apple' -o " + png + " --device tpu");
   CHECK(device.exit_code == 2);
   CHECK_THAT(device.err, Catch::Contains("--device: unknown device 'tpu'"));
 #ifndef SJD_WITH_CUDA
-  for (const std::string command : {"generate --model " + model + " -p 'a red apple' -o /dev/null --device cuda",
+  for (const std::string command : {"generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda",
                                     std::string("bench --preset tiny --device cuda")}) {
     const auto cuda = run_sjd(command);
     CHECK(cuda.exit_code == 2);

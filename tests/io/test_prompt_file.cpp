@@ -123,7 +123,7 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "i.csv", "Prompt,Note\na,b,c\n"), Contains("i.csv:2") && Contains("3 fields"));
   CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("empty"));
   CHECK_THAT(error_of(dir, "k.txt", "\n  \n"), Contains("k.txt") && Contains("no prompts"));
-  CHECK_THROWS_WITH(io::read_prompts(dir / "absent.txt"), Contains("absent.txt") && Contains("cannot open"));
+  CHECK_THROWS_WITH(io::read_prompts(dir / "absent.txt"), Contains("absent.txt") && Contains("not found"));
 }
 
 TEST_CASE("shared evaluation prompt sets read completely", "[io][prompts][shared]") {

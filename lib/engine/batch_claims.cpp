@@ -1,0 +1,145 @@
+#include "engine/batch_claims.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "engine/bundle.h"
+#include "io/atomic_file.h"
+
+namespace sjd::engine {
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string random_token() {
+  std::random_device device;
+  std::ostringstream out;
+  out << std::hex << device() << device();
+  return out.str();
+}
+
+constexpr auto kHeartbeat = std::chrono::seconds(20);
+
+// A live claim of another run: refuse, naming the claim and its owner.
+[[noreturn]] void refuse_other_run(const std::filesystem::path& claim, const nlohmann::json& content) {
+  throw InputError(claim.string() + ": another sjd batch (" + content.value("host", std::string()) + ", process " +
+                   std::to_string(content.value("pid", int64_t{0})) +
+                   ") is working in this folder with other prompts or settings; wait for it or use another --out-dir");
+}
+
+bool other_identity(const nlohmann::json& content, const nlohmann::json& identity) {
+  return content.is_object() && content.contains("identity") && content["identity"] != identity;
+}
+
+}  // namespace
+
+ClaimBoard::ClaimBoard(std::filesystem::path dir, std::chrono::seconds stale_after)
+    : dir_(std::move(dir)), stale_after_(stale_after), host_(host_name()), token_(random_token()) {
+  heartbeat_ = std::thread([this] { heartbeat(); });
+}
+
+ClaimBoard::~ClaimBoard() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_.join();
+  for (int64_t index : held_) ::unlink(path_of(index).c_str());
+}
+
+std::filesystem::path ClaimBoard::path_of(int64_t index) const {
+  return dir_ / (".claim." + std::to_string(index));
+}
+
+ClaimBoard::Claim ClaimBoard::inspect(const std::filesystem::path& file) const {
+  Claim claim;
+  struct stat info {};
+  if (::lstat(file.c_str(), &info) != 0) return claim;
+  claim.exists = true;
+  std::ifstream in(file, std::ios::binary);
+  try {
+    claim.content = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    claim.content = nullptr;  // being written, or damaged: judged by its age alone
+  }
+  const auto touched = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
+  const bool fresh = std::chrono::system_clock::now() - touched < stale_after_;
+  bool owner_alive = true;
+  if (claim.content.is_object() && claim.content.value("host", std::string()) == host_) {
+    const int64_t pid = claim.content.value("pid", int64_t{0});
+    owner_alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
+  }
+  claim.live = fresh && owner_alive && S_ISREG(info.st_mode);
+  return claim;
+}
+
+bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
+  const std::filesystem::path file = path_of(index);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const Claim existing = inspect(file);
+    if (existing.exists) {
+      if (existing.live) {
+        if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content);
+        return false;
+      }
+      // Stale: only the process whose rename succeeds removes it.
+      const std::filesystem::path taken = file.string() + ".stale." + token_;
+      if (::rename(file.c_str(), taken.c_str()) == 0) ::unlink(taken.c_str());
+    }
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;  // someone claimed it in between: look again
+      throw io::FileError("cannot create " + file.string() + ": " + std::strerror(errno));
+    }
+    const std::string content =
+        nlohmann::json{{"host", host_}, {"pid", ::getpid()}, {"token", token_}, {"identity", identity}}.dump();
+    const bool written = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_.insert(index);
+    if (!written) throw io::StorageError("cannot write " + file.string());
+    return true;
+  }
+  return false;
+}
+
+void ClaimBoard::release(int64_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (held_.erase(index)) ::unlink(path_of(index).c_str());
+}
+
+void ClaimBoard::check_live_claims(const std::function<nlohmann::json(int64_t)>& identity_of, int64_t count) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".claim.", 0) != 0) continue;
+    const std::string digits = name.substr(7);
+    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int64_t index = std::stoll(digits);
+    if (index >= count) continue;
+    const Claim claim = inspect(entry.path());
+    if (claim.live && other_identity(claim.content, identity_of(index))) refuse_other_run(entry.path(), claim.content);
+  }
+}
+
+void ClaimBoard::heartbeat() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, kHeartbeat, [this] { return stopping_; })) {
+    for (int64_t index : held_) ::utimensat(AT_FDCWD, path_of(index).c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+  }
+}
+
+}  // namespace sjd::engine

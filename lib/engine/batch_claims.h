@@ -1,0 +1,62 @@
+#pragma once
+// Per-image claims in a batch folder, so that several `sjd batch` processes
+// (on one machine or on several sharing the folder) never make the same image
+// twice and a process with other settings is refused while another still works
+// there. Claiming image i creates ".claim.i" with O_EXCL; the file holds its
+// owner (host, process id, a random token) and the image's identity (prompt,
+// model, settings). The owner touches it every heartbeat; a claim is stale --
+// and taken over -- when its process is gone (same host) or it has not been
+// touched for `stale_after`. docs/security.md describes the protocol.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace sjd::engine {
+
+class ClaimBoard {
+ public:
+  ClaimBoard(std::filesystem::path dir, std::chrono::seconds stale_after);
+  ~ClaimBoard();  // stops the heartbeat and releases every claim still held
+  ClaimBoard(const ClaimBoard&) = delete;
+  ClaimBoard& operator=(const ClaimBoard&) = delete;
+
+  // Claims image `index` for making it with `identity`; false when another live
+  // process holds it. A live claim for another identity is an InputError: two
+  // runs with other prompts or settings must not share a folder.
+  bool try_claim(int64_t index, const nlohmann::json& identity);
+  void release(int64_t index);
+
+  // Checks every live claim of the folder against the identity this run would
+  // give its image (images past `count` are not this run's business).
+  void check_live_claims(const std::function<nlohmann::json(int64_t)>& identity_of, int64_t count);
+
+ private:
+  struct Claim {
+    bool exists = false;
+    bool live = false;
+    nlohmann::json content;  // null while its owner is still writing it
+  };
+  std::filesystem::path path_of(int64_t index) const;
+  Claim inspect(const std::filesystem::path& file) const;
+  void heartbeat();
+
+  std::filesystem::path dir_;
+  std::chrono::seconds stale_after_;
+  std::string host_;
+  std::string token_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::set<int64_t> held_;
+  std::thread heartbeat_;
+};
+
+}  // namespace sjd::engine

@@ -1,0 +1,152 @@
+#include "engine/batch_manifest.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/bundle.h"
+#include "io/png_chunks.h"
+
+namespace sjd::engine {
+namespace {
+
+std::string read_whole(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// A batch image's file name: a plain name in the folder, never a path.
+bool is_plain_png_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos && name.size() > 4 && name.compare(name.size() - 4, 4, ".png") == 0;
+}
+
+// What is wrong with a manifest record, or "" when its fields can be trusted.
+std::string record_problem(const nlohmann::json& j) {
+  if (!j.is_object()) return "not a JSON object";
+  const auto index = j.find("index");
+  if (index == j.end() || !index->is_number_integer() || index->get<int64_t>() < 0) {
+    return "\"index\" is not a non-negative integer";
+  }
+  const auto status = j.find("status");
+  if (status == j.end() || !status->is_string()) return "\"status\" is not a string";
+  if (*status != "ok") return {};
+  const auto file = j.find("file");
+  if (file == j.end() || !file->is_string() || !is_plain_png_name(file->get<std::string>())) {
+    return "\"file\" is not a PNG name in the folder";
+  }
+  for (const char* key : {"prompt", "model"}) {
+    if (j.contains(key) && !j[key].is_string()) return std::string("\"") + key + "\" is not a string";
+  }
+  if (j.contains("settings") && !j["settings"].is_object()) return "\"settings\" is not an object";
+  if (j.contains("file_bytes") && !j["file_bytes"].is_number_unsigned()) return "\"file_bytes\" is not a size";
+  if (j.contains("file_crc32") && !j["file_crc32"].is_number_unsigned()) return "\"file_crc32\" is not a number";
+  return {};
+}
+
+// The image is a whole PNG (every chunk's CRC, IEND at the end) and matches the
+// size and checksum its line recorded (older manifests recorded none).
+bool image_intact(const std::filesystem::path& file, const nlohmann::json& record) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, error))) return false;
+  const std::string bytes = read_whole(file);
+  if (record.contains("file_bytes") && record["file_bytes"].get<uint64_t>() != bytes.size()) return false;
+  if (record.contains("file_crc32") && record["file_crc32"].get<uint64_t>() != io::png_crc32(bytes)) return false;
+  try {
+    io::parse_png_chunks(bytes, file);
+  } catch (const io::PngError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ManifestReader::ManifestReader(std::filesystem::path manifest, std::filesystem::path dir, std::ostream& log)
+    : manifest_(std::move(manifest)), dir_(std::move(dir)), log_(log) {}
+
+std::map<int64_t, FinishedImage> ManifestReader::read_new() {
+  std::map<int64_t, FinishedImage> done;
+  std::ifstream in(manifest_, std::ios::binary);
+  if (!in) return done;
+  in.seekg(static_cast<std::streamoff>(offset_));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // a line still being written has no newline yet: read it next time
+    offset_ += line.size() + 1;
+    const int number = ++lines_;
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      log_ << "warning: " << manifest_.string() << ":" << number << ": unreadable line ignored\n";
+      continue;
+    }
+    const std::string problem = record_problem(j);
+    if (!problem.empty()) {
+      log_ << "warning: " << manifest_.string() << ":" << number << ": " << problem << "; line ignored\n";
+      continue;
+    }
+    if (j["status"] != "ok") continue;
+    const std::filesystem::path file = dir_ / j["file"].get<std::string>();
+    if (!image_intact(file, j)) {
+      log_ << "warning: " << manifest_.string() << ":" << number << ": " << file.string()
+           << " is missing or damaged; it will be made again\n";
+      continue;
+    }
+    const auto index = j["index"].get<int64_t>();
+    done[index] = {number, std::move(j)};
+  }
+  return done;
+}
+
+void record_file_checksum(nlohmann::json& record, const std::filesystem::path& file) {
+  const std::string bytes = read_whole(file);
+  record["file_bytes"] = static_cast<uint64_t>(bytes.size());
+  record["file_crc32"] = static_cast<uint64_t>(io::png_crc32(bytes));
+}
+
+nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings) {
+  settings.erase("device");
+  return {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
+}
+
+namespace {
+
+// The first difference between a recorded and an expected identity, as "KEY OLD (now NEW)".
+std::string first_difference(const nlohmann::json& recorded, const nlohmann::json& expected) {
+  const auto describe = [](const std::string& key, const nlohmann::json& old_value, const nlohmann::json& new_value) {
+    return key + " " + (old_value.is_null() ? "unset" : old_value.dump()) + " (now " +
+           (new_value.is_null() ? "unset" : new_value.dump()) + ")";
+  };
+  for (const char* key : {"prompt", "model"}) {
+    if (recorded[key] != expected[key]) return describe(key, recorded[key], expected[key]);
+  }
+  nlohmann::json keys = expected["settings"];
+  keys.update(recorded["settings"]);  // the union of both key sets
+  for (const auto& [key, unused] : keys.items()) {
+    const auto old_value = recorded["settings"].value(key, nlohmann::json());
+    const auto new_value = expected["settings"].value(key, nlohmann::json());
+    if (old_value != new_value) return describe(key, old_value, new_value);
+  }
+  return {};
+}
+
+}  // namespace
+
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest) {
+  // Manifests written before the model was recorded are taken to be of this model.
+  const nlohmann::json recorded =
+      image_identity(done.record.value("prompt", std::string()),
+                     done.record.value("model", expected["model"].get<std::string>()),
+                     done.record.value("settings", nlohmann::json::object()));
+  if (recorded == expected) return;
+  throw InputError(manifest.string() + ":" + std::to_string(done.line) + ": image " +
+                   done.record.value("file", std::string()) + " was made with " +
+                   first_difference(recorded, expected) +
+                   "; resume with the same prompts and settings, or use another --out-dir");
+}
+
+}  // namespace sjd::engine

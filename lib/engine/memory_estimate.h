@@ -1,0 +1,52 @@
+#pragma once
+// How much memory one generation will ask for, from the model's numbers and the
+// settings alone, so that a prompt, window or draft tree that cannot fit is refused
+// (exit code 2, with the figure) before the KV cache or any activation is allocated
+// -- instead of the process being killed half-way through, or the machine swapping.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "model/transformer_config.h"
+
+namespace sjd::engine {
+
+// Query rows prefill attention handles at once; the estimate assumes the
+// transformer's prefill never holds scores for more query rows than this.
+constexpr int64_t kPrefillQueryChunk = 256;
+
+struct MemoryEstimate {
+  int64_t kv_cache = 0;  // K and V of every layer over the whole sequence, and the key mask
+  int64_t window = 0;    // one decoding step: activations, attention scores, logits and their pipeline copies
+  int64_t prefill = 0;   // one prompt row's prefill: activations, chunked scores, the prompt's logits
+  // The KV cache lives throughout; prefill and window steps never overlap.
+  int64_t total() const { return kv_cache + std::max(window, prefill); }
+  std::string describe() const;  // "3.2 GB (KV cache 1.1 GB, window 0.4 GB, prefill 2.1 GB)"
+};
+
+struct GenerationShape {
+  int64_t rows = 1;            // 2 with classifier-free guidance
+  int64_t longest_prompt = 0;  // tokens of the longest prompt row
+  int64_t image_tokens = 0;    // tokens the layout generates
+  int64_t window_nodes = 0;    // draft nodes of one step (chain + tree)
+};
+
+MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config, const GenerationShape& shape,
+                                          at::ScalarType dtype);
+
+// Bytes this process may still allocate on the CPU: the smaller of the
+// machine's available memory (/proc/meminfo) and what an address-space limit
+// (ulimit -v) leaves; -1 when neither is known.
+int64_t available_host_memory();
+
+// Throws InputError when `estimate` exceeds `limit` (bytes; 0 = the machine's
+// available memory, checked for the CPU only), naming both figures.
+void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device);
+
+// "8G", "512M", "1.5GB", "1000000" -> bytes; throws std::invalid_argument naming --max-memory.
+int64_t parse_memory_size(const std::string& text);
+
+std::string format_bytes(int64_t bytes);  // "1.2 GB", "340 MB"
+
+}  // namespace sjd::engine

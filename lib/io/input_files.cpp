@@ -1,0 +1,63 @@
+#include "io/input_files.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "io/atomic_file.h"
+
+namespace sjd::io {
+namespace {
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+}  // namespace
+
+void require_regular_file(const std::filesystem::path& path, const std::string& what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const std::string reason = errno == ENOENT ? "not found" : errno == ELOOP ? "a loop of symbolic links"
+                                                                             : std::strerror(errno);
+    throw FileError(path.string() + ": " + what + ": " + reason);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw FileError(path.string() + ": " + what + " is " + kind_of(info.st_mode) + ", not a regular file");
+  }
+}
+
+std::filesystem::path confined_path(const std::filesystem::path& dir, const std::string& name,
+                                    const std::string& where) {
+  const std::filesystem::path relative(name);
+  if (name.empty() || relative.is_absolute() || relative.has_root_name() || relative.has_root_directory()) {
+    throw FileError(where + ": \"" + name + "\" must be a file name relative to " + dir.string());
+  }
+  for (const auto& part : relative) {
+    if (part == "..") throw FileError(where + ": \"" + name + "\" climbs out of " + dir.string() + " (\"..\")");
+  }
+  return dir / relative;
+}
+
+void check_output_path(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0) {
+    if (!S_ISREG(info.st_mode)) {
+      throw FileError(path.string() + ": the output exists and is " + kind_of(info.st_mode) +
+                      "; sjd only replaces regular files");
+    }
+    return;
+  }
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  struct stat dir_info {};
+  if (::stat(folder.c_str(), &dir_info) != 0 || !S_ISDIR(dir_info.st_mode)) {
+    throw FileError(path.string() + ": the output folder " + folder.string() + " does not exist");
+  }
+}
+
+}  // namespace sjd::io

@@ -1,0 +1,28 @@
+#pragma once
+// Checks on the files sjd is told to read or write, made before anything is
+// opened: a FIFO or device would block or never end, a directory gives a
+// filesystem message instead of a reason, a name in a bundle could point
+// anywhere on disk, and writing an image through a symlink or onto a device
+// node would replace something that is not the user's image. Every error is a
+// FileError (bad input, exit code 2) naming the path.
+#include <filesystem>
+#include <string>
+
+namespace sjd::io {
+
+// `path` exists and is a regular file (symlinks followed); `what` names its role
+// in the message ("prompt file", "config file"). Throws FileError otherwise.
+void require_regular_file(const std::filesystem::path& path, const std::string& what);
+
+// `dir / name` for a file name taken from a bundle or an index: the name must be
+// relative and must not climb out of `dir` ("..") -- a downloaded bundle.json may
+// not read /etc/passwd. Symlinks the user placed inside `dir` are followed (a
+// Hugging Face cache links its blobs that way). `where` names the JSON key.
+std::filesystem::path confined_path(const std::filesystem::path& dir, const std::string& name,
+                                    const std::string& where);
+
+// An output `path` may be absent or an existing regular file, never a symlink,
+// FIFO, device, socket or directory, and its folder must exist.
+void check_output_path(const std::filesystem::path& path);
+
+}  // namespace sjd::io

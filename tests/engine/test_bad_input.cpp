@@ -1,0 +1,281 @@
+// Hostile input, one case per input: every case must exit with code 2 and a
+// one-line reason naming the flag, key, file or tensor -- never a trace, a
+// crash, a hang or a huge allocation. Every command runs under an address-space
+// cap and a time limit (run_sjd_limited), so a regression fails instead of
+// eating the machine.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "io/safetensors.h"
+#include "testing/test_support.h"
+
+using namespace sjd::testing;
+
+namespace {
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+struct BadCase {
+  std::string args;
+  std::string named;  // what the one-line reason must mention
+};
+
+void expect_refused(const std::vector<BadCase>& cases) {
+  for (const auto& [args, named] : cases) {
+    const auto r = run_sjd_limited(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(named));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+// A copy of the default model, with `edit` applied to its bundle.json.
+std::filesystem::path model_copy(const TempDir& dir, const std::string& name,
+                                 const std::function<void(nlohmann::json&)>& edit = {}) {
+  const auto copy = dir / name;
+  std::filesystem::copy(default_model(), copy, std::filesystem::copy_options::recursive);
+  if (edit) {
+    auto j = nlohmann::json::parse(read_file(copy / "bundle.json"));
+    edit(j);
+    write_file(copy / "bundle.json", j.dump(2));
+  }
+  return copy;
+}
+
+// Rewrites one weight file of a model copy with `edit` applied to its tensors.
+void edit_weights(const std::filesystem::path& file, const std::function<void(std::map<std::string, at::Tensor>&)>& edit) {
+  std::map<std::string, at::Tensor> tensors;
+  for (auto& [name, tensor] : sjd::io::read_safetensors(file).tensors) tensors[name] = tensor.clone();
+  edit(tensors);
+  sjd::io::write_safetensors(file, tensors);
+}
+
+std::string generate(const std::filesystem::path& model, const TempDir& dir) {
+  return "generate --model " + quoted(model) + " -p 'a red circle' -o " + quoted(dir / "out.png");
+}
+
+}  // namespace
+
+TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[cli][robustness]") {
+  TempDir dir("bad_flags");
+  const std::string g = generate(default_model(), dir);
+  expect_refused({
+      {g + " --cfg nan", "--cfg"},
+      {g + " --cfg inf", "--cfg"},
+      {g + " --cfg 1e308", "--cfg"},
+      {g + " --temperature nan", "--temperature"},
+      {g + " --temperature inf", "--temperature"},
+      {g + " --temperature 1e-300", "--temperature"},
+      {g + " --top-k -5", "--top-k"},
+      {g + " --resolution -64", "--resolution"},
+      {g + " --seed -1", "--seed"},
+      {g + " --window 0", "--window"},
+      {g + " --window 2147483647", "--window"},
+      {g + " --method sjd --window 300", "277 tokens"},
+      {g + " --method sjd-pac --pd-k 2147483647 --pd-depth 3", "--pd-k"},
+      {g + " --method sjd-pac --pd-k 8 --pd-depth 6", "draft tree"},
+      {g + " --method sjd --relax lantern --lantern-k -3", "--lantern-k"},
+      {g + " --method sjd --relax lantern --lantern-lambda -1", "--lantern-lambda"},
+      {g + " --method sjd --relax uniform --delta -1", "--delta"},
+      {g + " --method sjd --relax cool --nu -0.5", "--nu"},
+      {g + " --method sjd --relax lantern --lantern-k 600", "image codes"},
+      {g + " --max-memory lots", "--max-memory"},
+  });
+}
+
+TEST_CASE("settings in a config file must have the right type and range", "[cli][robustness]") {
+  TempDir dir("bad_config");
+  const std::string g = generate(default_model(), dir);
+  std::vector<BadCase> cases;
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {R"({"cfg": 1e308})", "/cfg"},        {R"({"temperature": 1e400})", "invalid JSON"},
+      {R"({"window": 16.7})", "/window"},   {R"({"seed": 1.5})", "/seed"},
+      {R"({"seed": -1})", "/seed"},         {R"({"window": 3000000000})", "/window"},
+      {R"({"window": 0})", "/window"},      {R"({"lantern_k": -2})", "/lantern_k"},
+      {R"({"method": 5})", "/method"},      {R"({"top_k": "all"})", "/top_k"},
+      {R"([1, 2])", "expected a JSON object"},
+  };
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto file = dir / ("config" + std::to_string(i) + ".json");
+    write_file(file, configs[i].first);
+    cases.push_back({g + " --config " + quoted(file), configs[i].second});
+  }
+  std::filesystem::create_directories(dir / "config_dir");
+  cases.push_back({g + " --config " + quoted(dir / "config_dir"), "config_dir"});
+  expect_refused(cases);
+}
+
+TEST_CASE("a prompt too long for the memory is refused with the estimate, before allocating", "[cli][robustness]") {
+  TempDir dir("long_prompt");
+  std::string prompt;
+  while (prompt.size() < 100000) prompt += "a red circle ";
+  const std::string g = "generate --model " + quoted(default_model()) + " -o " + quoted(dir / "out.png") + " -p '" +
+                        prompt + "'";
+  // Under a 1.5 GB address-space cap the machine's own limit refuses it; --max-memory refuses it anywhere.
+  expect_refused({{g, "needs about"}, {g + " --max-memory 100M", "--max-memory 100.00 MB"}});
+  CHECK_FALSE(std::filesystem::exists(dir / "out.png"));
+}
+
+TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustness]") {
+  TempDir dir("bad_bundles");
+  using J = nlohmann::json;
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> edits = {
+      {[](J& j) { j = J::array({1, 2}); }, "expected a JSON object"},
+      {[](J& j) { j["version"] = "1"; }, "version"},
+      {[](J& j) { j["name"] = 5; }, "\"name\""},
+      {[](J& j) { j["transformer"]["norm_eps"] = -1e-5; }, "norm_eps"},
+      {[](J& j) { j["transformer"]["rope_theta"] = 0; }, "rope_theta"},
+      {[](J& j) { j["transformer"]["qk_norm"] = "yes"; }, "qk_norm"},
+      {[](J& j) { j["vq"]["codebook_size"] = 0; }, "codebook_size"},
+      {[](J& j) { j["layout"]["kind"] = "mystery"; }, "layout.kind"},
+      {[](J& j) { j["layout"]["prompt_template"] = "Generate an image"; }, "{prompt}"},
+      {[](J& j) { j["layout"]["grid_height"] = "16"; }, "grid_height"},
+      {[](J& j) { j["layout"]["codebook_size"] = 600; }, "vq.codebook_size"},
+      {[](J& j) { j["transformer"]["weights"] = "/etc/passwd"; }, "must be a file name relative"},
+      {[](J& j) { j["vq"]["weights"] = J::array({"../default/vqgan.safetensors"}); }, "climbs out"},
+      {[](J& j) { j["tokenizer"]["file"] = 7; }, "tokenizer.file"},
+      {[](J& j) { j["defaults"] = J::array(); }, "defaults"},
+      {[](J& j) { j["defaults"]["cfg"] = -3; }, "defaults: /cfg"},
+  };
+  std::vector<BadCase> cases;
+  for (size_t i = 0; i < edits.size(); ++i) {
+    const auto model = model_copy(dir, "m" + std::to_string(i), edits[i].first);
+    cases.push_back({generate(model, dir), edits[i].second});
+  }
+  // A huge number in bundle.json is not valid JSON for a double.
+  const auto overflow = model_copy(dir, "overflow");
+  std::string text = read_file(overflow / "bundle.json");
+  text.replace(text.find("\"norm_eps\": 1e-05"), 17, "\"norm_eps\": 1e999");
+  write_file(overflow / "bundle.json", text);
+  cases.push_back({generate(overflow, dir), "bundle.json"});
+  // Shard names in the index are confined to the bundle too.
+  const auto shard = model_copy(dir, "shard");
+  std::string index = read_file(shard / "model.safetensors.index.json");
+  const std::string listed = "\"model.safetensors\"";
+  for (size_t at = index.find(listed); at != std::string::npos; at = index.find(listed, at)) {
+    index.replace(at, listed.size(), "\"/etc/passwd\"");
+  }
+  write_file(shard / "model.safetensors.index.json", index);
+  cases.push_back({generate(shard, dir), "must be a file name relative"});
+  // bundle.json that is a folder, a model folder that is a symlink loop.
+  std::filesystem::create_directories(dir / "folder_json" / "bundle.json");
+  cases.push_back({generate(dir / "folder_json", dir), "is a directory"});
+  std::filesystem::create_symlink(dir / "loop_b", dir / "loop_a");
+  std::filesystem::create_symlink(dir / "loop_a", dir / "loop_b");
+  cases.push_back({generate(dir / "loop_a", dir), "loop_a"});
+  expect_refused(cases);
+}
+
+TEST_CASE("unusable weights are refused naming the tensor", "[cli][robustness]") {
+  TempDir dir("bad_weights");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  using Tensors = std::map<std::string, at::Tensor>;
+  const std::vector<std::tuple<std::string, std::function<void(Tensors&)>, std::string>> edits = {
+      {"model.safetensors", [&](Tensors& t) { t["lm_head.weight"][3][5] = nan; }, "lm_head.weight"},
+      {"model.safetensors", [&](Tensors& t) { t["model.norm.weight"][0] = INFINITY; }, "model.norm.weight"},
+      {"model.safetensors", [&](Tensors& t) { t["model.embed_tokens.weight"][9][1] = nan; }, "embed_tokens"},
+      {"vqgan.safetensors", [&](Tensors& t) { t["quantize.embedding.weight"][0][0] = nan; }, "quantize.embedding"},
+      {"model.safetensors",
+       [](Tensors& t) { t["model.layers.4.mlp.up_proj.weight"] = t["model.layers.3.mlp.up_proj.weight"].clone(); },
+       "layers.4"},
+      {"model.safetensors",
+       [](Tensors& t) { t["model.norm.weight"] = t["model.norm.weight"].view(at::kInt); }, "floating point"},
+  };
+  std::vector<BadCase> cases;
+  for (size_t i = 0; i < edits.size(); ++i) {
+    const auto& [file, edit, named] = edits[i];
+    const auto model = model_copy(dir, "w" + std::to_string(i));
+    edit_weights(model / file, edit);
+    cases.push_back({generate(model, dir), named});
+  }
+  expect_refused(cases);
+}
+
+TEST_CASE("a tokenizer whose ids run past the model's vocabulary is refused", "[cli][robustness]") {
+  TempDir dir("bad_tokenizer");
+  const auto model = model_copy(dir, "m");
+  auto tokenizer = nlohmann::json::parse(read_file(model / "tokenizer.json"));
+  for (auto& [piece, id] : tokenizer["model"]["vocab"].items()) {
+    if (id.get<int64_t>() > 100) id = id.get<int64_t>() + 5000;  // ids beyond the 1024 rows
+  }
+  write_file(model / "tokenizer.json", tokenizer.dump());
+  expect_refused({{generate(model, dir), "vocabulary"}});
+}
+
+TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][robustness]") {
+  TempDir dir("bad_inspect");
+  const std::string base = "inspect --model " + quoted(default_model()) + " --out " + quoted(dir / "o.safetensors");
+  const std::vector<std::pair<std::string, std::string>> logits = {
+      {R"({"rows": [{"tokens": [1, 99999]}]})", "99999"},
+      {R"({"rows": [{"tokens": [-1]}]})", "-1"},
+      {R"({"rows": []})", "rows"},
+      {R"({"rows": [{"tokens": []}]})", "tokens"},
+      {R"({"rows": [{"tokens": [1, 2]}], "window": [5000]})", "window"},
+      {R"({"rows": [{"text": 5}]})", "o_5.json"},
+      {R"([1])", "rows"},
+  };
+  const std::vector<std::pair<std::string, std::string>> decode = {
+      {R"({"codes": [[1, 2], [3]]})", "codes[1]"},
+      {R"({"codes": []})", "codes"},
+      {R"({"codes": [[]]})", "codes[0]"},
+      {R"({"codes": [[1, 512]]})", "512"},
+      {R"({"codes": "x"})", "codes"},
+  };
+  std::vector<BadCase> cases;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const auto file = dir / ("o_" + std::to_string(i) + ".json");
+    write_file(file, logits[i].first);
+    cases.push_back({base + " --logits " + quoted(file), logits[i].second});
+  }
+  for (size_t i = 0; i < decode.size(); ++i) {
+    const auto file = dir / ("d_" + std::to_string(i) + ".json");
+    write_file(file, decode[i].first);
+    cases.push_back({base + " --decode " + quoted(file), decode[i].second});
+  }
+  expect_refused(cases);
+}
+
+TEST_CASE("outputs that are not regular files, and both -p and --prompts, are refused", "[cli][robustness]") {
+  TempDir dir("bad_outputs");
+  const std::string g = "generate --model " + quoted(default_model()) + " -p 'a red circle' -o ";
+  REQUIRE(::mkfifo((dir / "fifo.png").c_str(), 0644) == 0);
+  write_file(dir / "elsewhere.png", "keep me");
+  std::filesystem::create_symlink(dir / "elsewhere.png", dir / "link.png");
+  write_file(dir / "a_file", "x");
+  write_file(dir / "prompts.txt", "a red circle\n");
+  expect_refused({
+      {g + quoted(dir / "fifo.png"), "FIFO"},
+      {g + quoted(dir / "link.png"), "symbolic link"},
+      {g + "/dev/null", "device"},
+      {"batch --model " + quoted(default_model()) + " --prompts " + quoted(dir / "prompts.txt") + " --out-dir " +
+           quoted(dir / "a_file"),
+       "a_file"},
+      {"compare --model " + quoted(default_model()) + " -p x --prompts " + quoted(dir / "prompts.txt"), "--prompts"},
+      {"batch --model " + quoted(default_model()) + " --prompts " + quoted(dir / "fifo.png") + " --out-dir " +
+           quoted(dir / "o"),
+       "FIFO"},
+  });
+  struct stat info {};
+  REQUIRE(::lstat((dir / "fifo.png").c_str(), &info) == 0);
+  CHECK(S_ISFIFO(info.st_mode));
+  CHECK(std::filesystem::is_symlink(dir / "link.png"));
+  CHECK(read_file(dir / "elsewhere.png") == "keep me");
+}
+
+TEST_CASE("a weight file that is a FIFO is refused without waiting for a writer", "[cli][robustness]") {
+  TempDir dir("fifo_weights");
+  const auto model = model_copy(dir, "m");
+  std::filesystem::remove(model / "model.safetensors");
+  REQUIRE(::mkfifo((model / "model.safetensors").c_str(), 0644) == 0);
+  expect_refused({{generate(model, dir), "not a regular file"}});
+  const auto vq = model_copy(dir, "v");
+  std::filesystem::remove(vq / "vqgan.safetensors");
+  REQUIRE(::mkfifo((vq / "vqgan.safetensors").c_str(), 0644) == 0);
+  expect_refused({{generate(vq, dir), "FIFO"}});
+}
