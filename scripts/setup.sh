@@ -1,24 +1,53 @@
 #!/usr/bin/env bash
 # The one place that installs what sjd needs and builds it. Idempotent.
 #   scripts/setup.sh            install packages (if missing), configure, build into build/
+#   scripts/setup.sh --print-library-packages
+#                               print the Debian library packages the build needs
+#                               (what scripts/gather_gpu_deps.sh downloads)
 # Environment: SJD_BUILD_DIR (default build), SJD_JOBS (default nproc),
-#              SJD_TARGET (default: everything; e.g. "sjd" for the program alone).
+#              SJD_TARGET (default: everything; e.g. "sjd" for the program alone,
+#                "sjd tests_text" for several),
+#              SJD_DEPS_PREFIX: take the Debian libraries from this folder instead of
+#                apt (a machine without our packages and without network, such as the
+#                GPU machine). The .deb files of SJD_DEPS_DEBS (default third_party_debs,
+#                filled by scripts/gather_gpu_deps.sh) are unpacked there with `dpkg -x`
+#                first; cmake, a C++ compiler and ninja must already be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tool_packages=(cmake g++ ninja-build python3 python3-pip)
+library_packages=(nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev libicu-dev)
+if [ "${1:-}" = --print-library-packages ]; then
+  echo "${library_packages[@]}"
+  exit 0
+fi
+
 build_dir=${SJD_BUILD_DIR:-build}
 jobs=${SJD_JOBS:-$(nproc)}
-apt_packages=(cmake g++ ninja-build python3 python3-pip nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev libicu-dev)
-
-missing=()
-for pkg in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
-  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+deps_prefix=${SJD_DEPS_PREFIX:-}
+deps_cmake_args=()
+if [ -n "$deps_prefix" ]; then
+  scripts/unpack_deps.sh "${SJD_DEPS_DEBS:-third_party_debs}" "$deps_prefix"
+  deps_prefix=$(realpath "$deps_prefix")
+  deps_libdir=$deps_prefix/usr/lib/x86_64-linux-gnu
+  # CMAKE_LIBRARY_PATH: also for a compiler without Debian's multiarch folders.
+  # --disable-new-dtags writes the programs' search path as DT_RPATH, which the
+  # loader also uses for the libraries' own needs (libicuuc needs libicudata,
+  # which a RUNPATH would not find outside the system folders).
+  deps_cmake_args=(-DCMAKE_LIBRARY_PATH="$deps_libdir" -DICU_ROOT="$deps_prefix/usr"
+                   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags)
+  echo "setup: Debian libraries from $deps_prefix (no apt)"
+else
+  missing=()
+  for pkg in "${tool_packages[@]}" "${library_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+  fi
 fi
 
 python=${PYTHON:-python3}
@@ -38,8 +67,9 @@ generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" $generator -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$(command -v "$python")"
+    -DCMAKE_PREFIX_PATH="$torch_prefix${deps_prefix:+;$deps_prefix/usr}" \
+    -DPython3_EXECUTABLE="$(command -v "$python")" "${deps_cmake_args[@]}"
 fi
 start=$(date +%s)
-cmake --build "$build_dir" -j "$jobs" ${SJD_TARGET:+--target "$SJD_TARGET"}
+cmake --build "$build_dir" -j "$jobs" ${SJD_TARGET:+--target $SJD_TARGET}
 echo "setup: build finished in $(( $(date +%s) - start )) s ($build_dir)"
