@@ -12,6 +12,9 @@
 #                GPU machine). The .deb files of SJD_DEPS_DEBS (default third_party_debs,
 #                filled by scripts/gather_gpu_deps.sh) are unpacked there with `dpkg -x`
 #                first; cmake, a C++ compiler and ninja must already be installed.
+#              PYTHON (default python3): the Python whose torch is built against.
+#              CUDACXX or CUDA_HOME: the nvcc / CUDA toolkit, when that torch has CUDA
+#                (default /usr/local/cuda, else nvcc on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,12 +66,32 @@ if ! "$python" -c "import safetensors, pytest, numpy, transformers, tokenizers, 
 fi
 
 torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+# A CUDA Torch's CMake files look for the toolkit with the old FindCUDA, which
+# takes the folder above the first nvcc on PATH (wrong for a wrapper script such
+# as /usr/local/bin/nvcc), and they link libnvrtc, which a toolkit assembled from
+# NVIDIA's pip wheels may lack: then the copy that came with Torch is used.
+cuda_cmake_args=()
+if "$python" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null; then
+  nvcc=${CUDACXX:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
+  [ -x "$nvcc" ] || nvcc=$(command -v nvcc || true)
+  [ -n "$nvcc" ] || { echo "setup: Torch has CUDA but no nvcc was found (set CUDACXX)" >&2; exit 1; }
+  cuda_root=$(dirname "$(dirname "$(realpath "$nvcc")")")
+  cuda_cmake_args=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_root" -DCUDA_TOOLKIT_ROOT_DIR="$cuda_root")
+  nvrtc=""
+  if [ ! -e "$cuda_root/lib64/libnvrtc.so" ] && [ ! -e "$cuda_root/lib/libnvrtc.so" ]; then
+    nvrtc=$("$python" -c 'import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+print(min(glob.glob(site + "/nvidia/**/lib/libnvrtc.so.[0-9]*", recursive=True), default=""))')
+    [ -n "$nvrtc" ] && cuda_cmake_args+=(-DCUDA_nvrtc_LIBRARY="$nvrtc")
+  fi
+  echo "setup: Torch has CUDA; nvcc $nvcc${nvrtc:+, nvrtc from $nvrtc}"
+fi
 generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" $generator -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$torch_prefix${deps_prefix:+;$deps_prefix/usr}" \
-    -DPython3_EXECUTABLE="$(command -v "$python")" "${deps_cmake_args[@]}"
+    -DPython3_EXECUTABLE="$(command -v "$python")" "${deps_cmake_args[@]}" "${cuda_cmake_args[@]}"
 fi
 start=$(date +%s)
 cmake --build "$build_dir" -j "$jobs" ${SJD_TARGET:+--target $SJD_TARGET}
