@@ -76,27 +76,10 @@ inspect() {
   grep -o -E -e '--generate-code=[^ ]+|-gencode[= ][^ ]+|-arch[= ][^ ]+' "$build_dir/build.ninja" | sort -u
 }
 
-# The program and tests_cuda, small enough to travel with the working tree to the
-# GPU machine (scripts/device_check.sh with SJD_PREBUILT=build-prebuilt), with
-# what they were built from.
-pack() {
-  local dest=build-prebuilt
-  rm -rf "$dest"; mkdir -p "$dest/tests"
-  cp "$build_dir/sjd" "$dest/"; cp "$build_dir/tests/tests_cuda" "$dest/tests/"
-  {
-    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- lib app tests cmake CMakeLists.txt || echo ' (with local changes)')"
-    echo "packed: $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release; echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | grep -o '[0-9.]*$')"
-    echo "torch: $("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
-    echo "nvcc: $("$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")" --version | grep -o "release .*")"
-    echo "needs: $(newest_version GLIBC "$dest/sjd") $(newest_version GLIBCXX "$dest/sjd")"
-  } > "$dest/BUILD_INFO"
-  echo "cuda_build_check: $(du -sh "$dest" | cut -f1) in $dest:"; cat "$dest/BUILD_INFO"
-}
-
 case "$stage" in
   venv) make_venv ;;
   build) build ;;
   inspect) inspect ;;
-  pack) pack ;;
-  all) make_venv; build; inspect; pack ;;
+  pack) scripts/pack_prebuilt.sh "$build_dir" build-prebuilt ;;
+  all) make_venv; build; inspect; scripts/pack_prebuilt.sh "$build_dir" build-prebuilt ;;
 esac
