@@ -26,6 +26,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$listing" ]; then
   echo "unpack_deps: $prefix already holds the ${#debs[@]} packages of $deb_dir"
   exit 0
 fi
+# Replaced only when this script made it (or it is empty): the prefix is a name
+# the caller typed, and anything else there is not ours to delete.
+if [ -d "$prefix" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$prefix")" ]; then
+  echo "unpack_deps: $prefix is not empty and was not made by unpack_deps.sh; name a new folder" >&2
+  exit 2
+fi
 rm -rf "$prefix"
 mkdir -p "$prefix"
 for deb in "${debs[@]}"; do
