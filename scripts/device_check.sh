@@ -85,14 +85,16 @@ stage_deadline=0
 seconds_left() { echo $(( stage_deadline - $(date +%s) )); }
 
 # limited SECONDS LOG CMD...: runs CMD with output appended to LOG, stopped at
-# SECONDS or at the stage's deadline, whichever comes first. Sets $rc and $took.
+# SECONDS or at the stage's deadline, whichever comes first. Sets $rc and $took;
+# rc is $no_time when the stage had no time left to start CMD.
+no_time=200
 limited() {
   local seconds=$1 log=$2; shift 2
   local left; left=$(seconds_left)
   [ "$left" -lt "$seconds" ] && seconds=$left
   local start; start=$(date +%s)
   if [ "$seconds" -le 0 ]; then
-    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=124; took=0; return
+    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=$no_time; took=0; return
   fi
   echo "\$ $*" >> "$log"
   timeout --kill-after=10 "$seconds" "$@" >> "$log" 2>&1
@@ -102,7 +104,12 @@ limited() {
 }
 
 verdict() {  # verdict RC: the word results.md uses
-  case "$1" in 0) echo ok ;; 124|137) echo "TIMED OUT" ;; *) echo "FAILED (exit $1)" ;; esac
+  case "$1" in
+    0) echo ok ;;
+    124|137) echo "TIMED OUT" ;;
+    "$no_time") echo "not run (the stage's time was up)" ;;
+    *) echo "FAILED (exit $1)" ;;
+  esac
 }
 
 # --- machine -------------------------------------------------------------------
@@ -175,7 +182,7 @@ ensure_built() {
   elif [ -x "$build/sjd" ]; then
     return 0
   fi
-  md "(no $build/sjd on this machine: building first)"
+  md "(nothing built or unpacked on this machine yet: the build stage first)"
   stage_deadline=$(( $(date +%s) + limit[build] ))
   stage_build
 }
