@@ -11,6 +11,15 @@ if(SJD_ENABLE_CUDA AND (TARGET torch_cuda OR CAFFE2_USE_CUDA))
   set(SJD_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures lib/kernels is built for")
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  # The CUDA wheel's libtorch.so (2.11.0+cu130 from PyPI, GCC 13 on manylinux_2_28)
+  # exports the std::filesystem functions it linked statically. Listed before
+  # libstdc++, they override the system's for the whole program, and with an
+  # older libstdc++ (GCC 12: Debian bookworm, Ubuntu 22.04) remove_all calls a
+  # weak symbol that is missing there: a jump to address 0. Naming libstdc++
+  # first keeps the system's definitions first.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_link_options(LINKER:--push-state,--no-as-needed -lstdc++ LINKER:--pop-state)
+  endif()
   message(STATUS "sjd: Torch has CUDA, CUDA sources enabled (architectures ${SJD_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "sjd: Torch has no CUDA, CPU build")
