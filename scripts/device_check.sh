@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# The whole check on a GPU machine (one H100 or H200 with PyTorch 2.11 + CUDA 13,
+# nvcc, CMake and ninja, but none of our Debian packages and no network), in
+# stages that each fit a time limit, so a ten-minute call can run some of them
+# and a second call the rest:
+#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench]   (default: all four)
+# build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
+#        working tree) into SJD_DEPS_PREFIX and build everything with all cores
+#        through scripts/setup.sh
+# test   tests_cuda, then the whole CTest suite
+# run    sjd generate / batch / compare on models/default with --device cuda in
+#        bf16 and f32, and the f32 tokens of CUDA against the CPU's
+# bench  scripts/bench_gpu.sh at each full-size preset, one preset at a time
+# A later stage builds first when the build folder has no sjd (a fresh machine).
+# With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
+# scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
+# libraries and checks that the binaries load; `test` then runs tests_cuda alone
+# (the CTest suite needs a build made on the machine).
+# OUT_DIR gets results.md (machine, then one section per stage, written as each
+# stage ends) and at most 8 files of logs and archives, each kept under 16 MiB;
+# a CUDA build also leaves prebuilt.tar.gz, its binaries for the next call.
+# Environment: SJD_BUILD_DIR (default build-gpu), SJD_DEPS_PREFIX (default
+#   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
+#   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
+#   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330"),
+#   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+out=$1; shift
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build test run bench)
+for s in "${stages[@]}"; do
+  case "$s" in build|test|run|bench) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+done
+device=${SJD_CHECK_DEVICE:-cuda}
+case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
+declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330)
+for pair in ${SJD_CHECK_LIMITS:-}; do
+  key=${pair%%=*} value=${pair#*=}
+  [[ -n "${limit[$key]:-}" && "$value" =~ ^[0-9]+$ ]] ||
+    { echo "device_check: bad SJD_CHECK_LIMITS entry '$pair' (stage=seconds)" >&2; exit 2; }
+  limit[$key]=$value
+done
+
+export SJD_BUILD_DIR=${SJD_BUILD_DIR:-build-gpu}
+export SJD_DEPS_PREFIX=${SJD_DEPS_PREFIX:-/tmp/sjd-deps}
+export SJD_JOBS=${SJD_JOBS:-$(nproc)}
+export PYTHON=${PYTHON:-python3}
+prebuilt=${SJD_PREBUILT:-}
+if [ -n "$prebuilt" ]; then
+  [ -x "$prebuilt/sjd" ] || { echo "device_check: SJD_PREBUILT=$prebuilt has no sjd" >&2; exit 2; }
+  export SJD_BUILD_DIR=$prebuilt   # scripts/bench_gpu.sh runs $SJD_BUILD_DIR/sjd
+  # Built elsewhere: the machine's torch, its CUDA runtime and the unpacked
+  # libraries are found through LD_LIBRARY_PATH, not the binaries' own paths.
+  torch_libs=$("$PYTHON" -c 'import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+cudart = sorted(glob.glob(site + "/nvidia/**/libcudart.so.[0-9]*", recursive=True))
+print(":".join([os.path.join(os.path.dirname(torch.__file__), "lib")] + [os.path.dirname(p) for p in cudart[:1]]))')
+  export LD_LIBRARY_PATH=$torch_libs:$SJD_DEPS_PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+build=$SJD_BUILD_DIR
+mkdir -p "$out"
+out=$(realpath "$out")
+work=$(mktemp -d /tmp/sjd-check.XXXXXX)   # everything not kept; archived into OUT_DIR
+trap 'rm -rf "$work"' EXIT
+results=$out/results.md
+max_log_bytes=$((12 * 1024 * 1024))
+
+# --- helpers -----------------------------------------------------------------
+md() { printf '%s\n' "$*" >> "$results"; }
+
+# Keeps a log under the 16 MiB a returned file may have: its head and its tail.
+cap_log() {
+  local file=$1
+  [ -f "$file" ] && [ "$(stat -c %s "$file")" -gt "$max_log_bytes" ] || return 0
+  { head -c 1048576 "$file"; printf '\n[... cut to fit ...]\n'; tail -c $((max_log_bytes - 2097152)) "$file"; } > "$file.cut"
+  mv "$file.cut" "$file"
+}
+
+stage_deadline=0
+seconds_left() { echo $(( stage_deadline - $(date +%s) )); }
+
+# limited SECONDS LOG CMD...: runs CMD with output appended to LOG, stopped at
+# SECONDS or at the stage's deadline, whichever comes first. Sets $rc and $took;
+# rc is $no_time when the stage had no time left to start CMD.
+no_time=200
+limited() {
+  local seconds=$1 log=$2; shift 2
+  local left; left=$(seconds_left)
+  [ "$left" -lt "$seconds" ] && seconds=$left
+  local start; start=$(date +%s)
+  if [ "$seconds" -le 0 ]; then
+    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=$no_time; took=0; return
+  fi
+  echo "\$ $*" >> "$log"
+  timeout --kill-after=10 "$seconds" "$@" >> "$log" 2>&1
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  echo "[exit $rc after ${took} s]" >> "$log"
+}
+
+verdict() {  # verdict RC: the word results.md uses
+  case "$1" in
+    0) echo ok ;;
+    124|137) echo "TIMED OUT" ;;
+    "$no_time") echo "not run (the stage's time was up)" ;;
+    *) echo "FAILED (exit $1)" ;;
+  esac
+}
+
+# --- machine -------------------------------------------------------------------
+machine() {
+  md "# device_check $(date -u '+%Y-%m-%d %H:%M UTC')"
+  md ""
+  md "- stages: ${stages[*]} (limits in seconds: $(for s in "${stages[@]}"; do printf '%s=%s ' "$s" "${limit[$s]}"; done | sed 's/ $//'))"
+  md "- commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  md "- gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)"
+  md "- torch: $("$PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
+  md "- nvcc: $( (${CUDACXX:-/usr/local/cuda/bin/nvcc} --version || nvcc --version) 2>/dev/null | grep -o 'release .*')"
+  md "- c++: $(c++ --version 2>/dev/null | head -1 || echo none); cmake: $(cmake --version 2>/dev/null | head -1); ninja: $(ninja --version 2>/dev/null || echo none)"
+  local libstdcxx; libstdcxx=$(ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
+  md "- os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}"), $(nproc) cores, glibc $(ldd --version 2>/dev/null | head -1 | grep -o '[0-9.]*$'), libstdc++ up to $(grep -ao 'GLIBCXX_3\.4\.[0-9]*' "${libstdcxx:-/nonexistent}" 2>/dev/null | sort -V | tail -1)"
+  md "- device: $device; build folder: $build; deps prefix: $SJD_DEPS_PREFIX"
+  md ""
+}
+
+# --- stages --------------------------------------------------------------------
+# The carried binaries: unpack the libraries, check that everything they need
+# is found and that the program starts.
+stage_prebuilt() {
+  local log=$out/build.log
+  md "## build (prebuilt: $prebuilt)"
+  sed 's/^/    /' "$prebuilt/BUILD_INFO" >> "$results" 2>/dev/null
+  limited 60 "$log" scripts/unpack_deps.sh "${SJD_DEPS_DEBS:-third_party_debs}" "$SJD_DEPS_PREFIX"
+  [ "$rc" -eq 0 ] || { md "$(verdict $rc): unpacking the libraries; log build.log"; return 1; }
+  local binary missing=0
+  for binary in "$prebuilt/sjd" "$prebuilt/tests/tests_cuda"; do
+    [ -f "$binary" ] || continue
+    limited 30 "$log" ldd "$binary"
+    if grep -q 'not found' "$log"; then missing=1; fi
+  done
+  limited 30 "$log" "$prebuilt/sjd" --help
+  if [ "$missing" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    md "FAILED: the prebuilt binaries do not load here (see build.log); build on the machine instead (no SJD_PREBUILT)"
+    grep 'not found' "$log" | sort -u | sed 's/^/    /' >> "$results"
+    md ""; return 1
+  fi
+  md "ok: every library found, sjd starts; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  md ""
+}
+
+stage_build() {
+  local log=$out/build.log
+  [ -n "$prebuilt" ] && { stage_prebuilt; return; }
+  md "## build"
+  if ! command -v c++ >/dev/null && ! command -v g++ >/dev/null; then
+    md "FAILED: no C++ compiler on this machine"; return 1
+  fi
+  limited "${limit[build]}" "$log" scripts/setup.sh
+  md "$(verdict $rc): scripts/setup.sh with SJD_DEPS_PREFIX in ${took} s ($SJD_JOBS jobs); log build.log"
+  grep -h 'setup: Torch has CUDA' "$log" | sed 's/^setup: /- /' >> "$results"
+  local arch; arch=$(sed -n 's/^SJD_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  md "- CUDA sources: $([ -n "$arch" ] && echo "built (architectures $arch)" || echo "not built (CPU build)")"
+  grep -h -E 'error:|FAILED:' "$log" | head -20 | sed 's/^/    /' >> "$results"
+  cap_log "$log"
+  # The binaries of this build, for a later call on a fresh machine (SJD_PREBUILT).
+  if [ "$rc" -eq 0 ] && [ -f "$build/tests/tests_cuda" ] &&
+     scripts/pack_prebuilt.sh "$build" "$work/build-prebuilt" >> "$log" 2>&1; then
+    tar -czf "$out/prebuilt.tar.gz" -C "$work" build-prebuilt
+    md "- sjd and tests_cuda of this build: prebuilt.tar.gz (unpack at the repository root, SJD_PREBUILT=build-prebuilt)"
+  fi
+  md ""
+  return $rc
+}
+
+ensure_built() {
+  if [ -n "$prebuilt" ]; then
+    [ -f "$SJD_DEPS_PREFIX/.sjd-debs" ] && return 0
+  elif [ -x "$build/sjd" ]; then
+    return 0
+  fi
+  md "(nothing built or unpacked on this machine yet: the build stage first)"
+  stage_deadline=$(( $(date +%s) + limit[build] ))
+  stage_build
+}
+
+stage_test() {
+  local log=$out/test.log
+  md "## test"
+  if [ -x "$build/tests/tests_cuda" ]; then
+    limited 90 "$log" "$build/tests/tests_cuda" --durations yes
+    md "- tests_cuda: $(verdict $rc) in ${took} s: $(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)"
+  elif [ "$device" = cuda ]; then
+    md "- tests_cuda: NOT BUILT (is this Torch built with CUDA?)"
+  else
+    md "- tests_cuda: not built (CPU dry run)"
+  fi
+  if [ -n "$prebuilt" ]; then
+    md "- ctest: skipped (prebuilt binaries only: the suite needs a build made on this machine)"; md ""; return
+  fi
+  # shellcheck disable=SC2086
+  limited "${limit[test]}" "$log" ctest --test-dir "$build" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
+    ${SJD_CHECK_CTEST_ARGS:-}
+  md "- ctest: $(verdict $rc) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$log" | tail -1)"
+  sed -n '/The following tests FAILED/,/^Errors while running/p' "$log" | grep -E '^\s+[0-9]+ - ' | head -40 |
+    sed 's/^\s*/    /' >> "$results"
+  cap_log "$log"
+  md ""
+}
+
+# A few captions of the default model's scenes.
+write_prompts() {
+  cat > "$work/prompts.txt" <<'EOF'
+a large blue circle on the left, on a yellow background
+a small green ring at the top, on a white background
+a red square in the middle, on a striped background
+two small yellow triangles on the right, on a gradient background
+EOF
+}
+
+# tokens_agree A.json B.json: how many token ids agree, and where they first differ.
+tokens_agree() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+same = sum(x == y for x, y in zip(a, b))
+first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+print(f"{same}/{max(len(a), len(b))} tokens equal" + ("" if first is None else f", first difference at {first}"))
+PY
+}
+
+stage_run() {
+  local log=$out/run.log model=models/default
+  md "## run ($model, --device $device)"
+  write_prompts
+  local prompt; prompt=$(head -1 "$work/prompts.txt")
+  md "| command | result | seconds |"
+  md "|---|---|---|"
+  row() { md "| \`$1\` | $(verdict $rc)${2:+; $2} | $took |"; }
+  local dtype method
+  for dtype in bf16 f32; do
+    for method in ar sjd sjd-pac; do
+      limited 60 "$log" "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 --method "$method" \
+        --device "$device" --dtype "$dtype" -o "$work/generate-$method-$dtype.png" \
+        --tokens "$work/generate-$method-$dtype.tokens.json" --stats "$work/generate-$method-$dtype.stats.json"
+      row "generate --method $method --dtype $dtype" \
+        "$(grep -o 'step compression [0-9.]*' "$log" | tail -1)"
+    done
+  done
+  # The same f32 runs on the CPU: CUDA's matmuls round differently, so a difference
+  # is a finding to explain, not a failure by itself.
+  for method in ar sjd; do
+    limited 60 "$log" "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 --method "$method" \
+      --device cpu --dtype f32 -o "$work/generate-$method-cpu.png" --tokens "$work/generate-$method-cpu.tokens.json"
+    if [ "$rc" -eq 0 ] && [ -f "$work/generate-$method-f32.tokens.json" ]; then
+      row "generate --method $method, f32 $device vs cpu" \
+        "$(tokens_agree "$work/generate-$method-f32.tokens.json" "$work/generate-$method-cpu.tokens.json")"
+    else
+      row "generate --method $method --device cpu"
+    fi
+  done
+  limited 120 "$log" "$build/sjd" batch --model "$model" --prompts "$work/prompts.txt" --out-dir "$work/batch" \
+    --method sjd --device "$device" --dtype bf16
+  local done_count; done_count=$(grep -c '"status": *"ok"' "$work/batch/manifest.jsonl" 2>/dev/null)
+  row "batch (4 prompts) --method sjd --dtype bf16" "${done_count:-0} of 4 ok in the manifest"
+  limited 60 "$log" "$build/sjd" batch --model "$model" --prompts "$work/prompts.txt" --out-dir "$work/batch" \
+    --method sjd --device "$device" --dtype bf16
+  row "batch again (resumes: nothing to redo)"
+  # Every method on CUDA; a CPU dry run keeps to two, since it only checks this script.
+  local methods=ar,sjd,scd-mc,scd-gs,sjd-pac seeds=2
+  [ "$device" = cpu ] && methods=ar,sjd seeds=1
+  for dtype in bf16 f32; do
+    limited 120 "$log" "$build/sjd" compare --model "$model" -p "$prompt" --methods "$methods" \
+      --seeds "$seeds" --device "$device" --dtype "$dtype" --out-dir "$work/compare-$dtype"
+    row "compare $methods --seeds $seeds --dtype $dtype"
+  done
+  tar -czf "$out/run.tar.gz" -C "$work" --exclude='prompts.txt' . 2>/dev/null
+  md "- images, tokens, stats, manifest and compare.json: run.tar.gz; output: run.log"
+  cap_log "$log"
+  md ""
+}
+
+stage_bench() {
+  local log=$out/bench.log presets=${SJD_BENCH_PRESETS:-"lumina-7b-768 emu3-8b-720 llamagen-xl-512"}
+  [ "$device" = cpu ] && presets=${SJD_BENCH_PRESETS:-tiny}
+  md "## bench (scripts/bench_gpu.sh, one preset at a time)"
+  local count; count=$(wc -w <<< "$presets")
+  local preset
+  for preset in $presets; do
+    # An even share of what is left, so one slow preset leaves time for the rest.
+    local share=$(( $(seconds_left) / count )); count=$((count - 1))
+    limited "$share" "$log" env SJD_BENCH_PRESETS="$preset" SJD_BENCH_DEVICE="$device" \
+      scripts/bench_gpu.sh "$work/bench-$preset"
+    md "- $preset: $(verdict $rc) in ${took} s"
+    if [ -f "$work/bench-$preset/results.md" ]; then
+      sed -n '/^| preset/,$p' "$work/bench-$preset/results.md" >> "$results"
+    fi
+  done
+  tar -czf "$out/bench.tar.gz" -C "$work" $(cd "$work" && ls -d bench-* 2>/dev/null) 2>/dev/null
+  md "- every preset's json and text: bench.tar.gz; output: bench.log"
+  cap_log "$log"
+  md ""
+}
+
+# --- main ----------------------------------------------------------------------
+machine
+for s in "${stages[@]}"; do
+  stage_deadline=$(( $(date +%s) + limit[$s] ))
+  if [ "$s" = build ]; then
+    stage_build
+  elif ensure_built; then
+    stage_deadline=$(( $(date +%s) + limit[$s] ))
+    "stage_$s"
+  else
+    md "## $s"; md "skipped: there is no build"; md ""
+  fi
+done
+echo "device_check: wrote $results"
+cat "$results"

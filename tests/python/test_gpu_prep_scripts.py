@@ -1,0 +1,118 @@
+"""The GPU machine's set-up scripts: scripts/unpack_deps.sh and the argument checks of scripts/device_check.sh.
+
+unpack_deps.sh puts the gathered .deb files into a prefix folder on a machine without our packages; it must
+never write into / and must refuse a prefix whose symbolic links lead out of it (a -dev package's libfoo.so
+pointing at a runtime library that was not gathered would silently link the system's copy, or nothing).
+device_check.sh runs on the GPU machine, where a mistyped stage must fail at once rather than after a build.
+"""
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+UNPACK = ROOT / "scripts" / "unpack_deps.sh"
+DEVICE_CHECK = ROOT / "scripts" / "device_check.sh"
+
+pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb to make test packages")
+
+
+def make_deb(folder, name, files=(), links=()):
+    """A minimal binary package holding `files` (path -> text) and `links` (path -> target)."""
+    root = folder / f"{name}-root"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: sjd <sjd@example.invalid>\n"
+        f"Description: test package\n")
+    for path, text in dict(files).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    for path, target in dict(links).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).symlink_to(target)
+    debs = folder / "debs"
+    debs.mkdir(exist_ok=True)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(debs / f"{name}.deb")],
+                   check=True, capture_output=True)
+    return debs
+
+
+def unpack(debs, prefix):
+    return subprocess.run(["bash", str(UNPACK), str(debs), str(prefix)], capture_output=True, text=True)
+
+
+LIB = "usr/lib/x86_64-linux-gnu"
+
+
+def test_unpack_deps_unpacks_every_package_and_keeps_a_complete_prefix(tmp_path):
+    make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    debs = make_deb(tmp_path, "libfoo-dev", files={"usr/include/foo.h": "int foo();"},
+                    links={f"{LIB}/libfoo.so": "libfoo.so.1"})
+    prefix = tmp_path / "prefix"
+    first = unpack(debs, prefix)
+    assert first.returncode == 0, first.stderr
+    assert (prefix / "usr/include/foo.h").read_text() == "int foo();"
+    assert (prefix / LIB / "libfoo.so").resolve() == (prefix / LIB / "libfoo.so.1").resolve()
+    assert (prefix / LIB / "libfoo.so").read_text() == "runtime"
+    assert "unpacked 2 packages" in first.stdout
+    # The same packages again: the prefix is kept as it is.
+    (prefix / "usr/include/foo.h").write_text("kept")
+    again = unpack(debs, prefix)
+    assert again.returncode == 0 and "already holds the 2 packages" in again.stdout
+    assert (prefix / "usr/include/foo.h").read_text() == "kept"
+
+
+def test_unpack_deps_refuses_links_that_leave_the_prefix_or_dangle(tmp_path):
+    # Only the -dev half was gathered: its link points at a runtime library that is not there.
+    debs = make_deb(tmp_path, "libbar-dev", links={f"{LIB}/libbar.so": "libbar.so.2"})
+    result = unpack(debs, tmp_path / "dangling")
+    assert result.returncode == 1
+    assert "dangling link" in result.stderr and "libbar.so" in result.stderr
+    other = tmp_path / "other"
+    debs = make_deb(other, "libbaz-dev", links={f"{LIB}/libbaz.so": "/usr/lib/x86_64-linux-gnu/libbaz.so.1"})
+    result = unpack(debs, tmp_path / "outside")
+    assert result.returncode == 1
+    assert "points outside the prefix" in result.stderr and "libbaz.so" in result.stderr
+
+
+@pytest.mark.parametrize("prefix", ["/", "/usr", "/usr/local", "/usr/../"])
+def test_unpack_deps_never_unpacks_into_system_folders(tmp_path, prefix):
+    debs = make_deb(tmp_path, "harmless", files={"usr/share/harmless/README": "x"})
+    result = unpack(debs, prefix)
+    assert result.returncode == 2 and "refusing to unpack" in result.stderr
+
+
+def test_unpack_deps_leaves_a_folder_it_did_not_make(tmp_path):
+    debs = make_deb(tmp_path, "harmless", files={"usr/share/harmless/README": "x"})
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine")
+    result = unpack(debs, home)
+    assert result.returncode == 2 and "was not made by unpack_deps.sh" in result.stderr
+    assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]
+
+
+def test_unpack_deps_names_an_empty_package_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = unpack(tmp_path / "empty", tmp_path / "prefix")
+    assert result.returncode == 2
+    assert "no .deb files in" in result.stderr and "gather_gpu_deps.sh" in result.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+@pytest.mark.parametrize("args, env, message", [
+    ([], {}, "usage: scripts/device_check.sh OUT_DIR"),
+    (["OUT", "build", "tset"], {}, "unknown stage 'tset'"),
+    (["OUT"], {"SJD_CHECK_LIMITS": "build=5m"}, "bad SJD_CHECK_LIMITS entry 'build=5m'"),
+    (["OUT"], {"SJD_CHECK_LIMITS": "compile=60"}, "bad SJD_CHECK_LIMITS entry 'compile=60'"),
+    (["OUT"], {"SJD_CHECK_DEVICE": "gpu"}, "SJD_CHECK_DEVICE must be cuda or cpu, not 'gpu'"),
+    (["OUT"], {"SJD_PREBUILT": "no-such-folder"}, "SJD_PREBUILT=no-such-folder has no sjd"),
+])
+def test_device_check_refuses_bad_arguments_before_doing_anything(tmp_path, args, env, message):
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    result = subprocess.run(["bash", str(DEVICE_CHECK), *args], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", **env})
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
