@@ -18,7 +18,7 @@ namespace {
 struct BenchArgs {
   std::string preset = "tiny";
   std::string device = "cpu";
-  std::string dtype = "bf16";
+  std::string dtype;  // "": bf16 for the presets, the bundle's setting (f32 unless it says) for --calibrate
   std::string windows = "16,32,64";
   int iterations = 5;
   int warmup = 2;
@@ -56,7 +56,7 @@ int run_calibrate(const BenchArgs& args) {
   engine::GenerationSettings settings;
   engine::apply_settings(settings, bundle.defaults, bundle.json_path.string() + ": defaults");
   settings.device = args.device;
-  settings.dtype = args.dtype;
+  if (!args.dtype.empty()) settings.dtype = args.dtype;
   const nlohmann::json raw = bundle.raw;
   const std::filesystem::path json_path = bundle.json_path;
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
@@ -84,7 +84,7 @@ int run_bench_command(const BenchArgs& args) {
   if (args.calibrate) return run_calibrate(args);
   engine::BenchOptions options;
   options.preset = args.preset;
-  options.placement = engine::parse_placement(args.device, args.dtype);
+  options.placement = engine::parse_placement(args.device, args.dtype.empty() ? "bf16" : args.dtype);
   options.windows = parse_windows(args.windows);
   if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   options.iterations = args.iterations;
@@ -105,7 +105,7 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "time a full-size architecture with random weights (ms per step, GB/s, s per image)");
   cmd->add_option("--preset", args->preset, "lumina-7b-768 | emu3-8b-720 | llamagen-xl-512 | tiny")->capture_default_str();
   cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "f32 | bf16")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32 | bf16 (default: bf16 for presets; the bundle's for --calibrate)");
   cmd->add_option("--windows", args->windows, "window sizes L to time, comma-separated")->capture_default_str();
   cmd->add_option("--iterations", args->iterations, "timed repetitions of each step")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed repetitions first")->capture_default_str();
