@@ -68,6 +68,18 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
   return report;
 }
 
+namespace {
+
+// "1.23x", or "-" when there was no ar row to compare with.
+std::string ratio(double value, const char* unit) {
+  if (value <= 0.0) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << value << unit;
+  return out.str();
+}
+
+}  // namespace
+
 std::string format_table(const CompareReport& report) {
   size_t name_width = 8;
   for (const auto& r : report.rows) name_width = std::max(name_width, r.method.size() + 2);
@@ -87,10 +99,10 @@ std::string format_table(const CompareReport& report) {
     out << std::left << std::setw(w) << r.method << std::setw(9) << (r.lossless ? "yes" : "LOSSY") << std::right
         << std::setprecision(1) << std::setw(8) << r.steps << std::setprecision(2) << std::setw(11)
         << r.step_compression << "x" << std::setprecision(1) << std::setw(7) << r.mean_chain << std::setw(9)
-        << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setprecision(2)
-        << std::setw(9) << r.decode_speedup << "x" << std::setprecision(3) << std::setw(9) << r.seconds
-        << std::setprecision(2) << std::setw(9) << r.speedup << "x" << std::setw(12)
-        << (r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0) << "\n";
+        << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setw(10)
+        << ratio(r.decode_speedup, "x") << std::setprecision(3) << std::setw(9) << r.seconds << std::setw(10)
+        << ratio(r.speedup, "x") << std::setw(12)
+        << ratio(r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0, "") << "\n";
   }
   return out.str();
 }
