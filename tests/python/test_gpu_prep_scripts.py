@@ -33,7 +33,7 @@ def make_deb(folder, name, files=(), links=()):
         (root / path).symlink_to(target)
     debs = folder / "debs"
     debs.mkdir(exist_ok=True)
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(debs / f"{name}.deb")],
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(root), str(debs / f"{name}.deb")],
                    check=True, capture_output=True)
     return debs
 
@@ -61,6 +61,29 @@ def test_unpack_deps_unpacks_every_package_and_keeps_a_complete_prefix(tmp_path)
     again = unpack(debs, prefix)
     assert again.returncode == 0 and "already holds the 2 packages" in again.stdout
     assert (prefix / "usr/include/foo.h").read_text() == "kept"
+
+
+def test_unpack_deps_without_dpkg_unpacks_the_same_tree(tmp_path):
+    # The GPU machine's system is not ours to know: without dpkg the script reads the .deb as an ar archive.
+    make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    debs = make_deb(tmp_path, "libfoo-dev", files={"usr/include/foo.h": "int foo();"},
+                    links={f"{LIB}/libfoo.so": "libfoo.so.1"})
+    no_dpkg = tmp_path / "bin"
+    no_dpkg.mkdir()
+    for folder in ("/usr/bin", "/bin"):
+        for tool in pathlib.Path(folder).iterdir():
+            if not tool.name.startswith("dpkg") and not (no_dpkg / tool.name).exists():
+                (no_dpkg / tool.name).symlink_to(tool)
+    result = subprocess.run(["bash", str(UNPACK), str(debs), str(tmp_path / "ar")], capture_output=True, text=True,
+                            env={"PATH": str(no_dpkg)})
+    assert result.returncode == 0, result.stderr
+    assert unpack(debs, tmp_path / "dpkg").returncode == 0
+
+    def tree(root):
+        return sorted((str(p.relative_to(root)), p.is_symlink() and str(p.readlink()) or p.is_file() and p.read_text())
+                      for p in root.rglob("*"))
+    assert tree(tmp_path / "ar") == tree(tmp_path / "dpkg")
+    assert (tmp_path / "ar" / LIB / "libfoo.so").read_text() == "runtime"
 
 
 def test_unpack_deps_refuses_links_that_leave_the_prefix_or_dangle(tmp_path):
