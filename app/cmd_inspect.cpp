@@ -22,7 +22,7 @@ struct InspectArgs {
 
 // Ids a request names must be rows of the model's tables; lists must be short
 // enough to fit (a request is a test fixture, not a generation).
-constexpr size_t kMaxRequestTokens = 65536;
+constexpr size_t kMaxRequestTokens = 8192;
 
 std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const std::string& where) {
   if (!value.is_array() || value.size() > kMaxRequestTokens) {

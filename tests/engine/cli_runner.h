@@ -17,7 +17,7 @@ CommandResult run_sjd(const std::string& args);
 // run_sjd under an address-space cap (ulimit -v) and a time limit, so a
 // regression that allocates without bound or hangs fails the test instead of
 // eating the machine: exit code 124 is a timeout.
-CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int seconds = 120);
+CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int seconds = 600);
 
 // run_sjd with environment assignments before the program ("OMP_NUM_THREADS=1").
 CommandResult run_sjd_env(const std::string& environment, const std::string& args);

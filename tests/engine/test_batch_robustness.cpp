@@ -175,3 +175,19 @@ TEST_CASE("generate: the PNG bytes do not depend on the thread count", "[cli][ro
   REQUIRE(run_sjd_env("OMP_NUM_THREADS=2", g + quoted(dir / "two.png")).exit_code == 0);
   CHECK(read_file(dir / "one.png") == read_file(dir / "two.png"));
 }
+
+TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the others are made",
+          "[cli][batch][robustness]") {
+  TempDir dir("batch_long");
+  std::string long_prompt;
+  while (long_prompt.size() < 100000) long_prompt += "a red circle ";
+  write_file(dir / "prompts.txt", long_prompt + "\na blue square\n");
+  const auto r = run_sjd_limited(batch(dir / "prompts.txt", dir / "out"));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const auto records = manifest_records(dir / "out" / "manifest.jsonl");
+  REQUIRE(records.size() == 2);
+  CHECK(records[0]["status"] == "failed");
+  CHECK_THAT(records[0]["error"].get<std::string>(), Catch::Contains("needs about"));
+  CHECK(records[1]["status"] == "ok");
+}

@@ -1,6 +1,8 @@
 // The verification primitives against their exact output distributions.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <cmath>
 #include <map>
 
@@ -80,6 +82,15 @@ TEST_CASE("exponential race samples p (chi-square, fixed seeds, p > 1e-3)", "[sa
   CHECK(fit.p_value > 1e-3);
   const std::vector<float> zero(4, 0.0f);
   CHECK(sample_race(zero.data(), 4, key_of(1, Purpose::kSample)) == -1);
+}
+
+TEST_CASE("sample_token never gives -1: all-NaN or all-zero weights are an error", "[sampling][robustness]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::vector<float>& w : {std::vector<float>(4, nan), std::vector<float>(4, 0.0f)}) {
+    CHECK_THROWS_AS(sample_token(w.data(), 4, key_of(1, Purpose::kSample)), std::runtime_error);
+  }
+  const std::vector<float> one = {0.0f, nan, 0.7f, 0.0f};
+  CHECK(sample_token(one.data(), 4, key_of(1, Purpose::kSample)) == 2);
 }
 
 TEST_CASE("draws without replacement have the sequential law", "[sampling]") {
