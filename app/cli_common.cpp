@@ -71,7 +71,9 @@ void SettingsFlags::add_to(CLI::App& cmd) {
                  "refuse a generation estimated to need more (e.g. 8G; default: the memory available)");
   add_trust_code_flag(cmd, trust_code_);
   add_setting(cmd, o, a, "--method", &values_.method, &S::method,
-              "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (lossless unless --relax)");
+              "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (exact unless --relax); "
+              "name:relaxation (sjd-pac:lantern) also sets --relax");
+  a.push_back(engine::split_method_entry);  // before --relax's applier, so a given --relax wins
   add_count_setting(cmd, o, a, "--window,-L", 1, &S::window,
                     "draft positions per step, or auto (default: chosen per step from the step-cost profile)");
   add_setting(cmd, o, a, "--init", &values_.init, &S::init,
@@ -111,6 +113,11 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
 
 int64_t SettingsFlags::max_memory() const {
   return max_memory_.empty() ? 0 : engine::parse_memory_size(max_memory_);
+}
+
+void print_settings_note(const engine::GenerationSettings& settings) {
+  const std::string note = engine::ignored_settings_note(settings);
+  if (!note.empty()) std::cerr << "sjd: " << note << "\n";
 }
 
 void add_trust_code_flag(CLI::App& cmd, bool& trust_code) {

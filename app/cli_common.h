@@ -29,6 +29,9 @@ class SettingsFlags {
   std::vector<CLI::Option*> options_;
 };
 
+// Prints engine::ignored_settings_note (a setting the method ignores) to stderr, if any.
+void print_settings_note(const engine::GenerationSettings& settings);
+
 // Adds --trust-code: TorchScript weights run code when loaded (docs/security.md).
 void add_trust_code_flag(CLI::App& command, bool& trust_code);
 
@@ -38,6 +41,9 @@ int run_guarded(const std::function<int()>& body);
 
 // The exit code of the subcommand that ran (set by its callback).
 int& command_exit_code();
+
+// `sjd --version`: version and commit, LibTorch version, CUDA or not (lines, no final newline).
+std::string version_text();
 
 void add_generate_command(CLI::App& app);
 void add_batch_command(CLI::App& app);

@@ -25,11 +25,14 @@ struct CompareArgs {
   SettingsFlags settings;
 };
 
+// "ar, sjd" -> {"ar", "sjd"}: spaces around the names are dropped, empty entries skipped.
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
-    if (!part.empty()) parts.push_back(part);
+    const size_t first = part.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    parts.push_back(part.substr(first, part.find_last_not_of(" \t") - first + 1));
   }
   return parts;
 }
@@ -44,7 +47,9 @@ int run_compare_command(const CompareArgs& args) {
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
-  for (const auto& m : options.methods) engine::compare_settings(options.base, m);  // bad names fail before any work
+  for (const auto& m : options.methods) {
+    print_settings_note(engine::compare_settings(options.base, m));  // bad names fail before any work
+  }
   if (!args.prompt.empty()) options.prompts.push_back(args.prompt);
   if (!args.prompts_file.empty()) {
     for (const auto& entry : io::read_prompts(args.prompts_file)) {

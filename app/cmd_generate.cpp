@@ -6,7 +6,6 @@
 #include "engine/generator.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
-#include "io/input_files.h"
 
 namespace sjd::app {
 namespace {
@@ -21,24 +20,38 @@ struct GenerateArgs {
   SettingsFlags settings;
 };
 
-int run_generate(const GenerateArgs& args) {
-  // Outputs are checked before any work: a FIFO or symlink as -o is refused now, not after the image.
-  for (const std::string& file : {args.output, args.stats, args.heatmap, args.tokens}) {
-    if (!file.empty()) io::check_output_path(file);
+// What the method's exactness label means for this image.
+std::string exactness_remark(decoding::Exactness exactness) {
+  switch (exactness) {
+    case decoding::Exactness::kExact: return "";
+    case decoding::Exactness::kGreedy: return " -- greedy: deterministic argmax decoding, not a sample";
+    case decoding::Exactness::kLossy: return " -- lossy: output differs in distribution from ar";
   }
+  return "";
+}
+
+int run_generate(const GenerateArgs& args) {
+  // Outputs are checked (and their folders made) before any work: a bad --stats path
+  // fails now, not after the image; -o x.jpg is refused rather than written as PNG.
+  engine::prepare_output_file(args.output, "-o", ".png");
+  if (!args.heatmap.empty()) engine::prepare_output_file(args.heatmap, "--heatmap", ".png");
+  if (!args.stats.empty()) engine::prepare_output_file(args.stats, "--stats");
+  if (!args.tokens.empty()) engine::prepare_output_file(args.tokens, "--tokens");
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  print_settings_note(settings);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   generator.set_memory_limit(args.settings.max_memory());
   const engine::GenerationOutput out = generator.generate(args.prompt, settings);
   const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
-  const nlohmann::json stats = engine::stats_json(out, write_seconds);
+  const nlohmann::json stats =
+      engine::stats_json(out, write_seconds, {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
   if (!args.heatmap.empty()) engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout());
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
   std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0) << ")\n"
-            << "method " << out.method.describe() << (out.method.lossless() ? "" : " -- lossy: output differs in distribution from ar") << "\n"
+            << "method " << out.method.describe() << exactness_remark(out.method.exactness()) << "\n"
             << "tokens " << out.stats.tokens << ", steps " << out.stats.steps << ", step compression "
             << stats["step_compression"].get<double>() << "\n"
             << "seconds: total " << stats["seconds"]["total"].get<double>() << " (prefill "

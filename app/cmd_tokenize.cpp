@@ -21,11 +21,16 @@ struct TokenizeArgs {
   std::string options = "{}";
   std::string json_lines;
   std::string text;
+  bool text_given = false;  // "" is a text too: tokenize "" prints []
 };
 
 void print_ids(const std::vector<int64_t>& ids) { std::cout << nlohmann::json(ids).dump() << "\n"; }
 
 int run_tokenize(const TokenizeArgs& args) {
+  if (!args.text_given && args.json_lines.empty()) {
+    throw engine::InputError("no text to tokenize: give it as the last argument (sjd tokenize -m DIR \"a red apple\") "
+                             "or give --json-lines FILE");
+  }
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::unique_ptr<engine::Bundle> bundle;
   if (!args.model.empty()) {
@@ -39,9 +44,10 @@ int run_tokenize(const TokenizeArgs& args) {
       throw engine::InputError(std::string("--options: invalid JSON: ") + e.what());
     }
     if (!args.tokenizer_file.empty()) io::require_regular_file(args.tokenizer_file, "tokenizer file");
-    tokenizer = text::load_tokenizer(args.kind, args.tokenizer_file, options);
+    const std::string kind = args.kind.empty() ? text::infer_tokenizer_kind(args.tokenizer_file) : args.kind;
+    tokenizer = text::load_tokenizer(kind, args.tokenizer_file, options);
   } else {
-    throw engine::InputError("give --model DIR, or --tokenizer FILE with --kind");
+    throw engine::InputError("give --model DIR, or --tokenizer FILE (--kind is taken from the file if left out)");
   }
   if (!args.json_lines.empty()) {
     io::require_regular_file(args.json_lines, "JSON lines file");
@@ -67,11 +73,14 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_option("--model,-m", args->model, "model bundle: ids as that family builds the prompt");
   cmd->add_flag("--template", args->with_template, "with --model: include the prompt template and its special tokens");
   cmd->add_option("--tokenizer", args->tokenizer_file, "a bare tokenizer file (tokenizer.json, .tiktoken, .model)");
-  cmd->add_option("--kind", args->kind, "with --tokenizer: bpe | tiktoken | spm | byte");
+  cmd->add_option("--kind", args->kind, "with --tokenizer: bpe | tiktoken | spm | byte (default: from the file)");
   cmd->add_option("--options", args->options, "with --tokenizer: JSON options, e.g. {\"qwen_specials\": true}");
   cmd->add_option("--json-lines", args->json_lines, "tokenize each JSON string line of this file, one id list per line");
-  cmd->add_option("text", args->text, "the text to tokenize");
-  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_tokenize(*args); }); });
+  CLI::Option* text = cmd->add_option("text", args->text, "the text to tokenize");
+  cmd->callback([args, text]() {
+    args->text_given = text->count() > 0;
+    command_exit_code() = run_guarded([&] { return run_tokenize(*args); });
+  });
 }
 
 }  // namespace sjd::app

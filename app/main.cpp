@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   CLI::App app{"sjd: autoregressive text-to-image generation, accelerated by speculative Jacobi decoding"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", sjd::app::version_text);
   sjd::app::add_generate_command(app);
   sjd::app::add_batch_command(app);
   sjd::app::add_compare_command(app);

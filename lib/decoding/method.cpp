@@ -3,6 +3,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "text/closest_name.h"
+
 namespace sjd::decoding {
 
 const std::vector<std::string>& method_names() {
@@ -33,7 +35,7 @@ MethodConfig make_method(const std::string& name) {
     m.proactive_tree = true;
     m.window = 64;  // the paper's default L
   } else {
-    throw std::invalid_argument("unknown method '" + name + "' (expected ar, jacobi, sjd, scd-mc, pac-ac, scd-gs or sjd-pac)");
+    throw std::invalid_argument(text::unknown_name_message("method", name, method_names()));
   }
   return m;
 }
@@ -44,8 +46,8 @@ InitScheme parse_init_scheme(const std::string& name) {
   if (name == "repeat-up") return InitScheme::kRepeatUp;
   if (name == "sample-left") return InitScheme::kSampleLeft;
   if (name == "sample-up") return InitScheme::kSampleUp;
-  throw std::invalid_argument("unknown init scheme '" + name +
-                              "' (expected random, repeat-left, repeat-up, sample-left or sample-up)");
+  throw std::invalid_argument(
+      text::unknown_name_message("init scheme", name, {"random", "repeat-left", "repeat-up", "sample-left", "sample-up"}));
 }
 
 std::string init_scheme_name(InitScheme scheme) {
@@ -59,6 +61,20 @@ std::string init_scheme_name(InitScheme scheme) {
   return "?";
 }
 
+std::string exactness_name(Exactness exactness) {
+  switch (exactness) {
+    case Exactness::kExact: return "exact";
+    case Exactness::kGreedy: return "greedy";
+    case Exactness::kLossy: return "lossy";
+  }
+  return "?";
+}
+
+Exactness MethodConfig::exactness() const {
+  if (!relax.lossless()) return Exactness::kLossy;
+  return greedy ? Exactness::kGreedy : Exactness::kExact;
+}
+
 std::string MethodConfig::describe() const {
   std::ostringstream out;
   out << name;
@@ -66,7 +82,8 @@ std::string MethodConfig::describe() const {
     out << " (L=" << (auto_window ? "auto" : std::to_string(window));
     if (proactive_tree && auto_tree) out << ", K=auto, D=auto";
     if (proactive_tree && !auto_tree) out << ", K=" << pd_k << ", D=" << pd_depth;
-    out << ", init=" << init_scheme_name(init) << ", relax=" << sampling::relax_kind_name(relax.kind);
+    out << ", init=" << init_scheme_name(init);
+    if (!relax.lossless()) out << ", relax=" << sampling::relax_kind_name(relax.kind);
     if (relax.kind == sampling::RelaxKind::kUniform || relax.kind == sampling::RelaxKind::kCool) {
       out << ", delta=" << relax.delta;
       if (relax.kind == sampling::RelaxKind::kCool) out << ", nu=" << relax.nu;
@@ -76,7 +93,7 @@ std::string MethodConfig::describe() const {
     }
     out << ")";
   }
-  if (!lossless()) out << " [LOSSY]";
+  out << (exactness() == Exactness::kLossy ? " [LOSSY]" : " [" + exactness_name(exactness()) + "]");
   return out.str();
 }
 

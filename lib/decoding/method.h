@@ -14,6 +14,13 @@ namespace sjd::decoding {
 
 enum class InitScheme { kRandom, kRepeatLeft, kRepeatUp, kSampleLeft, kSampleUp };
 
+// What a method's images are, as the labels report it:
+//   exact   samples the model's own distribution (the distribution ar samples)
+//   greedy  deterministic argmax decoding (jacobi always; any method at temperature 0)
+//   lossy   a relaxed acceptance test: the distribution differs from the model's
+enum class Exactness { kExact, kGreedy, kLossy };
+std::string exactness_name(Exactness exactness);  // "exact" | "greedy" | "lossy"
+
 // How a drafted position whose p was just computed becomes the next draft.
 enum class TailUpdate {
   kResample,        // sjd: a fresh independent draw from the new p (the Jacobi update)
@@ -37,8 +44,12 @@ struct MethodConfig {
   sampling::Relaxation relax;
 
   bool speculative() const { return name != "ar"; }
-  bool lossless() const { return relax.lossless() && !(name == "jacobi" && !greedy); }
-  std::string describe() const;  // e.g. "sjd-pac (L=auto, K=auto, D=auto, init=random, relax=none)"
+  Exactness exactness() const;
+  // No relaxation: the output is the model's own decoding (sampled or greedy).
+  bool lossless() const { return exactness() != Exactness::kLossy; }
+  // e.g. "sjd-pac (L=auto, K=auto, D=auto, init=random) [exact]",
+  //      "sjd (L=auto, init=random, relax=cool, delta=1.1, nu=0.7) [LOSSY]", "jacobi (L=16, init=random) [greedy]"
+  std::string describe() const;
 };
 
 // The method names --method accepts, in help order.

@@ -7,9 +7,8 @@ namespace sjd::engine {
 
 GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry) {
   GenerationSettings settings = base;
-  const size_t colon = entry.find(':');
-  settings.method = entry.substr(0, colon);
-  if (colon != std::string::npos) settings.relax = entry.substr(colon + 1);
+  settings.method = entry;
+  split_method_entry(settings);
   method_from_settings(settings);  // throws for a bad method or relaxation
   return settings;
 }
@@ -28,6 +27,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options) {
         const GenerationOutput out = generator.generate(prompt, settings);
         row.method = out.method.describe();
         row.lossless = out.method.lossless();
+        row.exactness = decoding::exactness_name(out.method.exactness());
         ++row.runs;
         tokens += out.stats.tokens;
         steps += out.stats.steps;
@@ -87,7 +87,7 @@ std::string format_table(const CompareReport& report) {
   std::ostringstream out;
   // Step compression next to wall-clock: on a CPU a window is paid for in compute, so the
   // ratio of the two (speed-up per unit of compression) says what the windows cost.
-  out << std::left << std::setw(w) << "method" << std::setw(9) << "lossless" << std::right << std::setw(8) << "steps"
+  out << std::left << std::setw(w) << "method" << std::setw(11) << "exactness" << std::right << std::setw(8) << "steps"
       << std::setw(12) << "compression" << std::setw(7) << "L" << std::setw(9) << "KxD" << std::setw(10) << "decode s"
       << std::setw(10) << "speed-up" << std::setw(9) << "image s" << std::setw(10) << "speed-up" << std::setw(12)
       << "per compr." << "\n";
@@ -96,7 +96,7 @@ std::string format_table(const CompareReport& report) {
     std::ostringstream tree;
     tree << std::fixed << std::setprecision(1);
     if (r.mean_tree_k > 0.0) tree << r.mean_tree_k << "x" << r.mean_tree_depth; else tree << "-";
-    out << std::left << std::setw(w) << r.method << std::setw(9) << (r.lossless ? "yes" : "LOSSY") << std::right
+    out << std::left << std::setw(w) << r.method << std::setw(11) << (r.lossless ? r.exactness : "LOSSY") << std::right
         << std::setprecision(1) << std::setw(8) << r.steps << std::setprecision(2) << std::setw(11)
         << r.step_compression << "x" << std::setprecision(1) << std::setw(7) << r.mean_chain << std::setw(9)
         << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setw(10)
@@ -112,6 +112,7 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
   for (const auto& r : report.rows) {
     rows.push_back({{"method", r.method},
                     {"lossless", r.lossless},
+                    {"exactness", r.exactness},
                     {"runs", r.runs},
                     {"steps", r.steps},
                     {"step_compression", r.step_compression},

@@ -1,6 +1,6 @@
 #pragma once
 // `sjd compare`: every method on the same prompts and seeds; a table (method,
-// lossless?, steps, step compression, mean accepted drafts, seconds, speed-up
+// exactness, steps, step compression, mean accepted drafts, seconds, speed-up
 // vs ar), its JSON, and a side-by-side image grid (rows: prompt x seed,
 // columns: methods).
 #include <nlohmann/json.hpp>
@@ -21,7 +21,8 @@ struct CompareOptions {
 
 struct CompareRow {
   std::string method;            // the method's description (parameters, LOSSY mark)
-  bool lossless = true;
+  bool lossless = true;           // no relaxation (exact or greedy)
+  std::string exactness;         // "exact" | "greedy" | "lossy" (decoding::Exactness)
   int runs = 0;
   double steps = 0.0;            // mean per image
   double step_compression = 0.0; // tokens / steps over all images

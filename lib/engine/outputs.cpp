@@ -1,10 +1,14 @@
 #include "engine/outputs.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "decoding/run_stats.h"
 #include "engine/bundle.h"
+#include "io/input_files.h"
 #include "io/png_writer.h"
+#include "text/utf8.h"
 
 namespace sjd::engine {
 
@@ -16,6 +20,26 @@ void prepare_output_dir(const std::filesystem::path& dir) {
   }
   std::filesystem::create_directories(dir, error);
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
+}
+
+void prepare_output_file(const std::filesystem::path& file, const std::string& flag, const std::string& extension) {
+  if (!extension.empty()) {
+    std::string given = file.extension().string();
+    std::transform(given.begin(), given.end(), given.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (given != extension) {
+      throw InputError(flag + " " + file.string() + ": sjd writes " + extension + " files only" +
+                       (given.empty() ? std::string(" (the name has no extension)")
+                                      : " (got '" + file.extension().string() + "')"));
+    }
+  }
+  if (file.has_parent_path()) {
+    try {
+      prepare_output_dir(file.parent_path());
+    } catch (const InputError& e) {
+      throw InputError(flag + " " + file.string() + ": " + e.what());
+    }
+  }
+  io::check_output_path(file);
 }
 
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
@@ -32,10 +56,15 @@ double write_image(const std::filesystem::path& file, const GenerationOutput& ou
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-nlohmann::json stats_json(const GenerationOutput& out, double write_seconds) {
+nlohmann::json stats_json(const GenerationOutput& out, double write_seconds, const RunContext& context) {
   nlohmann::json j = decoding::to_json(out.stats);
+  j["prompt"] = text::utf8::to_valid(context.prompt);  // JSON holds text only
+  j["model"] = {{"name", context.model_name},
+                {"path", std::filesystem::absolute(context.model_dir).lexically_normal().string()}};
+  j["image"] = std::filesystem::absolute(context.image).lexically_normal().string();
   j["method"] = out.method.describe();
-  j["lossless"] = out.method.lossless();
+  j["exactness"] = decoding::exactness_name(out.method.exactness());
+  j["lossless"] = out.method.lossless();  // kept for readers of older stats: exactness != "lossy"
   j["seconds"]["vq"] = out.vq_seconds;
   j["seconds"]["write"] = write_seconds;
   j["seconds"]["total"] = out.total_seconds + write_seconds;

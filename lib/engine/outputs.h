@@ -14,13 +14,30 @@ namespace sjd::engine {
 // folder, or one that cannot be created, is bad input naming it.
 void prepare_output_dir(const std::filesystem::path& dir);
 
+// An output file named by flag `flag` ("-o"), checked before any work: its
+// folder is created (as batch creates --out-dir), it must be a file sjd may
+// replace (io::check_output_path), and, when `extension` is given (".png"), its
+// name must end with it (case ignored) -- sjd writes no other format.
+void prepare_output_file(const std::filesystem::path& file, const std::string& flag,
+                         const std::string& extension = "");
+
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name);
 
+// What a stats file records besides the run itself: what was asked and where the image went.
+struct RunContext {
+  std::string prompt;
+  std::string model_name;              // the bundle's name
+  std::filesystem::path model_dir;     // the bundle's folder
+  std::filesystem::path image;         // the PNG written
+};
+
 // Steps, tokens, step compression, accepted-length histogram and the latency
-// breakdown (prefill, forward, pipeline, verify, vq, write) of one generation.
-nlohmann::json stats_json(const GenerationOutput& out, double write_seconds);
+// breakdown (prefill, forward, pipeline, verify, vq, write) of one generation;
+// its method, exactness (exact | greedy | lossy) and resolved settings; the
+// prompt, the model (name and absolute path) and the image's absolute path.
+nlohmann::json stats_json(const GenerationOutput& out, double write_seconds, const RunContext& context);
 
 // Step index that committed each image cell, over the grid, as a PNG
 // (dark = early, bright = late), each cell drawn `cell` pixels wide.

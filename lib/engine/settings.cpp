@@ -1,10 +1,13 @@
 #include "engine/settings.h"
 
+#include <algorithm>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 
 #include "engine/settings_checks.h"
+#include "text/closest_name.h"
 
 namespace sjd::engine {
 namespace {
@@ -88,15 +91,18 @@ int parse_count_or_auto(const std::string& text, int least, const std::string& w
 
 void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const std::string& where) {
   if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
-  static const std::vector<std::string> known = {
+  static const std::vector<std::string> known_keys = {
       "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
       "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile"};
   for (const auto& item : layer.items()) {
-    if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-      throw std::invalid_argument(where + ": /" + item.key() + ": unknown key");
+    if (std::find(known_keys.begin(), known_keys.end(), item.key()) == known_keys.end()) {
+      const auto guess = text::closest_name(item.key(), known_keys);
+      throw std::invalid_argument(where + ": /" + item.key() + ": unknown key" +
+                                  (guess ? " -- did you mean '" + *guess + "'?" : ""));
     }
   }
   read(layer, "method", s.method, where);
+  split_method_entry(s);
   read_count_or_auto(layer, "window", 1, s.window, where);
   read(layer, "init", s.init, where);
   read_count_or_auto(layer, "pd_k", 1, s.pd_k, where);
@@ -131,6 +137,20 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
           {"cost_profile", s.cost_profile}};
 }
 
+void split_method_entry(GenerationSettings& s) {
+  const size_t colon = s.method.find(':');
+  if (colon == std::string::npos) return;
+  s.relax = s.method.substr(colon + 1);
+  s.method.erase(colon);
+}
+
+std::string ignored_settings_note(const GenerationSettings& s) {
+  if (s.method != "jacobi" || s.temperature <= 0.0 || s.temperature == GenerationSettings{}.temperature) return {};
+  std::ostringstream note;
+  note << "note: jacobi decodes greedily (argmax), so temperature " << s.temperature << " is ignored";
+  return note.str();
+}
+
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   decoding::MethodConfig m = decoding::make_method(s.method);
   if (s.window != kAuto && !window_problem(s.window).empty()) {
@@ -151,6 +171,10 @@ decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   if (m.proactive_tree && !m.auto_tree && tree_node_count(m.pd_k, m.pd_depth) > kMaxTreeNodes) {
     throw std::invalid_argument("--pd-k " + std::to_string(m.pd_k) + " --pd-depth " + std::to_string(m.pd_depth) +
                                 " makes a draft tree of more than " + std::to_string(kMaxTreeNodes) + " nodes");
+  }
+  const auto& relax_names = sampling::relax_kind_names();
+  if (std::find(relax_names.begin(), relax_names.end(), s.relax) == relax_names.end()) {
+    throw std::invalid_argument(text::unknown_name_message("relaxation", s.relax, relax_names));
   }
   m.relax.kind = sampling::parse_relax_kind(s.relax);
   if (m.relax.kind != sampling::RelaxKind::kNone && !(m.name == "sjd" || m.name == "scd-mc" || m.name == "sjd-pac")) {

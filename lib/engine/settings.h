@@ -40,13 +40,23 @@ struct GenerationSettings {
 };
 
 // Overlays the keys of `layer` onto `settings`; `where` names the source in
-// errors ("configs/x.json", "models/m/bundle.json: defaults").
+// errors ("configs/x.json", "models/m/bundle.json: defaults"). An unknown key's
+// error suggests the closest known one.
 void apply_settings(GenerationSettings& settings, const nlohmann::json& layer, const std::string& where);
 
 nlohmann::json settings_to_json(const GenerationSettings& settings);
 
 // "auto" -> kAuto, else an integer >= `least`; `what` names the flag or key in errors.
 int parse_count_or_auto(const std::string& text, int least, const std::string& what);
+
+// A method may be written "name:relaxation" everywhere ("sjd-pac:lantern", as
+// `compare --methods` takes it): the suffix moves into `relax`. A relax key or
+// --relax flag applied later overrides it.
+void split_method_entry(GenerationSettings& settings);
+
+// A one-line note when a setting is ignored by the method ("" otherwise):
+// jacobi decodes greedily, so a temperature other than the default 1 has no effect.
+std::string ignored_settings_note(const GenerationSettings& settings);
 
 // The method pieces the settings select; throws std::invalid_argument for bad values.
 decoding::MethodConfig method_from_settings(const GenerationSettings& settings);

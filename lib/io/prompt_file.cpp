@@ -63,10 +63,16 @@ PromptFormat format_of(const std::filesystem::path& file, std::string_view text)
   return first != std::string_view::npos && text[first] == '{' ? PromptFormat::kJsonLines : PromptFormat::kText;
 }
 
+// A .txt line whose first non-blank character is '#' is a comment.
+bool is_comment(std::string_view line) {
+  const size_t first = line.find_first_not_of(" \t");
+  return first != std::string_view::npos && line[first] == '#';
+}
+
 std::vector<PromptEntry> text_prompts(std::string_view text) {
   std::vector<PromptEntry> prompts;
   for_each_line(text, [&](std::string_view line, int number) {
-    if (!is_blank(line)) prompts.push_back({std::string(line), number});
+    if (!is_blank(line) && !is_comment(line)) prompts.push_back({std::string(line), number});
   });
   return prompts;
 }

@@ -21,7 +21,8 @@ struct PromptEntry {
 };
 
 // The prompts of `file`, in file order, by extension:
-//  .txt   one prompt per line; blank lines are skipped;
+//  .txt   one prompt per line; blank lines and comments (lines whose first
+//         non-blank character is '#') are skipped;
 //  .tsv   a header line with a "Prompt" column (any case), tab-separated, no quoting;
 //  .csv   a header with a "Prompt" column, RFC 4180 quoting (see delimited_text.h);
 //  .jsonl one JSON object per line with a string "prompt" field.

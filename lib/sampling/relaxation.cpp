@@ -16,6 +16,11 @@ RelaxKind parse_relax_kind(const std::string& name) {
   throw std::invalid_argument("unknown relaxation '" + name + "' (expected none, uniform, cool or lantern)");
 }
 
+const std::vector<std::string>& relax_kind_names() {
+  static const std::vector<std::string> names = {"none", "uniform", "cool", "lantern"};
+  return names;
+}
+
 std::string relax_kind_name(RelaxKind kind) {
   switch (kind) {
     case RelaxKind::kNone: return "none";

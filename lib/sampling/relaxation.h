@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <vector>
 
 namespace sjd::sampling {
 
@@ -32,6 +33,7 @@ struct Relaxation {
 };
 
 RelaxKind parse_relax_kind(const std::string& name);  // throws std::invalid_argument naming the value
+const std::vector<std::string>& relax_kind_names();  // "none", "uniform", "cool", "lantern"
 std::string relax_kind_name(RelaxKind kind);
 
 // The weight w_i for window position i (1-based) of a window of `window` positions.

@@ -1,4 +1,7 @@
-// load_tokenizer(): the kind named in a bundle's tokenizer section -> its engine.
+// load_tokenizer(): the kind named in a bundle's tokenizer section -> its engine;
+// infer_tokenizer_kind(): the kind of a bare file, for `sjd tokenize --tokenizer`.
+#include <fstream>
+
 #include "text/byte_tokenizer.h"
 #include "text/hf_bpe_tokenizer.h"
 #include "text/json_node.h"
@@ -19,6 +22,25 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::fi
   if (kind == "bpe") return std::make_unique<HfBpeTokenizer>(file, node);
   if (kind == "spm") return std::make_unique<SpmTokenizer>(file, node);
   throw TokenizerError("tokenizer kind \"" + kind + "\" is unknown (known: byte, tiktoken, bpe, spm)");
+}
+
+std::string infer_tokenizer_kind(const std::filesystem::path& file) {
+  const std::string extension = file.extension().string();
+  if (extension == ".json") return "bpe";
+  if (extension == ".tiktoken") return "tiktoken";
+  if (extension == ".model") return "spm";
+  std::ifstream in(file, std::ios::binary);
+  std::string first_line;
+  std::getline(in, first_line);
+  if (!first_line.empty() && first_line[0] == '{') return "bpe";
+  // A tiktoken file: "<base64 token> <rank>" per line.
+  const size_t space = first_line.find(' ');
+  const bool base64_then_rank =
+      space != std::string::npos && space > 0 &&
+      first_line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == space &&
+      space + 1 < first_line.size() && first_line.find_first_not_of("0123456789", space + 1) == std::string::npos;
+  if (base64_then_rank) return "tiktoken";
+  throw TokenizerError(file.string() + ": cannot tell the tokenizer kind from the file; give --kind bpe, tiktoken or spm");
 }
 
 }  // namespace sjd::text

@@ -47,4 +47,9 @@ class Tokenizer {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::filesystem::path& file,
                                           const nlohmann::json& options);
 
+// The kind of a bare tokenizer file: by its name (.json -> bpe, .tiktoken ->
+// tiktoken, .model -> spm), else by its start ('{' -> bpe, a "base64 rank"
+// line -> tiktoken). Throws TokenizerError naming the file when neither tells.
+std::string infer_tokenizer_kind(const std::filesystem::path& file);
+
 }  // namespace sjd::text

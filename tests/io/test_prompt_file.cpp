@@ -49,6 +49,15 @@ TEST_CASE("txt: one prompt per non-empty line", "[io][prompts]") {
   CHECK(lines_of(entries) == std::vector<int>{1, 4});
 }
 
+TEST_CASE("txt: lines whose first non-blank character is # are comments", "[io][prompts]") {
+  TempDir dir("prompts_txt_comments");
+  const auto entries = read_written(dir, "c.txt", "# GenEval-style header\na red apple\n  # indented note\nprompt #2 keeps its hash\n");
+  CHECK(prompts_of(entries) == std::vector<std::string>{"a red apple", "prompt #2 keeps its hash"});
+  CHECK(lines_of(entries) == std::vector<int>{2, 4});
+  // A file of comments alone holds no prompts.
+  CHECK_THAT(error_of(dir, "only.txt", "# nothing here\n#\n"), Contains("no prompts"));
+}
+
 TEST_CASE("tsv: the Prompt column of a header line", "[io][prompts]") {
   TempDir dir("prompts_tsv");
   const std::string creme_brulee = "cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e";

@@ -1,0 +1,215 @@
+// What a person meets at the command line (issue 13): honest exactness labels,
+// --version, the spellings every command accepts, output paths checked before
+// any work, and errors that say what is missing or what was probably meant.
+#include <catch2/catch.hpp>
+
+#include <torch/version.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "cli_runner.h"
+#include "testing/test_support.h"
+
+using namespace sjd::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+std::string generate_command() { return "generate --model " + quoted(default_model()) + " -p 'a red apple' --seed 1"; }
+
+nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_file(file)); }
+
+}  // namespace
+
+TEST_CASE("--version names the version, the commit, LibTorch and CUDA", "[cli][ux]") {
+  const auto r = run_sjd("--version");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The commit is 12 hex digits (with -dirty for uncommitted changes), or "unknown" outside git.
+  CHECK(std::regex_search(r.out, std::regex(R"(^sjd \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n)")));
+  const std::string torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                            std::to_string(TORCH_VERSION_PATCH);
+  CHECK_THAT(r.out, Contains("LibTorch " + torch));
+  CHECK(std::regex_search(r.out, std::regex(R"(CUDA: (yes|no))")));
+}
+
+TEST_CASE("jacobi is labelled greedy everywhere and says it ignores a temperature", "[cli][ux]") {
+  TempDir dir("ux_jacobi");
+  const auto stats = dir / "s.json";
+  const auto r = run_sjd(generate_command() + " --method jacobi --temperature 0.5 -o " + quoted(dir / "j.png") +
+                         " --stats " + quoted(stats));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("temperature 0.5 is ignored"));
+  CHECK_THAT(r.out, Contains("[greedy]"));
+  const auto s = read_json(stats);
+  CHECK(s["exactness"] == "greedy");
+  CHECK_THAT(s["method"].get<std::string>(), Contains("[greedy]") && !Contains("relax="));
+}
+
+TEST_CASE("stats JSON: exactness, prompt, model, image path and resolved automatic sizes", "[cli][ux]") {
+  TempDir dir("ux_stats");
+  const auto stats = dir / "s.json";
+  const auto image = dir / "x.png";
+  const auto r = run_sjd(generate_command() + " --method sjd --relax cool -o " + quoted(image) + " --stats " +
+                         quoted(stats));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("ignored") == std::string::npos);  // the note is for jacobi only
+  const auto s = read_json(stats);
+  CHECK(s["exactness"] == "lossy");
+  CHECK(s["lossless"] == false);
+  CHECK_THAT(s["method"].get<std::string>(), Contains("relax=cool, delta=1.1, nu=0.7") && Contains("[LOSSY]"));
+  CHECK(s["prompt"] == "a red apple");
+  CHECK(s["model"]["name"] == "sjd-default-scenes");
+  CHECK(std::filesystem::equivalent(s["model"]["path"].get<std::string>(), default_model()));
+  CHECK(std::filesystem::path(s["image"].get<std::string>()).is_absolute());
+  CHECK(std::filesystem::equivalent(s["image"].get<std::string>(), image));
+  CHECK(s["settings"]["window"] == "auto");
+
+  // ar at its default temperature samples the model's distribution: exact.
+  const auto ar = run_sjd(generate_command() + " --method ar -o " + quoted(image) + " --stats " + quoted(stats));
+  REQUIRE(ar.exit_code == 0);
+  CHECK(read_json(stats)["exactness"] == "exact");
+}
+
+TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness column", "[cli][ux]") {
+  TempDir dir("ux_compare");
+  const auto r = run_sjd("compare --model " + quoted(default_model()) + " -p 'a blue square' --methods 'ar, jacobi ,sjd:cool'" +
+                         " --out-dir " + quoted(dir / "out"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("exactness"));
+  const auto report = read_json(dir / "out" / "compare.json");
+  REQUIRE(report["methods"].size() == 3);
+  CHECK(report["methods"][0]["exactness"] == "exact");
+  CHECK(report["methods"][1]["exactness"] == "greedy");
+  CHECK(report["methods"][2]["exactness"] == "lossy");
+}
+
+TEST_CASE("generate --method accepts the name:relaxation spelling", "[cli][ux]") {
+  TempDir dir("ux_method_relax");
+  const auto stats = dir / "s.json";
+  const auto r = run_sjd(generate_command() + " --method sjd-pac:lantern -o " + quoted(dir / "x.png") + " --stats " +
+                         quoted(stats));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto s = read_json(stats);
+  CHECK(s["settings"]["method"] == "sjd-pac");
+  CHECK(s["settings"]["relax"] == "lantern");
+  // A config file takes the same spelling (refused here for its misspelt relaxation, before any work).
+  write_file(dir / "c.json", R"({"method": "sjd:lantren"})");
+  const auto bad = run_sjd(generate_command() + " -o " + quoted(dir / "y.png") + " --config " + quoted(dir / "c.json"));
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("did you mean 'lantern'"));
+}
+
+TEST_CASE("every output path is checked before any work", "[cli][ux]") {
+  TempDir dir("ux_outputs");
+  write_file(dir / "file", "not a folder");
+  const auto image = dir / "x.png";
+  for (const std::string flag : {"--stats", "--tokens", "--heatmap", "-o"}) {
+    const auto blocked = dir / "file" / (flag == "--heatmap" || flag == "-o" ? "h.png" : "s.json");
+    const std::string output = flag == "-o" ? "" : " -o " + quoted(image);
+    const auto r = run_sjd(generate_command() + output + " " + flag + " " + quoted(blocked));
+    INFO(flag << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(blocked.string()));
+    CHECK_FALSE(std::filesystem::exists(image));  // refused before the image was made
+  }
+}
+
+TEST_CASE("generate -o creates missing folders", "[cli][ux]") {
+  TempDir dir("ux_output_folder");
+  const auto image = dir / "newdir" / "sub" / "x.png";
+  const auto r = run_sjd(generate_command() + " -o " + quoted(image));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_regular_file(image));
+}
+
+TEST_CASE("generate refuses image names that are not .png", "[cli][ux]") {
+  TempDir dir("ux_output_extension");
+  const auto r = run_sjd(generate_command() + " -o " + quoted(dir / "x.jpg"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("'.jpg'"));
+  CHECK_FALSE(std::filesystem::exists(dir / "x.jpg"));
+  const auto heatmap = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap " +
+                               quoted(dir / "h.bmp"));
+  CHECK(heatmap.exit_code == 2);
+  CHECK_THAT(heatmap.err, Contains("--heatmap") && Contains("'.bmp'"));
+}
+
+TEST_CASE("tokenize --tokenizer without --kind takes the kind from the file", "[cli][ux]") {
+  const auto tokenizer = default_model() / "tokenizer.json";
+  const auto with_kind = run_sjd("tokenize --tokenizer " + quoted(tokenizer) + " --kind bpe 'a red apple'");
+  REQUIRE(with_kind.exit_code == 0);
+  const auto inferred = run_sjd("tokenize --tokenizer " + quoted(tokenizer) + " 'a red apple'");
+  INFO(inferred.err);
+  CHECK(inferred.exit_code == 0);
+  CHECK(inferred.out == with_kind.out);
+  // Without a telling name the content decides: a JSON object is a tokenizer.json.
+  TempDir dir("ux_tokenizer_kind");
+  write_file(dir / "tok", read_file(tokenizer));
+  CHECK(run_sjd("tokenize --tokenizer " + quoted(dir / "tok") + " 'a red apple'").out == with_kind.out);
+  write_file(dir / "mystery", "neither json nor tiktoken\n");
+  const auto unknown = run_sjd("tokenize --tokenizer " + quoted(dir / "mystery") + " 'a red apple'");
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.err, Contains("mystery") && Contains("--kind"));
+}
+
+TEST_CASE("tokenize without a text says what is missing", "[cli][ux]") {
+  const auto r = run_sjd("tokenize --model " + quoted(default_model()));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("no text to tokenize"));
+  CHECK(r.out.empty());
+  // An explicit empty text is a text.
+  CHECK(run_sjd("tokenize --model " + quoted(default_model()) + " ''").exit_code == 0);
+}
+
+TEST_CASE("inspect --logits without --out asks for --out", "[cli][ux]") {
+  TempDir dir("ux_inspect");
+  write_file(dir / "request.json", R"({"rows": [{"text": "a red apple"}], "window": []})");
+  const auto r = run_sjd("inspect --model " + quoted(default_model()) + " --logits " + quoted(dir / "request.json"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("need --out"));
+}
+
+TEST_CASE("a mistyped config key or method name gets the closest valid one", "[cli][ux]") {
+  TempDir dir("ux_did_you_mean");
+  write_file(dir / "c.json", R"({"windw": 8})");
+  const auto key = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --config " + quoted(dir / "c.json"));
+  CHECK(key.exit_code == 2);
+  CHECK_THAT(key.err, Contains("/windw: unknown key -- did you mean 'window'?"));
+  const auto method = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --method sjd-pak");
+  CHECK(method.exit_code == 2);
+  CHECK_THAT(method.err, Contains("unknown method 'sjd-pak' -- did you mean 'sjd-pac'?"));
+  const auto far = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --method banana");
+  CHECK(far.exit_code == 2);
+  CHECK_THAT(far.err, Contains("unknown method 'banana'") && !Contains("did you mean"));
+}
+
+TEST_CASE("the docs link only to files inside the repository", "[ux][docs]") {
+  std::vector<std::filesystem::path> pages = {source_dir() / "README.md"};
+  for (const auto& entry : std::filesystem::directory_iterator(source_dir() / "docs")) {
+    if (entry.path().extension() == ".md") pages.push_back(entry.path());
+  }
+  const std::regex link(R"(\]\(([^)#\s]+)[^)]*\))");
+  const auto root = std::filesystem::weakly_canonical(source_dir());
+  for (const auto& page : pages) {
+    const std::string text = read_file(page);
+    INFO(page.string());
+    CHECK(text.find("shared/docs") == std::string::npos);  // the team's notes are not part of the project
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+      const std::string target = (*it)[1];
+      if (target.find("://") != std::string::npos) continue;  // a web address
+      const auto resolved = std::filesystem::weakly_canonical(page.parent_path() / target);
+      INFO(target);
+      CHECK(resolved.string().rfind(root.string(), 0) == 0);
+    }
+  }
+}
