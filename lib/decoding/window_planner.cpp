@@ -44,24 +44,32 @@ WindowShape WindowPlanner::largest() const {
   return s;
 }
 
-double WindowPlanner::acceptance(double age) const {
+std::vector<double> WindowPlanner::rates_by_age() const {
   std::vector<double> rate(by_age_.size());
   for (size_t g = 0; g < by_age_.size(); ++g) {
     rate[g] = estimate(by_age_[g].accepted, by_age_[g].tested, kPriorByAge[std::min<size_t>(g, 2)]);
   }
-  const double top = static_cast<double>(by_age_.size() - 1);
+  return rate;
+}
+
+double WindowPlanner::acceptance(double age) const { return interpolate(rates_by_age(), age); }
+
+double WindowPlanner::interpolate(const std::vector<double>& rate, double age) {
+  const double top = static_cast<double>(rate.size() - 1);
   const double a = std::clamp(age, 0.0, top);
   const size_t lo = static_cast<size_t>(a);
-  const size_t hi = std::min(lo + 1, by_age_.size() - 1);
+  const size_t hi = std::min(lo + 1, rate.size() - 1);
   return rate[lo] + (rate[hi] - rate[lo]) * (a - static_cast<double>(lo));
 }
 
-double WindowPlanner::steady_tokens(int chain) const {
+double WindowPlanner::steady_tokens(int chain) const { return steady_tokens(chain, rates_by_age()); }
+
+double WindowPlanner::steady_tokens(int chain, const std::vector<double>& rate) {
   double tokens = 1.0;
   for (int iteration = 0; iteration < 6; ++iteration) {  // fixed point of c = 1 + sum_j prod_i a((L - i) / c)
     double next = 1.0, reach = 1.0;
     for (int j = 1; j <= chain; ++j) {
-      reach *= acceptance(static_cast<double>(chain - j) / tokens);
+      reach *= interpolate(rate, static_cast<double>(chain - j) / tokens);
       next += reach;
     }
     tokens = next;
@@ -90,9 +98,10 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
   const int chain_lo = method_.auto_window ? 0 : best.chain;
   const int chain_hi = method_.auto_window ? max_chain : best.chain;
   const bool auto_tree = tree_now && method_.auto_tree;
+  const std::vector<double> rate = rates_by_age();  // once per step: the search below reads it ~10^5 times
   double best_rate = -1.0;
   for (int chain = chain_lo; chain <= chain_hi; ++chain) {
-    const double tokens = steady_tokens(chain);
+    const double tokens = steady_tokens(chain, rate);
     for (int k = auto_tree ? 1 : best.tree_k; k <= (auto_tree ? kMaxAutoK : best.tree_k); ++k) {
       const int d_lo = k > 1 ? (auto_tree ? 1 : best.tree_depth) : 0;
       const int d_hi = std::min(k > 1 ? (auto_tree ? kMaxAutoDepth : best.tree_depth) : 0, chain);
@@ -100,15 +109,15 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
         // A tree raises the first `depth` levels' acceptance; the rest of the chain is as in steady state.
         double gain = 0.0, reach_single = 1.0, reach_tree = 1.0;
         for (int j = 1; j <= depth; ++j) {
-          const double single = acceptance(static_cast<double>(chain - j) / tokens);
+          const double single = interpolate(rate, static_cast<double>(chain - j) / tokens);
           reach_single *= single;
           reach_tree *= tree_acceptance(k, single);
           gain += reach_tree - reach_single;
         }
         const WindowShape s{chain, k, depth};
-        const double rate = (tokens + gain) / profile_.ms(1 + window_nodes(s), rows_);
-        if (rate > best_rate) {
-          best_rate = rate;
+        const double per_ms = (tokens + gain) / profile_.ms(1 + window_nodes(s), rows_);
+        if (per_ms > best_rate) {
+          best_rate = per_ms;
           best = s;
         }
       }

@@ -68,6 +68,9 @@ class WindowPlanner {
     double accepted = 0.0;
   };
   double tree_acceptance(int k, double single) const;
+  std::vector<double> rates_by_age() const;  // acceptance per age bin
+  static double interpolate(const std::vector<double>& rate, double age);
+  static double steady_tokens(int chain, const std::vector<double>& rate);
 
   const MethodConfig& method_;
   StepCostProfile profile_;
