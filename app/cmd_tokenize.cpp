@@ -27,10 +27,6 @@ struct TokenizeArgs {
 void print_ids(const std::vector<int64_t>& ids) { std::cout << nlohmann::json(ids).dump() << "\n"; }
 
 int run_tokenize(const TokenizeArgs& args) {
-  if (!args.text_given && args.json_lines.empty()) {
-    throw engine::InputError("no text to tokenize: give it as the last argument (sjd tokenize -m DIR \"a red apple\") "
-                             "or give --json-lines FILE");
-  }
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::unique_ptr<engine::Bundle> bundle;
   if (!args.model.empty()) {
@@ -48,6 +44,10 @@ int run_tokenize(const TokenizeArgs& args) {
     tokenizer = text::load_tokenizer(kind, args.tokenizer_file, options);
   } else {
     throw engine::InputError("give --model DIR, or --tokenizer FILE (--kind is taken from the file if left out)");
+  }
+  if (!args.text_given && args.json_lines.empty()) {
+    throw engine::InputError("no text to tokenize: give it as the last argument (sjd tokenize -m DIR \"a red apple\") "
+                             "or give --json-lines FILE");
   }
   if (!args.json_lines.empty()) {
     io::require_regular_file(args.json_lines, "JSON lines file");

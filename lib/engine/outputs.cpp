@@ -23,6 +23,12 @@ void prepare_output_dir(const std::filesystem::path& dir) {
 }
 
 void prepare_output_file(const std::filesystem::path& file, const std::string& flag, const std::string& extension) {
+  std::error_code error;
+  // An existing symlink, FIFO or device (-o /dev/null) is named as what it is, before its name is judged.
+  const auto type = std::filesystem::symlink_status(file, error).type();
+  if (type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::none) {
+    io::check_output_path(file);
+  }
   if (!extension.empty()) {
     std::string given = file.extension().string();
     std::transform(given.begin(), given.end(), given.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -110,7 +110,8 @@ TEST_CASE("bad input exits with code 2 and a one-line reason", "[cli]") {
       {"generate" + model + " -p x -o " + quoted(dir / "a.png") + " --config " + quoted(dir / "unknown.json"),
        "tmperature"},
       {"generate" + model + " -p x -o " + quoted(dir / "a.png") + " --method fastest", "fastest"},
-      {"generate" + model + " -p x -o /nonexistent/dir/a.png", "/nonexistent/dir/a.png"},
+      // A missing folder is created (-o newdir/x.png); one under a regular file cannot be.
+      {"generate" + model + " -p x -o " + quoted(dir / "bad.json" / "a.png"), (dir / "bad.json" / "a.png").string()},
       {"batch" + model + " --prompts /nonexistent.txt --out-dir " + quoted(dir / "o"), "/nonexistent.txt"},
   };
   for (const auto& [args, named] : cases) {
