@@ -123,7 +123,7 @@ TEST_CASE("bad input exits with code 2 and a one-line reason", "[cli]") {
   }
 }
 
-TEST_CASE("--help works for every subcommand", "[cli]") {
+TEST_CASE("sjd --help works for every subcommand", "[cli]") {
   for (const std::string cmd : {"generate", "batch"}) {
     const auto r = run_sjd(cmd + " --help");
     CHECK(r.exit_code == 0);

@@ -25,7 +25,7 @@ nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::j
 
 }  // namespace
 
-TEST_CASE("--version names the version, the commit, LibTorch and CUDA", "[cli][ux]") {
+TEST_CASE("sjd --version names the version, the commit, LibTorch and CUDA", "[cli][ux]") {
   const auto r = run_sjd("--version");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
