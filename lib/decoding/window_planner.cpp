@@ -52,8 +52,6 @@ std::vector<double> WindowPlanner::rates_by_age() const {
   return rate;
 }
 
-double WindowPlanner::acceptance(double age) const { return interpolate(rates_by_age(), age); }
-
 double WindowPlanner::interpolate(const std::vector<double>& rate, double age) {
   const double top = static_cast<double>(rate.size() - 1);
   const double a = std::clamp(age, 0.0, top);
@@ -61,8 +59,6 @@ double WindowPlanner::interpolate(const std::vector<double>& rate, double age) {
   const size_t hi = std::min(lo + 1, rate.size() - 1);
   return rate[lo] + (rate[hi] - rate[lo]) * (a - static_cast<double>(lo));
 }
-
-double WindowPlanner::steady_tokens(int chain) const { return steady_tokens(chain, rates_by_age()); }
 
 double WindowPlanner::steady_tokens(int chain, const std::vector<double>& rate) {
   double tokens = 1.0;

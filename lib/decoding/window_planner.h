@@ -57,19 +57,16 @@ class WindowPlanner {
   WindowShape next(bool after_rejection, int remaining) const;
   void record(const WindowReport& report);
 
-  // Estimated acceptance of a single draft of this age (fractional ages interpolate).
-  double acceptance(double age) const;
-  // Expected tokens per step with a chain of L in steady state.
-  double steady_tokens(int chain) const;
-
  private:
   struct Count {
     double tested = 0.0;
     double accepted = 0.0;
   };
   double tree_acceptance(int k, double single) const;
-  std::vector<double> rates_by_age() const;  // acceptance per age bin
+  std::vector<double> rates_by_age() const;  // estimated acceptance of a single draft per age bin
+  // The rate at a fractional age (linear between bins).
   static double interpolate(const std::vector<double>& rate, double age);
+  // Expected tokens per step with a chain of L in steady state.
   static double steady_tokens(int chain, const std::vector<double>& rate);
 
   const MethodConfig& method_;
