@@ -124,6 +124,7 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
     stats.tree_windows += outcome.tree_window ? 1 : 0;
     stats.sibling_accepts += outcome.sibling_accepts;
     roots.assign(roots.size(), committed.back());
+    if (request.on_step) request.on_step({static_cast<int64_t>(committed.size()), total, stats.steps});
 
     // The next window's shape from this and earlier outcomes, then its tree (drawn now, on this step's streams).
     report.accepted = static_cast<int>(outcome.path.size());

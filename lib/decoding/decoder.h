@@ -3,6 +3,7 @@
 // drafts, run the model, the logits pipeline and the window verifier, commit,
 // until the layout is complete. AR is the window with no drafts.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "decoding/method.h"
@@ -15,6 +16,13 @@
 
 namespace sjd::decoding {
 
+// Where a decode stands after a step (progress lines).
+struct StepProgress {
+  int64_t tokens_done = 0;
+  int64_t tokens_total = 0;
+  int64_t steps = 0;
+};
+
 struct DecodeRequest {
   std::vector<model::RowPrompt> rows;  // row 0 conditional; row 1 unconditional when cfg != 1
   sampling::PipelineSettings pipeline;
@@ -24,6 +32,8 @@ struct DecodeRequest {
   // What a step costs on this model and device; read by automatic windows only
   // (empty: StepCostProfile::generic()).
   StepCostProfile cost_profile;
+  // Called after every step; may be empty. It must not throw.
+  std::function<void(const StepProgress&)> on_step;
 };
 
 struct DecodeResult {
