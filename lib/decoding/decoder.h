@@ -1,9 +1,11 @@
 #pragma once
-// The one generation loop: prefill, then per step build the window from the
-// drafts, run the model, the logits pipeline and the window verifier, commit,
-// until the layout is complete. AR is the window with no drafts.
+// The one generation loop: prefill, then per step build each sequence's window
+// from its drafts, run the model over every window at once, the logits
+// pipeline and the window verifier per sequence, commit, until the layout is
+// complete. AR is the window with no drafts. decode() is a batch of one.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "decoding/method.h"
@@ -32,6 +34,12 @@ struct DecodeRequest {
   // What a step costs on this model and device; read by automatic windows only
   // (empty: StepCostProfile::generic()).
   StepCostProfile cost_profile;
+  // The batch size automatic windows are planned for: a step's cost is that of
+  // this many sequences' windows. Part of the settings, not of the batch the
+  // request happens to share (so batching never changes an image); fixed windows ignore it.
+  int planned_batch = 1;
+  // The caller's name for the request (a batch's prompt index), handed back with its result.
+  int64_t id = 0;
   // Called after every step; may be empty. It must not throw.
   std::function<void(const StepProgress&)> on_step;
 };
@@ -43,5 +51,25 @@ struct DecodeResult {
 
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
                     const Mutants& mutants = {});
+
+// What a batch's KV cache must hold for every request it will be given.
+struct BatchCapacity {
+  int sequences = 1;            // decoded at once (the batch size B)
+  int rows_per_sequence = 1;    // 2 with CFG
+  int64_t prompt_tokens = 1;    // the longest prompt row
+  int64_t prompt_position = 0;  // the largest prompt position
+  int window_nodes = 0;         // the largest window any request's method may lay out
+};
+
+// Continuous batching: decodes up to capacity.sequences requests at once, each
+// in its own cache rows; `next` gives the next request (none: the source is
+// exhausted) whenever a sequence finishes and frees its rows, and `finished`
+// gets each result as soon as its sequence completes (in completion order).
+// Every sequence's tokens are those decode() gives it alone. A request that
+// does not fit the capacity throws std::invalid_argument.
+void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, const BatchCapacity& capacity,
+                  const std::function<std::optional<DecodeRequest>()>& next,
+                  const std::function<void(const DecodeRequest&, DecodeResult)>& finished,
+                  const Mutants& mutants = {});
 
 }  // namespace sjd::decoding

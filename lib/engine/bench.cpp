@@ -117,7 +117,7 @@ class StepFixture {
     for (int i = 0; i < warmup + iterations; ++i) {
       at::Tensor logits, probs;
       StepTiming t;
-      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.window_logits(roots, nodes_); });
+      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.window_logits(model::shared_window(roots, nodes_)); });
       t.pipeline_ms = timed_ms(placement_.device, [&] { probs = pipeline(logits); });
       t.verify_ms = timed_ms(placement_.device, [&] { verify(probs, static_cast<uint32_t>(i)); });
       t.kv_ms = timed_ms(placement_.device, [&] {

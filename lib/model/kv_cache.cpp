@@ -28,10 +28,10 @@ void KvCache::write(int64_t layer, int64_t row, const at::Tensor& k, const at::T
 at::Tensor KvCache::slots(const std::vector<at::Tensor>& buffers, int64_t layer, const std::vector<int64_t>& rows,
                           int64_t count) const {
   const at::Tensor& all = buffers[static_cast<size_t>(layer)];
-  bool every_row = static_cast<int64_t>(rows.size()) == this->rows();
-  for (size_t i = 0; every_row && i < rows.size(); ++i) every_row = rows[i] == static_cast<int64_t>(i);
-  if (every_row) return all.narrow(2, 0, count);
-  if (rows.size() == 1) return all[rows[0]].narrow(1, 0, count).unsqueeze(0);
+  // Consecutive rows (every row, or a batch's live rows in one run) are a view; others are gathered.
+  bool consecutive = !rows.empty();
+  for (size_t i = 1; consecutive && i < rows.size(); ++i) consecutive = rows[i] == rows[0] + static_cast<int64_t>(i);
+  if (consecutive) return all.narrow(0, rows[0], static_cast<int64_t>(rows.size())).narrow(2, 0, count);
   const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(all.device());
   return all.index_select(0, index).narrow(2, 0, count);
 }

@@ -38,29 +38,59 @@ struct DraftTree {
   }
 };
 
+// One row's part of a window step. The rows of one sequence (its CFG rows)
+// share one draft tree; the rows of different sequences (a batch) each have their own.
+struct RowWindow {
+  int64_t row = 0;                   // cache row
+  int64_t root = 0;                  // the row's last committed token (at first: its last prompt token)
+  const DraftTree* nodes = nullptr;  // the draft nodes after the root
+};
+
+// Every row of `roots` (row r has root roots[r]) with the same draft nodes.
+std::vector<RowWindow> shared_window(const std::vector<int64_t>& roots, const DraftTree& nodes);
+
 class TokenModel {
  public:
   virtual ~TokenModel() = default;
   virtual int64_t vocab_size() const = 0;
 
-  // Begins a new batch: feeds every prompt token but the last of each row (the
-  // last one becomes the root of the first window). Room is reserved for
-  // max_generated tokens and windows of up to max_window draft nodes.
-  virtual void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) = 0;
+  // Makes room for `rows` cache rows, each holding at most `tokens_per_row`
+  // slots (prompt, generated tokens and one window) at positions below
+  // `position_limit`. Every row is empty afterwards.
+  virtual void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) = 0;
 
-  // Logits [rows, 1 + nodes, V] (float32): slot 0 predicts the token after the
-  // root, slot 1 + i the token after node i, each conditioned on the committed
-  // prefix, the root and node i's ancestors.
-  virtual at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes) = 0;
+  // Empties cache row `row` and feeds every prompt token but the last (the
+  // last one becomes the root of the row's first window). Other rows keep
+  // their state: a batch refills a finished row while the others go on.
+  virtual void open_row(int64_t row, const RowPrompt& prompt) = 0;
 
-  // Keeps the root and the nodes `path` (a chain from depth 1 down) of the last
-  // forward; everything else of that window is dropped.
-  virtual void commit(const std::vector<int>& path) = 0;
+  // Logits [windows, 1 + widest window's nodes, V] (float32, on the CPU): for
+  // window w, slot 0 predicts the token after its root and slot 1 + i the
+  // token after node i, each conditioned on that row's committed prefix, the
+  // root and node i's ancestors. Slots past a window's own nodes are padding
+  // and hold unspecified values.
+  virtual at::Tensor forward_rows(const std::vector<RowWindow>& windows) = 0;
+
+  // Keeps the root and the nodes `path` (a chain from depth 1 down) of `row`'s
+  // last window; everything else of that window is dropped.
+  virtual void commit_row(int64_t row, const std::vector<int>& path) = 0;
 
   // The token ids any slot may emit (image codes and structure tokens): a model
   // may compute logits for these only, the rest being masked by the pipeline
   // anyway. Empty: every token. Models without a restricted head ignore it.
   virtual void restrict_outputs(const std::vector<int64_t>& token_ids) {}
+
+  // One sequence (all rows share each window) -- what a single decode, the
+  // bench and `inspect` drive: reserve and open rows 0 .. rows.size() - 1 with
+  // room for max_generated tokens and windows of up to max_window nodes ...
+  void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window);
+  // ... logits [rows, 1 + nodes, V] of one shared window ...
+  at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes);
+  // ... and keep its path in every row.
+  void commit(const std::vector<int>& path);
+
+ private:
+  int64_t started_rows_ = 0;
 };
 
 }  // namespace sjd::model

@@ -58,32 +58,25 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
   head_rows_ = weights_.lm_head.index_select(0, head_ids_).contiguous();
 }
 
-void Transformer::start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) {
-  int64_t longest = 0, last_position = 0;
-  for (const auto& r : rows) {
-    if (r.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");
-    longest = std::max<int64_t>(longest, static_cast<int64_t>(r.tokens.size()));
-    for (int64_t p : r.positions) last_position = std::max(last_position, p);
+void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {
+  if (cache_.rows() != rows || cache_.capacity() != tokens_per_row) {
+    cache_ = KvCache(config_.num_layers, rows, config_.num_kv_heads, tokens_per_row, config_.head_dim, dtype(),
+                     device());
+  } else {
+    for (int64_t r = 0; r < rows; ++r) cache_.rollback(r, 0);  // the buffers are reused; the lengths restart
   }
-  cache_ = KvCache(config_.num_layers, static_cast<int64_t>(rows.size()), config_.num_kv_heads,
-                   longest + max_generated + max_window + 1, config_.head_dim, dtype(), device());
-  // Generated tokens and window nodes sit after each row's last prompt position.
-  const int64_t max_position = last_position + max_generated + max_window + 1;
-  if (rope_.max_position() != max_position) rope_ = RopeTable(config_, max_position, dtype(), device());
-  next_position_.assign(rows.size(), 0);
-  pending_valid_.clear();
-  pending_root_embedding_.assign(rows.size(), at::Tensor());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const RowPrompt& row = rows[r];
-    prefill_row(static_cast<int64_t>(r), row);
-    next_position_[r] = row.positions.back();
-    const int64_t n = static_cast<int64_t>(row.tokens.size()) - 1;
-    if (row.embeddings.defined()) pending_root_embedding_[r] = row.embeddings[n].to(device(), dtype());
-    pending_valid_.push_back(row.key_valid.back());
-  }
+  if (rope_.max_position() != position_limit) rope_ = RopeTable(config_, position_limit, dtype(), device());
+  next_position_.assign(static_cast<size_t>(rows), 0);
+  pending_valid_.assign(static_cast<size_t>(rows), 1);
+  pending_root_embedding_.assign(static_cast<size_t>(rows), at::Tensor());
 }
 
-void Transformer::prefill_row(int64_t row, const RowPrompt& prompt) {
+void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
+  if (prompt.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");
+  if (row < 0 || row >= cache_.rows()) throw std::out_of_range("transformer: no cache row " + std::to_string(row));
+  const size_t r = static_cast<size_t>(row);
+  cache_.rollback(row, 0);
+  pending_root_embedding_[r] = at::Tensor();
   const int64_t n = static_cast<int64_t>(prompt.tokens.size()) - 1;  // the last token is the first root
   for (int64_t begin = 0; begin < n; begin += kPrefillChunk) {
     const int64_t count = std::min(kPrefillChunk, n - begin);
@@ -104,64 +97,77 @@ void Transformer::prefill_row(int64_t row, const RowPrompt& prompt) {
     for (int64_t j = 0; j < count; ++j) kept[static_cast<size_t>(j)] = j;
     cache_.commit_row(row, kept, valid);
   }
+  next_position_[r] = prompt.positions.back();
+  if (prompt.embeddings.defined()) pending_root_embedding_[r] = prompt.embeddings[n].to(device(), dtype());
+  pending_valid_[r] = prompt.key_valid.back();
 }
 
-at::Tensor Transformer::forward(const std::vector<int64_t>& roots, const DraftTree& nodes) {
-  return window_logits(roots, nodes).to(at::kCPU);  // a no-op for a CPU model
+at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
+  return window_logits(windows).to(at::kCPU);  // a no-op for a CPU model
 }
 
-at::Tensor Transformer::window_logits(const std::vector<int64_t>& roots, const DraftTree& nodes) {
-  const int64_t rows = cache_.rows();
-  const int64_t width = 1 + static_cast<int64_t>(nodes.size());
-  const size_t cells = static_cast<size_t>(rows * width);
+void Transformer::lay_out_windows(const std::vector<RowWindow>& windows, int64_t width) {
+  const size_t cells = windows.size() * static_cast<size_t>(width);
   step_tokens_.resize(cells);
   step_positions_.resize(cells);
-  std::vector<int64_t> row_ids(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    row_ids[static_cast<size_t>(r)] = r;
-    const int64_t base = next_position_[static_cast<size_t>(r)];
-    int64_t* tokens = step_tokens_.data() + r * width;
-    int64_t* positions = step_positions_.data() + r * width;
-    tokens[0] = roots[static_cast<size_t>(r)];
-    positions[0] = base;
+  step_mask_.assign(cells * static_cast<size_t>(width), 0);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const RowWindow& window = windows[w];
+    const DraftTree& nodes = *window.nodes;
+    const int64_t base = next_position_[static_cast<size_t>(window.row)];
+    int64_t* tokens = step_tokens_.data() + w * width;
+    int64_t* positions = step_positions_.data() + w * width;
+    const int64_t used = 1 + static_cast<int64_t>(nodes.size());
+    // Padding slots (a narrower window than the batch's widest) repeat the root
+    // at its position and see only themselves; nothing real attends to them.
+    std::fill(tokens, tokens + width, window.root);
+    std::fill(positions, positions + width, base);
     for (size_t i = 0; i < nodes.size(); ++i) {
       tokens[i + 1] = nodes.tokens[i];
       positions[i + 1] = base + nodes.depth[i];
     }
-  }
-  // Window mask: slot 0 is the root; node i attends to the root, its ancestors and itself.
-  // A root whose key is masked (a placeholder root, e.g. Lumina's unconditional row)
-  // is invisible to the draft nodes too.
-  step_mask_.assign(cells * static_cast<size_t>(width), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* m = step_mask_.data() + r * width * width;
-    const bool root_visible = pending_valid_[static_cast<size_t>(r)] != 0;
+    // Slot 0 is the root; node i attends to the root, its ancestors and itself. A root
+    // whose key is masked (a placeholder root, e.g. Lumina's unconditional row) is
+    // invisible to the draft nodes too.
+    uint8_t* m = step_mask_.data() + w * static_cast<size_t>(width * width);
+    const bool root_visible = pending_valid_[static_cast<size_t>(window.row)] != 0;
     m[0] = 1;
     for (size_t i = 0; i < nodes.size(); ++i) {
       uint8_t* slot = m + (static_cast<int64_t>(i) + 1) * width;
       slot[0] = root_visible ? 1 : 0;
       for (int a = static_cast<int>(i); a >= 0; a = nodes.parent[static_cast<size_t>(a)]) slot[a + 1] = 1;
     }
+    for (int64_t pad = used; pad < width; ++pad) m[pad * width + pad] = 1;
   }
-  at::Tensor hidden = embed(host_long(step_tokens_, {rows, width}, device()));
-  for (int64_t r = 0; r < rows; ++r) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
-    const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(r)];
-    if (root.defined()) hidden[r][0].copy_(root);
-  }
-  return forward_hidden(row_ids, hidden, step_positions_, step_mask_);
 }
 
-void Transformer::commit(const std::vector<int>& path) {
+at::Tensor Transformer::window_logits(const std::vector<RowWindow>& windows) {
+  int64_t width = 1;
+  std::vector<int64_t> rows;
+  for (const RowWindow& w : windows) {
+    width = std::max<int64_t>(width, 1 + static_cast<int64_t>(w.nodes->size()));
+    rows.push_back(w.row);
+  }
+  lay_out_windows(windows, width);
+  const int64_t count = static_cast<int64_t>(windows.size());
+  at::Tensor hidden = embed(host_long(step_tokens_, {count, width}, device()));
+  for (int64_t w = 0; w < count; ++w) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
+    const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(rows[static_cast<size_t>(w)])];
+    if (root.defined()) hidden[w][0].copy_(root);
+  }
+  return forward_hidden(rows, hidden, step_positions_, step_mask_);
+}
+
+void Transformer::commit_row(int64_t row, const std::vector<int>& path) {
+  const size_t r = static_cast<size_t>(row);
   std::vector<int64_t> kept = {0};
   for (int node : path) kept.push_back(node + 1);
-  for (int64_t r = 0; r < cache_.rows(); ++r) {
-    std::vector<uint8_t> valid(kept.size(), 1);
-    valid[0] = pending_valid_[static_cast<size_t>(r)];
-    cache_.commit_row(r, kept, valid);
-    next_position_[static_cast<size_t>(r)] += static_cast<int64_t>(kept.size());
-    pending_valid_[static_cast<size_t>(r)] = 1;
-    pending_root_embedding_[static_cast<size_t>(r)] = at::Tensor();
-  }
+  std::vector<uint8_t> valid(kept.size(), 1);
+  valid[0] = pending_valid_[r];
+  cache_.commit_row(row, kept, valid);
+  next_position_[r] += static_cast<int64_t>(kept.size());
+  pending_valid_[r] = 1;
+  pending_root_embedding_[r] = at::Tensor();
 }
 
 void Transformer::rollback(int64_t tokens) {

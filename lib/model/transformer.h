@@ -35,18 +35,21 @@ class Transformer : public TokenModel {
   at::Device device() const { return weights_.embed.device(); }
   at::ScalarType dtype() const { return weights_.embed.scalar_type(); }
 
-  void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window) override;
+  void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) override;
+  void open_row(int64_t row, const RowPrompt& prompt) override;
   // Logits on the CPU, for the decoding loop's CPU pipeline and verifier.
-  at::Tensor forward(const std::vector<int64_t>& roots, const DraftTree& nodes) override;
+  at::Tensor forward_rows(const std::vector<RowWindow>& windows) override;
   // The same logits left on the model's device (the CUDA pipeline and the bench read them there).
-  at::Tensor window_logits(const std::vector<int64_t>& roots, const DraftTree& nodes);
-  void commit(const std::vector<int>& path) override;
+  at::Tensor window_logits(const std::vector<RowWindow>& windows);
+  void commit_row(int64_t row, const std::vector<int>& path) override;
   // Only these token ids get logits from the output head; every other logit is
   // the lowest float (the pipeline masks those tokens anyway). Empty: all.
   void restrict_outputs(const std::vector<int64_t>& token_ids) override;
   // Drops the last `tokens` committed tokens of every row; the next window's
   // root is then the first dropped token again.
   void rollback(int64_t tokens);
+  // Builds the step's host buffers (tokens, positions, window mask) for `windows`, padded to `width`.
+  void lay_out_windows(const std::vector<RowWindow>& windows, int64_t width);
 
   // Embeddings of `tokens` (int64, any shape) -> [..., H].
   at::Tensor embed(const at::Tensor& tokens) const;
@@ -66,7 +69,6 @@ class Transformer : public TokenModel {
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
                        const at::Tensor& bias);
   at::Tensor output_logits(const at::Tensor& x) const;
-  void prefill_row(int64_t row, const RowPrompt& prompt);
 
   TransformerConfig config_;
   TransformerWeights weights_;

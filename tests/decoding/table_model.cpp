@@ -26,62 +26,76 @@ uint64_t prefix_hash(const std::vector<int64_t>& prefix) {
 
 }  // namespace
 
-void TableModel::start(const std::vector<model::RowPrompt>& rows, int64_t, int64_t) {
-  rows_ = static_cast<int64_t>(rows.size());
-  history_.clear();
-  started_ = false;
+void TableModel::reserve(int64_t rows, int64_t, int64_t) { rows_.assign(static_cast<size_t>(rows), Row{}); }
+
+int64_t TableModel::role_of(const model::RowPrompt& prompt) {
+  return prompt.tokens.front() + 7 * (static_cast<int64_t>(prompt.tokens.size()) - 1);
 }
 
-std::vector<float> TableModel::logits(int64_t row, const std::vector<int64_t>& prefix) const {
+void TableModel::open_row(int64_t row, const model::RowPrompt& prompt) {
+  rows_.at(static_cast<size_t>(row)) = Row{};
+  rows_[static_cast<size_t>(row)].role = role_of(prompt);
+}
+
+std::vector<float> TableModel::logits(int64_t role, const std::vector<int64_t>& prefix) const {
   std::vector<float> out(static_cast<size_t>(spec_.vocab));
   const int64_t last = prefix.empty() ? -1 : prefix.back();
   for (int64_t v = 0; v < spec_.vocab; ++v) {
-    const double markov = hashed_unit(spec_.salt + 17 * row, static_cast<uint64_t>(last + 1), static_cast<uint64_t>(v));
-    const double context = hashed_unit(spec_.salt + 17 * row + 5, prefix_hash(prefix), static_cast<uint64_t>(v));
+    const double markov = hashed_unit(spec_.salt + 17 * role, static_cast<uint64_t>(last + 1), static_cast<uint64_t>(v));
+    const double context = hashed_unit(spec_.salt + 17 * role + 5, prefix_hash(prefix), static_cast<uint64_t>(v));
     out[static_cast<size_t>(v)] = static_cast<float>(spec_.markov_scale * markov + spec_.context_scale * context);
   }
   return out;
 }
 
-at::Tensor TableModel::forward(const std::vector<int64_t>& roots, const model::DraftTree& nodes) {
+at::Tensor TableModel::forward_rows(const std::vector<model::RowWindow>& windows) {
   ++forward_calls;
-  last_nodes_ = nodes;
-  last_root_ = roots[0];
-  std::vector<int64_t> base = history_;
-  if (started_) base.push_back(roots[0]);
-  const int64_t slots = 1 + static_cast<int64_t>(nodes.size());
-  std::vector<float> out(static_cast<size_t>(rows_ * slots * spec_.vocab));
-  for (int64_t slot = 0; slot < slots; ++slot) {
-    std::vector<int64_t> path;
-    for (int a = static_cast<int>(slot) - 1; a >= 0; a = nodes.parent[static_cast<size_t>(a)]) {
-      path.insert(path.begin(), nodes.tokens[static_cast<size_t>(a)]);
-    }
-    std::vector<int64_t> prefix = base;
-    prefix.insert(prefix.end(), path.begin(), path.end());
-    for (int64_t r = 0; r < rows_; ++r) {
-      const std::vector<float> l = logits(r, prefix);
-      std::copy(l.begin(), l.end(), out.begin() + (r * slots + slot) * spec_.vocab);
+  size_t width = 1;
+  for (const auto& w : windows) width = std::max(width, 1 + w.nodes->size());
+  const int64_t slots = static_cast<int64_t>(width);
+  std::vector<float> out(windows.size() * width * static_cast<size_t>(spec_.vocab), 0.0f);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    Row& row = rows_.at(static_cast<size_t>(windows[i].row));
+    const model::DraftTree& nodes = *windows[i].nodes;
+    row.last_nodes = nodes;
+    row.last_root = windows[i].root;
+    std::vector<int64_t> base = row.history;
+    if (row.started) base.push_back(windows[i].root);
+    for (int64_t slot = 0; slot <= static_cast<int64_t>(nodes.size()); ++slot) {
+      std::vector<int64_t> prefix = base;
+      std::vector<int64_t> path;
+      for (int a = static_cast<int>(slot) - 1; a >= 0; a = nodes.parent[static_cast<size_t>(a)]) {
+        path.insert(path.begin(), nodes.tokens[static_cast<size_t>(a)]);
+      }
+      prefix.insert(prefix.end(), path.begin(), path.end());
+      const std::vector<float> l = logits(row.role, prefix);
+      std::copy(l.begin(), l.end(), out.begin() + (static_cast<int64_t>(i) * slots + slot) * spec_.vocab);
     }
   }
-  return at::tensor(out).view({rows_, slots, spec_.vocab});
+  return at::tensor(out).view({static_cast<int64_t>(windows.size()), slots, spec_.vocab});
 }
 
-void TableModel::commit(const std::vector<int>& path) {
-  if (started_) history_.push_back(last_root_);
-  for (int node : path) history_.push_back(last_nodes_.tokens[static_cast<size_t>(node)]);
-  started_ = true;
+void TableModel::commit_row(int64_t row_index, const std::vector<int>& path) {
+  Row& row = rows_.at(static_cast<size_t>(row_index));
+  if (row.started) row.history.push_back(row.last_root);
+  for (int node : path) row.history.push_back(row.last_nodes.tokens[static_cast<size_t>(node)]);
+  row.started = true;
 }
 
 family::TokenLayout small_layout(int64_t vocab) {
   return family::TokenLayout(vocab, {-1, -1, 4, -1, -1, 4}, 2, 2, 1, 3);
 }
 
-std::vector<model::RowPrompt> table_rows(bool cfg) {
-  std::vector<model::RowPrompt> rows(1);
-  rows[0].tokens = {0};
-  rows[0].positions = {0};
-  rows[0].key_valid = {1};
-  if (cfg) rows.push_back(rows[0]);
+std::vector<model::RowPrompt> table_rows(bool cfg, int prompt) {
+  std::vector<model::RowPrompt> rows(cfg ? 2 : 1);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    // Prompt 0: roles 0 and 1. Prompt n: n + 1 tokens starting with 2n + r.
+    const int64_t length = prompt + 1;
+    rows[r].tokens.assign(static_cast<size_t>(length), 0);
+    rows[r].tokens[0] = 2 * prompt + static_cast<int64_t>(r);
+    for (int64_t i = 0; i < length; ++i) rows[r].positions.push_back(i);
+    rows[r].key_valid.assign(static_cast<size_t>(length), 1);
+  }
   return rows;
 }
 

@@ -19,25 +19,33 @@ struct TableModelSpec {
   uint64_t salt = 1;
 };
 
+// Each cache row's logits depend on its role and its generated prefix; the role
+// comes from the row's prompt (role_of), so CFG rows and different prompts differ.
 class TableModel : public model::TokenModel {
  public:
   explicit TableModel(TableModelSpec spec) : spec_(spec) {}
   int64_t vocab_size() const override { return spec_.vocab; }
-  void start(const std::vector<model::RowPrompt>& rows, int64_t, int64_t) override;
-  at::Tensor forward(const std::vector<int64_t>& roots, const model::DraftTree& nodes) override;
-  void commit(const std::vector<int>& path) override;
+  void reserve(int64_t rows, int64_t, int64_t) override;
+  void open_row(int64_t row, const model::RowPrompt& prompt) override;
+  at::Tensor forward_rows(const std::vector<model::RowWindow>& windows) override;
+  void commit_row(int64_t row, const std::vector<int>& path) override;
 
-  // Logits of `row` given the generated prefix.
-  std::vector<float> logits(int64_t row, const std::vector<int64_t>& prefix) const;
+  // Logits of a row with this role given the generated prefix.
+  std::vector<float> logits(int64_t role, const std::vector<int64_t>& prefix) const;
+  // The role of a prompt: table_rows gives the conditional row role 0 and the unconditional row role 1.
+  static int64_t role_of(const model::RowPrompt& prompt);
   int64_t forward_calls = 0;
 
  private:
+  struct Row {
+    int64_t role = 0;
+    std::vector<int64_t> history;  // committed generated tokens in the "cache"
+    bool started = false;          // the root is a generated token (after the first commit)
+    model::DraftTree last_nodes;
+    int64_t last_root = -1;
+  };
   TableModelSpec spec_;
-  int64_t rows_ = 1;
-  std::vector<int64_t> history_;  // committed generated tokens in the "cache"
-  bool started_ = false;          // the root is a generated token (after the first commit)
-  model::DraftTree last_nodes_;
-  int64_t last_root_ = -1;
+  std::vector<Row> rows_;
 };
 
 // The small layout of the tests: a 2x2 grid of image tokens 1..3, each row
@@ -45,7 +53,7 @@ class TableModel : public model::TokenModel {
 family::TokenLayout small_layout(int64_t vocab = 6);
 
 // Exact probability of every complete sequence under AR sampling with the
-// same logits pipeline (enumerated).
+// same logits pipeline (enumerated), for rows of roles 0 .. rows-1.
 std::map<std::vector<int64_t>, double> exact_distribution(const TableModel& model, const family::TokenLayout& layout,
                                                           const sampling::PipelineSettings& pipeline, int64_t rows);
 
@@ -55,7 +63,8 @@ std::map<std::vector<int64_t>, long> sample_sequences(TableModel& model, const f
                                                       const decoding::Mutants& mutants = {},
                                                       double* mean_steps = nullptr);
 
-// Request rows for the table model: one conditional row, plus an unconditional one for CFG.
-std::vector<model::RowPrompt> table_rows(bool cfg);
+// Request rows for the table model: one conditional row, plus an unconditional one for CFG;
+// `prompt` (> 0) gives another prompt: other roles and a longer prompt.
+std::vector<model::RowPrompt> table_rows(bool cfg, int prompt = 0);
 
 }  // namespace sjd::testing

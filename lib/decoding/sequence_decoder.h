@@ -1,0 +1,59 @@
+#pragma once
+// One sequence's side of the generation loop: its drafts, window planner,
+// verifier, random streams and committed tokens. Each step it lays out a window
+// (next_window), the caller runs the model over it -- alone or batched with
+// other sequences' windows -- and hands the logits back (finish_window), which
+// runs the logits pipeline and the verifier and commits. A sequence's tokens
+// depend only on its own request and logits, never on what shares its batch.
+#include <cstdint>
+#include <vector>
+
+#include "decoding/decoder.h"
+#include "decoding/draft_book.h"
+#include "decoding/window_planner.h"
+#include "decoding/window_verifier.h"
+
+namespace sjd::decoding {
+
+class SequenceDecoder {
+ public:
+  // Holds references into itself (the planner, book and verifier read request_.method): not movable.
+  SequenceDecoder(const family::TokenLayout& layout, DecodeRequest request, const Mutants& mutants);
+  SequenceDecoder(const SequenceDecoder&) = delete;
+  SequenceDecoder& operator=(const SequenceDecoder&) = delete;
+
+  const DecodeRequest& request() const { return request_; }
+  int64_t rows() const { return static_cast<int64_t>(request_.rows.size()); }
+  bool finished() const { return static_cast<int64_t>(result_.tokens.size()) >= total_; }
+  // Draft nodes the model may be asked for at most in one window (sizes the KV cache).
+  int largest_window() const { return window_nodes(planner_.largest()); }
+
+  // Lays out the next window: draft nodes after each row's root (the rows share them).
+  const model::DraftTree& next_window();
+  int64_t root(int64_t row) const { return roots_[static_cast<size_t>(row)]; }
+  // Verifies the window with its logits [rows, >= 1 + nodes, V] and commits what
+  // it accepts; returns the accepted draft nodes (root to leaf) the model keeps.
+  const std::vector<int>& finish_window(const at::Tensor& logits, double forward_seconds);
+
+  void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
+  DecodeResult take_result() { return std::move(result_); }
+
+ private:
+  const family::TokenLayout& layout_;
+  const DecodeRequest request_;
+  const Mutants mutants_;
+  const int64_t total_;
+  WindowPlanner planner_;
+  DraftBook book_;
+  const WindowVerifier verifier_;
+  DecodeResult result_;
+  std::vector<int64_t> roots_;
+  model::DraftTree nodes_;
+  std::vector<std::vector<int>> child_of_;
+  WindowShape shape_;
+  WindowReport report_;
+  WindowOutcome outcome_;
+  uint32_t step_ = 0;
+};
+
+}  // namespace sjd::decoding
