@@ -68,7 +68,8 @@ at::Tensor TableModel::forward_rows(const std::vector<model::RowWindow>& windows
         path.insert(path.begin(), nodes.tokens[static_cast<size_t>(a)]);
       }
       prefix.insert(prefix.end(), path.begin(), path.end());
-      const std::vector<float> l = logits(row.role, prefix);
+      std::vector<float> l = logits(row.role, prefix);
+      if (spec_.leak_across_batch && i > 0) l[1] += 2.0f + static_cast<float>(windows[0].root);
       std::copy(l.begin(), l.end(), out.begin() + (static_cast<int64_t>(i) * slots + slot) * spec_.vocab);
     }
   }

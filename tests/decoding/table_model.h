@@ -17,6 +17,9 @@ struct TableModelSpec {
   double markov_scale = 2.5;   // strength of the dependence on the previous token
   double context_scale = 0.8;  // strength of the dependence on the whole prefix
   uint64_t salt = 1;
+  // A broken variant: each row's logits also depend on the first window of the
+  // forward (what a batching bug that mixes rows would do).
+  bool leak_across_batch = false;
 };
 
 // Each cache row's logits depend on its role and its generated prefix; the role
