@@ -1,6 +1,7 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
 #include <unistd.h>
 
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -37,6 +38,12 @@ int run_batch_command(const BatchArgs& args) {
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
             << " failed" << (s.elsewhere > 0 ? ", " + std::to_string(s.elsewhere) + " made by another process" : "")
             << "; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";
+  if (s.generated > 0) {
+    std::cout << "batch: " << std::fixed << std::setprecision(1) << s.seconds << " s in all, "
+              << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("
+              << static_cast<double>(s.generated) / s.seconds << " images/s) at batch size " << s.batch_size
+              << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n";
+  }
   return s.failed > 0 ? 1 : 0;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "engine/batch_claims.h"
@@ -58,8 +59,14 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
   const std::string model = generator.bundle().name;
+  // The batch size is resolved before anything else: it is part of every image's settings.
+  BatchPlan plan;
+  plan.settings = options.settings;
+  for (int64_t i = 0; i < count; ++i) plan.prompts.push_back(prompts[static_cast<size_t>(i)].prompt);
+  plan.settings.batch_size = generator.resolve_batch_size(plan);
+  if (options.settings.batch_size == kAuto) log << "batch size " << plan.settings.batch_size << " (auto)\n";
   const auto settings_of = [&](int64_t index) {
-    GenerationSettings settings = options.settings;
+    GenerationSettings settings = plan.settings;
     settings.seed = options.settings.seed + static_cast<uint64_t>(index);
     return settings;
   };
@@ -75,73 +82,95 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
 
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < count; ++i) {
+  const auto base_record = [&](int64_t i) {
     const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
-    if (done.count(i)) {
-      ++summary.skipped;
-      continue;
-    }
-    if (!claims.try_claim(i, identity_of(i))) {
-      ++summary.elsewhere;  // another process is making it
-      continue;
-    }
-    // Another process may have finished it since this run started.
-    for (auto& [index, image] : manifest_reader.read_new()) {
-      if (index < count) check_same_run(image, identity_of(index), manifest);
-      done[index] = std::move(image);
-    }
-    if (done.count(i)) {
-      claims.release(i);
-      ++summary.skipped;
-      continue;
-    }
-    const GenerationSettings settings = settings_of(i);
-    const std::string file = batch_file_name(i, entry.prompt);
-    // Invalid UTF-8 cannot go into the JSON manifest as it is: it is recorded lossily, and the prompt fails.
-    const size_t bad_byte = text::utf8::find_invalid(entry.prompt);
-    nlohmann::json record = {{"index", i},
-                             {"prompt", text::utf8::to_valid(entry.prompt)},
-                             {"line", entry.line},
-                             {"seed", settings.seed},
-                             {"file", file},
-                             {"model", model}};
-    try {
-      if (bad_byte != std::string::npos) {
-        throw InputError(options.prompts.string() + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
-                         std::to_string(bad_byte + 1));
-      }
-      const GenerationOutput out = generator.generate(entry.prompt, settings);
-      const double write_seconds = write_image(options.out_dir / file, out, entry.prompt, model);
-      record["status"] = "ok";
-      record["method"] = out.method.describe();
-      record["settings"] = settings_to_json(settings);
-      record["steps"] = out.stats.steps;
-      record["tokens"] = out.stats.tokens;
-      record["step_compression"] = out.stats.step_compression();
-      record["seconds"] = out.total_seconds + write_seconds;
-      record_file_checksum(record, options.out_dir / file);
-      ++summary.generated;
-    } catch (const io::StorageError&) {
-      throw;  // a full disk stops the batch (exit code 1); the claim goes with the process
-    } catch (const std::exception& e) {
-      record["status"] = "failed";
-      record["error"] = text::utf8::to_valid(e.what());
-      log << "error: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << e.what()
-          << "\n";
-      ++summary.failed;
-    }
+    return nlohmann::json{{"index", i},
+                          {"prompt", text::utf8::to_valid(entry.prompt)},
+                          {"line", entry.line},
+                          {"seed", settings_of(i).seed},
+                          {"file", batch_file_name(i, entry.prompt)},
+                          {"model", model}};
+  };
+  const auto show_progress = [&] {
+    if (!options.progress) return;
+    const int64_t finished = summary.generated + summary.failed;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int64_t left = count - finished - summary.skipped - summary.elsewhere;
+    log << "\r[" << (finished + summary.skipped) << "/" << count << "] " << finished << " generated, ETA "
+        << format_seconds(elapsed / static_cast<double>(std::max<int64_t>(finished, 1)) * static_cast<double>(left))
+        << "   " << std::flush;
+  };
+  const auto finish_record = [&](int64_t i, const nlohmann::json& record) {
     io::append_line(manifest, record.dump());
     claims.release(i);
-    if (options.progress) {
-      const int64_t finished = summary.generated + summary.failed;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      // Entries after this one, less those already done (the map is ordered by index).
-      const int64_t left = count - i - 1 - std::distance(done.upper_bound(i), done.lower_bound(count));
-      log << "\r[" << (i + 1) << "/" << count << "] " << finished << " generated, ETA "
-          << format_seconds(elapsed / static_cast<double>(finished) * static_cast<double>(left)) << "   "
-          << std::flush;
+    show_progress();
+  };
+  const auto record_failure = [&](int64_t i, const std::string& error) {
+    nlohmann::json record = base_record(i);
+    record["status"] = "failed";
+    record["error"] = text::utf8::to_valid(error);
+    log << "error: prompt " << i << " (" << options.prompts.string() << ":" << prompts[static_cast<size_t>(i)].line
+        << "): " << error << "\n";
+    ++summary.failed;
+    finish_record(i, record);
+  };
+
+  // The next image this process makes: not done, claimed by no one else, with a usable prompt.
+  int64_t cursor = 0;
+  const auto next = [&]() -> std::optional<BatchItem> {
+    for (; cursor < count; ++cursor) {
+      const int64_t i = cursor;
+      const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
+      if (done.count(i)) {
+        ++summary.skipped;
+        continue;
+      }
+      if (!claims.try_claim(i, identity_of(i))) {
+        ++summary.elsewhere;  // another process is making it
+        continue;
+      }
+      // Another process may have finished it since this run started.
+      for (auto& [index, image] : manifest_reader.read_new()) {
+        if (index < count) check_same_run(image, identity_of(index), manifest);
+        done[index] = std::move(image);
+      }
+      if (done.count(i)) {
+        claims.release(i);
+        ++summary.skipped;
+        continue;
+      }
+      // Invalid UTF-8 cannot go into the JSON manifest as it is: it is recorded lossily, and the prompt fails.
+      if (const size_t bad_byte = text::utf8::find_invalid(entry.prompt); bad_byte != std::string::npos) {
+        record_failure(i, options.prompts.string() + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
+                              std::to_string(bad_byte + 1));
+        continue;
+      }
+      ++cursor;
+      return BatchItem{i, entry.prompt, settings_of(i)};
     }
-  }
+    return std::nullopt;
+  };
+  const auto write_done = [&](const BatchItem& item, GenerationOutput out) {
+    nlohmann::json record = base_record(item.id);
+    const std::filesystem::path file = options.out_dir / record["file"].get<std::string>();
+    const double write_seconds = write_image(file, out, item.prompt, model);
+    record["status"] = "ok";
+    record["method"] = out.method.describe();
+    record["settings"] = settings_to_json(item.settings);
+    record["steps"] = out.stats.steps;
+    record["tokens"] = out.stats.tokens;
+    record["step_compression"] = out.stats.step_compression();
+    record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps
+    record_file_checksum(record, file);
+    ++summary.generated;
+    summary.compression_sum += out.stats.step_compression();
+    finish_record(item.id, record);
+  };
+  // A full disk (io::StorageError) stops the batch with exit code 1; the claims go with the process.
+  generator.generate_batch(plan, next, write_done,
+                           [&](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.batch_size = plan.settings.batch_size;
   if (options.progress) log << "\n";
   return summary;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // `sjd batch`: one PNG per prompt of a prompt file, a manifest.jsonl line per
-// image, resumable (images already in the manifest are skipped; a manifest
+// image, decoded settings.batch_size prompts at a time with continuous refill
+// (Generator::generate_batch; each image is written as soon as it is made), resumable (images already in the manifest are skipped; a manifest
 // from other prompts, model or settings is refused), a failing prompt is
 // recorded and the run carries on.
 #include <filesystem>
@@ -24,6 +25,9 @@ struct BatchSummary {
   int64_t skipped = 0;
   int64_t failed = 0;
   int64_t elsewhere = 0;  // claimed by another process working in the same folder
+  int batch_size = 1;     // prompts decoded at once (resolved)
+  double seconds = 0.0;   // the whole run
+  double compression_sum = 0.0;  // over generated images: mean step compression = sum / generated
 };
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log);

@@ -9,6 +9,7 @@
 #include "engine/memory_estimate.h"
 #include "engine/settings_checks.h"
 #include "engine/weight_checks.h"
+#include "io/atomic_file.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
 
@@ -99,55 +100,159 @@ const family::ImageFamily& Generator::family(int64_t resolution) {
   return *slot;
 }
 
-GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& settings,
-                                     uint32_t sequence) {
-  const auto start = Clock::now();
-  GenerationOutput out;
-  out.settings = settings;
-  out.method = method_from_settings(settings);
+decoding::DecodeRequest Generator::make_request(const std::string& prompt, const GenerationSettings& settings,
+                                                decoding::MethodConfig& method) {
+  method = method_from_settings(settings);
   const family::ImageFamily& glue = family(settings.resolution);
-  if (out.method.speculative() && !out.method.auto_window) check_window_fits(out.method.window, glue.layout().length());
-  if (out.method.relax.kind == sampling::RelaxKind::kLantern) {
-    if (out.method.relax.lantern_k >= glue.layout().codebook_size()) {
-      throw InputError("--lantern-k " + std::to_string(out.method.relax.lantern_k) + " must be smaller than the " +
+  if (method.speculative() && !method.auto_window) check_window_fits(method.window, glue.layout().length());
+  if (method.relax.kind == sampling::RelaxKind::kLantern) {
+    if (method.relax.lantern_k >= glue.layout().codebook_size()) {
+      throw InputError("--lantern-k " + std::to_string(method.relax.lantern_k) + " must be smaller than the " +
                        std::to_string(glue.layout().codebook_size()) + " image codes");
     }
-    if (lantern_k_ != out.method.relax.lantern_k) {
+    if (lantern_k_ != method.relax.lantern_k) {
       const family::TokenLayout& layout = glue.layout();
-      lantern_table_ = sampling::lantern_neighbours(vq_->codebook(), out.method.relax.lantern_k,
-                                                    layout.first_code_id(), layout.vocab_size());
-      lantern_k_ = out.method.relax.lantern_k;
+      lantern_table_ = sampling::lantern_neighbours(vq_->codebook(), method.relax.lantern_k, layout.first_code_id(),
+                                                    layout.vocab_size());
+      lantern_k_ = method.relax.lantern_k;
     }
-    out.method.relax.neighbours = lantern_table_;
+    method.relax.neighbours = lantern_table_;
   }
   decoding::DecodeRequest request;
   request.rows.push_back(glue.conditional(prompt));
   if (settings.cfg != 1.0) request.rows.push_back(glue.unconditional(prompt));
-  request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), out.method.greedy);
-  request.method = out.method;
+  request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), method.greedy);
+  request.method = method;
   request.seed = settings.seed;
   request.cost_profile = resolve_cost_profile(bundle_, settings);
+  request.planned_batch = std::max(settings.batch_size, 1);
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
-  check_memory_fits(estimate_memory(request, glue.layout().length()), memory_limit_, placement_.device);
-  request.sequence = sequence;
-  decoding::DecodeResult result = decoding::decode(*model_, glue.layout(), request);
+  return request;
+}
+
+GenerationOutput Generator::finish(const GenerationSettings& settings, const decoding::MethodConfig& method,
+                                   decoding::DecodeResult result) {
+  GenerationOutput out;
+  out.settings = settings;
+  out.method = method;
   out.tokens = std::move(result.tokens);
   out.stats = std::move(result.stats);
-
   const auto vq_start = Clock::now();
-  out.codes = glue.layout().codes(out.tokens);
+  out.codes = family(settings.resolution).layout().codes(out.tokens);
   {
     const FixedThreadCount threads(kVqDecodeThreads);
     out.image = vq_->decode(out.codes);
   }
   out.vq_seconds = since(vq_start);
+  return out;
+}
+
+GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& given, uint32_t sequence) {
+  const auto start = Clock::now();
+  GenerationSettings settings = given;
+  if (settings.batch_size == kAuto) settings.batch_size = 1;  // one prompt: plan windows for a batch of one
+  decoding::MethodConfig method;
+  decoding::DecodeRequest request = make_request(prompt, settings, method);
+  const family::TokenLayout& layout = family(settings.resolution).layout();
+  check_memory_fits(estimate_memory(request, layout.length(), 1), memory_limit_, placement_.device);
+  request.sequence = sequence;
+  GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));
   out.total_seconds = since(start);
   return out;
 }
 
-MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens) const {
+decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
+  const GenerationSettings& settings = plan.settings;
+  decoding::BatchCapacity capacity;
+  capacity.sequences = std::max(settings.batch_size, 1);
+  capacity.rows_per_sequence = settings.cfg != 1.0 ? 2 : 1;
+  const family::ImageFamily& glue = family(settings.resolution);
+  const auto measure = [&](const model::RowPrompt& row) {
+    capacity.prompt_tokens = std::max<int64_t>(capacity.prompt_tokens, static_cast<int64_t>(row.tokens.size()));
+    for (int64_t p : row.positions) capacity.prompt_position = std::max(capacity.prompt_position, p);
+  };
+  for (const std::string& prompt : plan.prompts) {
+    try {
+      measure(glue.conditional(prompt));
+      if (capacity.rows_per_sequence == 2) measure(glue.unconditional(prompt));
+    } catch (const std::exception&) {
+      // A prompt the family cannot take fails on its own when its turn comes.
+    }
+  }
+  const decoding::MethodConfig method = method_from_settings(settings);
+  capacity.window_nodes = decoding::window_nodes(
+      decoding::WindowPlanner(method, resolve_cost_profile(bundle_, settings), capacity.rows_per_sequence).largest());
+  return capacity;
+}
+
+int Generator::resolve_batch_size(const BatchPlan& plan) {
+  BatchPlan sized = plan;
+  const bool automatic = plan.settings.batch_size == kAuto;
+  int batch = automatic ? (placement_.device.is_cpu() ? 8 : 16) : plan.settings.batch_size;
+  while (true) {
+    sized.settings.batch_size = batch;
+    const decoding::BatchCapacity capacity = batch_capacity(sized);
+    decoding::DecodeRequest shape;
+    shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
+    shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);
+    shape.method = method_from_settings(sized.settings);
+    const MemoryEstimate estimate = estimate_memory(shape, family(plan.settings.resolution).layout().length(), batch);
+    try {
+      check_memory_fits(estimate, memory_limit_, placement_.device);
+      return batch;
+    } catch (const InputError& e) {
+      if (!automatic || batch == 1) {
+        throw InputError(std::string(e.what()) + " for a batch of " + std::to_string(batch) +
+                         (batch > 1 ? " (a smaller --batch-size needs less)" : ""));
+      }
+      batch /= 2;
+    }
+  }
+}
+
+void Generator::generate_batch(const BatchPlan& plan, const std::function<std::optional<BatchItem>()>& next,
+                               const std::function<void(const BatchItem&, GenerationOutput)>& done,
+                               const std::function<void(const BatchItem&, const std::string& error)>& failed) {
+  const decoding::BatchCapacity capacity = batch_capacity(plan);
+  const family::TokenLayout& layout = family(plan.settings.resolution).layout();
+  struct Started {
+    BatchItem item;
+    decoding::MethodConfig method;
+    Clock::time_point start;
+  };
+  std::map<int64_t, Started> started;  // by request id
+  int64_t request_id = 0;
+  decoding::decode_batch(
+      *model_, layout, capacity,
+      [&]() -> std::optional<decoding::DecodeRequest> {
+        while (std::optional<BatchItem> item = next()) {
+          Started entry{std::move(*item), {}, Clock::now()};
+          try {
+            decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
+            request.id = request_id++;
+            started.emplace(request.id, std::move(entry));
+            return request;
+          } catch (const io::StorageError&) {
+            throw;
+          } catch (const std::exception& e) {
+            failed(entry.item, e.what());
+          }
+        }
+        return std::nullopt;
+      },
+      [&](const decoding::DecodeRequest& request, decoding::DecodeResult result) {
+        Started entry = std::move(started.at(request.id));
+        started.erase(request.id);
+        GenerationOutput out = finish(entry.item.settings, entry.method, std::move(result));
+        out.total_seconds = since(entry.start);
+        done(entry.item, std::move(out));
+      });
+}
+
+MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens,
+                                          int batch) const {
   GenerationShape shape;
-  shape.rows = static_cast<int64_t>(request.rows.size());
+  shape.rows = static_cast<int64_t>(request.rows.size()) * batch;
   for (const auto& row : request.rows) {
     shape.longest_prompt = std::max<int64_t>(shape.longest_prompt, static_cast<int64_t>(row.tokens.size()));
   }

@@ -3,8 +3,10 @@
 // glue, transformer, VQ decoder. One Generator serves many prompts.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,20 @@ struct GenerationOutput {
   double total_seconds = 0.0;
 };
 
+// One prompt of a batch run; `id` is the caller's (the prompt index).
+struct BatchItem {
+  int64_t id = 0;
+  std::string prompt;
+  GenerationSettings settings;  // the seed is the item's own; every other setting is the batch's
+};
+
+// What a batch run is sized for: its settings (batch_size resolved) and every
+// prompt it may be given (the longest one sizes the KV cache's rows).
+struct BatchPlan {
+  GenerationSettings settings;
+  std::vector<std::string> prompts;
+};
+
 class Generator {
  public:
   // The transformer's weights go to `placement` (device and dtype) as they load.
@@ -50,8 +66,29 @@ class Generator {
   // `sequence` separates the random streams of several images made with one seed.
   GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);
 
+  // The batch size a plan runs with: its setting, checked against the memory
+  // limit, or for "auto" the device's default (8 on a CPU, 16 on a GPU) halved
+  // until the estimate fits.
+  int resolve_batch_size(const BatchPlan& plan);
+  // Continuous batching (decoding/decoder.h, decode_batch): decodes
+  // plan.settings.batch_size items at once, pulling the next item from `next`
+  // whenever one finishes. `done` gets each image as soon as it is made; an
+  // item that cannot start (a prompt the model cannot take) goes to `failed`
+  // and the batch carries on. Every image equals generate() of its prompt and
+  // settings (batch_size included: automatic windows are planned for it).
+  void generate_batch(const BatchPlan& plan, const std::function<std::optional<BatchItem>()>& next,
+                      const std::function<void(const BatchItem&, GenerationOutput)>& done,
+                      const std::function<void(const BatchItem&, const std::string& error)>& failed);
+
  private:
-  MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens) const;
+  // The decode request of one prompt (tokenized, checked), and the method it resolved to.
+  decoding::DecodeRequest make_request(const std::string& prompt, const GenerationSettings& settings,
+                                       decoding::MethodConfig& method);
+  // The image and timings of a finished decode.
+  GenerationOutput finish(const GenerationSettings& settings, const decoding::MethodConfig& method,
+                          decoding::DecodeResult result);
+  MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens, int batch) const;
+  decoding::BatchCapacity batch_capacity(const BatchPlan& plan);
 
   Bundle bundle_;
   Placement placement_;

@@ -93,7 +93,8 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
   static const std::vector<std::string> known_keys = {
       "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
-      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile"};
+      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile",
+      "batch_size"};
   for (const auto& item : layer.items()) {
     if (std::find(known_keys.begin(), known_keys.end(), item.key()) == known_keys.end()) {
       const auto guess = text::closest_name(item.key(), known_keys);
@@ -121,6 +122,7 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   read(layer, "device", s.device, where);
   read(layer, "dtype", s.dtype, where);
   read(layer, "cost_profile", s.cost_profile, where);
+  read_count_or_auto(layer, "batch_size", 1, s.batch_size, where);
   for (const auto& item : layer.items()) {
     const std::string problem = setting_problem(s, item.key());
     if (!problem.empty()) throw std::invalid_argument(where + ": /" + item.key() + ": " + problem);
@@ -134,7 +136,7 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
           {"lantern_lambda", s.lantern_lambda}, {"lantern_own_residual", s.lantern_own_residual},
           {"cfg", s.cfg},         {"temperature", s.temperature}, {"top_k", s.top_k},
           {"seed", s.seed},       {"resolution", s.resolution}, {"device", s.device}, {"dtype", s.dtype},
-          {"cost_profile", s.cost_profile}};
+          {"cost_profile", s.cost_profile}, {"batch_size", count_or_auto(s.batch_size)}};
 }
 
 void split_method_entry(GenerationSettings& s) {

@@ -37,6 +37,11 @@ struct GenerationSettings {
   std::string device = "cpu";  // cpu | cuda (engine/device.h checks it)
   std::string dtype = "f32";   // f32 | bf16: the transformer's weights and KV cache
   std::string cost_profile;    // step-cost profile file for automatic windows ("": the bundle's for the device)
+  // Prompts decoded at once by batch and compare (kAuto: chosen from the device and
+  // memory; generate: 1). Automatic windows are planned for a step of this many
+  // sequences, so with them the image depends on it (generate --batch-size B
+  // reproduces an image of a batch-B run); fixed windows do not.
+  int batch_size = kAuto;
 };
 
 // Overlays the keys of `layer` onto `settings`; `where` names the source in

@@ -43,13 +43,14 @@ int64_t tree_node_count(int64_t pd_k, int64_t pd_depth) {
 }
 
 std::string setting_problem(const GenerationSettings& s, const std::string& key) {
-  if (key == "window" || key == "pd_k" || key == "pd_depth") {
-    const int value = key == "window" ? s.window : key == "pd_k" ? s.pd_k : s.pd_depth;
+  if (key == "window" || key == "pd_k" || key == "pd_depth" || key == "batch_size") {
+    const int value = key == "window" ? s.window : key == "pd_k" ? s.pd_k : key == "pd_depth" ? s.pd_depth : s.batch_size;
     if (value == kAuto) return {};  // chosen per step (decoding/window_planner.h)
   }
   if (key == "window") return window_problem(s.window);
   if (key == "pd_k") return integer_problem(s.pd_k, 1, 64);
   if (key == "pd_depth") return integer_problem(s.pd_depth, 0, 16);
+  if (key == "batch_size") return integer_problem(s.batch_size, 1, kMaxBatchSize);
   if (key == "delta") return number_problem(s.delta, 0.0, 100.0);
   if (key == "nu") return number_problem(s.nu, 0.0, 100.0);
   if (key == "lantern_k") return integer_problem(s.lantern_k, 1, 1024);

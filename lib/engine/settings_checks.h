@@ -13,6 +13,7 @@ namespace sjd::engine {
 
 constexpr int kMaxWindow = 4096;           // draft positions per step
 constexpr int64_t kMaxTreeNodes = 4096;    // sjd-pac tree nodes (pd_k + pd_k^2 + ... + pd_k^pd_depth)
+constexpr int kMaxBatchSize = 1024;        // prompts decoded at once
 constexpr double kMaxGuidance = 100.0;     // cfg
 constexpr double kMinTemperature = 1e-3;   // below it logits / T overflow float; 0 means greedy
 constexpr double kMaxTemperature = 100.0;
