@@ -66,6 +66,16 @@ class FixedThreadCount {
   int saved_;
 };
 
+bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity& capacity) {
+  for (const auto& row : request.rows) {
+    if (static_cast<int64_t>(row.tokens.size()) > capacity.prompt_tokens) return false;
+    for (int64_t p : row.positions) {
+      if (p > capacity.prompt_position) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bundle)), placement_(placement) {
@@ -171,12 +181,14 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     capacity.prompt_tokens = std::max<int64_t>(capacity.prompt_tokens, static_cast<int64_t>(row.tokens.size()));
     for (int64_t p : row.positions) capacity.prompt_position = std::max(capacity.prompt_position, p);
   };
+  // The longest prompt that fits the memory alone sizes every row; longer ones fail on their own when their turn comes.
   for (const std::string& prompt : plan.prompts) {
     try {
-      measure(glue.conditional(prompt));
-      if (capacity.rows_per_sequence == 2) measure(glue.unconditional(prompt));
+      decoding::MethodConfig method;
+      const decoding::DecodeRequest request = make_request(prompt, settings, method);
+      check_memory_fits(estimate_memory(request, glue.layout().length(), 1), memory_limit_, placement_.device);
+      for (const auto& row : request.rows) measure(row);
     } catch (const std::exception&) {
-      // A prompt the family cannot take fails on its own when its turn comes.
     }
   }
   const decoding::MethodConfig method = method_from_settings(settings);
@@ -229,6 +241,10 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
           Started entry{std::move(*item), {}, Clock::now()};
           try {
             decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
+            if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
+              check_memory_fits(estimate_memory(request, layout.length(), 1), memory_limit_, placement_.device);
+              throw InputError("the prompt is longer than the batch was sized for");
+            }
             request.id = request_id++;
             started.emplace(request.id, std::move(entry));
             return request;

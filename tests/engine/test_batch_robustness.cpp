@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,12 +22,15 @@ namespace {
 
 std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
+// In index order (a batch appends each line as its image finishes, in completion order).
 std::vector<nlohmann::json> manifest_records(const std::filesystem::path& manifest) {
   std::vector<nlohmann::json> records;
   std::ifstream in(manifest);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) records.push_back(nlohmann::json::parse(line));
   }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const nlohmann::json& a, const nlohmann::json& b) { return a["index"] < b["index"]; });
   return records;
 }
 
