@@ -35,6 +35,43 @@ void check_fits(const SequenceDecoder& sequence, const BatchCapacity& capacity) 
   }
 }
 
+bool same_pipeline(const sampling::PipelineSettings& a, const sampling::PipelineSettings& b) {
+  return a.cfg_scale == b.cfg_scale && a.cfg_mix == b.cfg_mix && a.temperature == b.temperature && a.top_k == b.top_k;
+}
+
+// Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
+// (each sequence's rows in order): one pipeline call for every run of sequences
+// with the same pipeline settings.
+std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vector<SequenceDecoder*>& sequences) {
+  std::vector<at::Tensor> probs;
+  int64_t row = 0;
+  for (size_t begin = 0; begin < sequences.size();) {
+    const sampling::PipelineSettings& settings = sequences[begin]->request().pipeline;
+    size_t end = begin;
+    std::vector<at::Tensor> parts;
+    std::vector<sampling::SlotConstraint> constraints;
+    std::vector<int64_t> widths;
+    for (; end < sequences.size() && same_pipeline(sequences[end]->request().pipeline, settings); ++end) {
+      std::vector<sampling::SlotConstraint> own = sequences[end]->slot_constraints();
+      const int64_t rows = sequences[end]->rows(), width = static_cast<int64_t>(own.size());
+      parts.push_back(logits.narrow(0, row, rows).narrow(1, 0, width));
+      constraints.insert(constraints.end(), own.begin(), own.end());
+      widths.push_back(width);
+      row += rows;
+    }
+    const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings);
+    int64_t slot = 0;
+    for (int64_t width : widths) {
+      // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.
+      probs.push_back(widths.size() == 1 ? all : all.narrow(0, slot, width).clone());
+      slot += width;
+    }
+    begin = end;
+  }
+  return probs;
+}
+
 }  // namespace
 
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
@@ -103,13 +140,21 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     const at::Tensor logits = model.forward_rows(windows);
     const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it
 
-    int64_t offset = 0;
+    // One logits pipeline over every sequence's slots (its operations are per slot), then
+    // each sequence verifies its own.
+    std::vector<SequenceDecoder*> order;
+    for (auto& sequence : live) {
+      if (sequence) order.push_back(sequence.get());
+    }
+    const auto t1 = Clock::now();
+    const std::vector<at::Tensor> probs = run_pipelines(logits, order);
+    const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
+
+    size_t next_probs = 0;
     for (int64_t s = 0; s < slots; ++s) {
       std::unique_ptr<SequenceDecoder>& sequence = live[static_cast<size_t>(s)];
       if (!sequence) continue;
-      const std::vector<int>& path =
-          sequence->finish_window(logits.narrow(0, offset, rows_per_sequence), forward_seconds);
-      offset += rows_per_sequence;
+      const std::vector<int>& path = sequence->finish_window(probs[next_probs++], forward_seconds, pipeline_seconds);
       for (int64_t r = 0; r < rows_per_sequence; ++r) model.commit_row(s * rows_per_sequence + r, path);
       if (!sequence->finished()) continue;
       finished(sequence->request(), sequence->take_result());

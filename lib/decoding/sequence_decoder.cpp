@@ -92,25 +92,27 @@ const model::DraftTree& SequenceDecoder::next_window() {
   return nodes_;
 }
 
-const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& logits, double forward_seconds) {
-  RunStats& stats = result_.stats;
-  std::vector<int64_t>& committed = result_.tokens;
-  const int64_t first = static_cast<int64_t>(committed.size());
-  const int chain = report_.shape.chain;
-  stats.forward_seconds += forward_seconds;
-
-  auto t0 = Clock::now();
+std::vector<sampling::SlotConstraint> SequenceDecoder::slot_constraints() const {
+  const int64_t first = static_cast<int64_t>(result_.tokens.size());
   std::vector<sampling::SlotConstraint> constraints;
   constraints.push_back(layout_.constraint(first));
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const int64_t predicted = first + nodes_.depth[i];  // the slot of node i predicts this position
     constraints.push_back(predicted < total_ ? layout_.constraint(predicted) : sampling::SlotConstraint{0, {}});
   }
-  const at::Tensor own = logits.narrow(1, 0, 1 + static_cast<int64_t>(nodes_.size()));
-  const at::Tensor probs = sampling::run_logits_pipeline(own, constraints, request_.pipeline);
-  stats.pipeline_seconds += since(t0);
+  return constraints;
+}
 
-  t0 = Clock::now();
+const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, double forward_seconds,
+                                                       double pipeline_seconds) {
+  RunStats& stats = result_.stats;
+  std::vector<int64_t>& committed = result_.tokens;
+  const int64_t first = static_cast<int64_t>(committed.size());
+  const int chain = report_.shape.chain;
+  stats.forward_seconds += forward_seconds;
+  stats.pipeline_seconds += pipeline_seconds;
+
+  const auto t0 = Clock::now();
   const WindowInput input{first, total_, chain, &nodes_, &child_of_, probs, step_};
   const MethodConfig& method = request_.method;
   outcome_ = method.speculative() ? verifier_.verify(input, book_) : verifier_.sample_one(input);

@@ -31,9 +31,12 @@ class SequenceDecoder {
   // Lays out the next window: draft nodes after each row's root (the rows share them).
   const model::DraftTree& next_window();
   int64_t root(int64_t row) const { return roots_[static_cast<size_t>(row)]; }
-  // Verifies the window with its logits [rows, >= 1 + nodes, V] and commits what
-  // it accepts; returns the accepted draft nodes (root to leaf) the model keeps.
-  const std::vector<int>& finish_window(const at::Tensor& logits, double forward_seconds);
+  // The logits pipeline's constraint of each slot of the window (root first).
+  std::vector<sampling::SlotConstraint> slot_constraints() const;
+  // Verifies the window with its probabilities [1 + nodes, V] (the logits
+  // pipeline's output) and commits what it accepts; returns the accepted draft
+  // nodes (root to leaf) the model keeps. The seconds are this step's shares.
+  const std::vector<int>& finish_window(const at::Tensor& probs, double forward_seconds, double pipeline_seconds);
 
   void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
   DecodeResult take_result() { return std::move(result_); }
