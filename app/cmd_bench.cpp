@@ -20,6 +20,7 @@ struct BenchArgs {
   std::string device = "cpu";
   std::string dtype;  // "": bf16 for the presets, the bundle's setting (f32 unless it says) for --calibrate
   std::string windows = "16,32,64";
+  std::string batch_sizes = "1,4,16";
   int iterations = 5;
   int warmup = 2;
   uint64_t seed = 0;
@@ -32,7 +33,8 @@ struct BenchArgs {
   bool into_bundle = false;
 };
 
-std::vector<int> parse_windows(const std::string& text) {
+// "16,32,64" -> sizes >= 1; `flag` names the option in errors.
+std::vector<int> parse_sizes(const std::string& text, const std::string& flag) {
   std::vector<int> windows;
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
@@ -42,10 +44,10 @@ std::vector<int> parse_windows(const std::string& text) {
       if (used != part.size() || w < 1) throw std::invalid_argument(part);
       windows.push_back(w);
     } catch (const std::exception&) {
-      throw engine::InputError("--windows: '" + part + "' is not a window size >= 1");
+      throw engine::InputError(flag + ": '" + part + "' is not a size >= 1");
     }
   }
-  if (windows.empty()) throw engine::InputError("--windows: no window size given");
+  if (windows.empty()) throw engine::InputError(flag + ": no size given");
   return windows;
 }
 
@@ -85,7 +87,8 @@ int run_bench_command(const BenchArgs& args) {
   engine::BenchOptions options;
   options.preset = args.preset;
   options.placement = engine::parse_placement(args.device, args.dtype.empty() ? "bf16" : args.dtype);
-  options.windows = parse_windows(args.windows);
+  options.windows = parse_sizes(args.windows, "--windows");
+  options.batch_sizes = parse_sizes(args.batch_sizes, "--batch-sizes");
   if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   options.iterations = args.iterations;
   options.warmup = args.warmup;
@@ -107,6 +110,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "f32 | bf16 (default: bf16 for presets; the bundle's for --calibrate)");
   cmd->add_option("--windows", args->windows, "window sizes L to time, comma-separated")->capture_default_str();
+  cmd->add_option("--batch-sizes", args->batch_sizes,
+                  "the batch axis: prompts per forward to time (each with its CFG pair), comma-separated")
+      ->capture_default_str();
   cmd->add_option("--iterations", args->iterations, "timed repetitions of each step")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed repetitions first")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the random weights and drafts")->capture_default_str();

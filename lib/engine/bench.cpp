@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iomanip>
 #include <memory>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -279,6 +280,33 @@ BenchReport run_bench(const BenchOptions& options) {
   decoding::MethodConfig sjd = decoding::make_method("sjd");
   sjd.auto_window = true;
   report.auto_chain = decoding::WindowPlanner(sjd, report.step_cost, 2).next(false, static_cast<int>(layout.length())).chain;
+
+  // The batch axis: B prompts' CFG pairs in one forward, mid-image.
+  for (int b : options.batch_sizes) {
+    std::vector<model::RowPrompt> batch_rows;
+    for (int i = 0; i < b; ++i) {
+      for (const auto& row : rows(preset.prompt_tokens + layout.length() / 2)) batch_rows.push_back(row);
+    }
+    model.start(batch_rows, 4 * longest, longest);
+    const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
+    model::DraftTree chain;
+    for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
+    const auto forward_ms = [&](const model::DraftTree& nodes) {
+      const auto windows = model::shared_window(roots, nodes);
+      for (int i = 0; i < options.warmup; ++i) model.window_logits(windows);
+      double best = std::numeric_limits<double>::infinity();
+      for (int i = 0; i < options.iterations; ++i) {
+        best = std::min(best, timed_ms(device, [&] { model.window_logits(windows); }));
+      }
+      return best;
+    };
+    BatchTiming t;
+    t.batch = b;
+    t.ar_ms = forward_ms(model::DraftTree{});
+    t.window_ms = forward_ms(chain);
+    t.auto_chain = decoding::WindowPlanner(sjd, report.step_cost, 2 * b).next(false, static_cast<int>(layout.length())).chain;
+    report.batches.push_back(t);
+  }
   return report;
 }
 
@@ -337,6 +365,15 @@ std::string format_report(const BenchReport& r) {
   }
   out << "auto window at batch 1 (CFG 2 rows) from these step times and the prior acceptance: L = " << r.auto_chain
       << "\n";
+  if (!r.batches.empty()) {
+    out << "batch axis (B prompts x 2 CFG rows in one forward, fastest of the timed runs):\n"
+        << "      B    ar ms/step    ar tokens/s    L=" << BatchTiming::kBatchWindow << " ms/step    auto L\n";
+    for (const auto& b : r.batches) {
+      out << std::setw(7) << b.batch << std::setw(14) << b.ar_ms << std::setw(15) << std::setprecision(1)
+          << b.ar_tokens_per_s() << std::setprecision(3) << std::setw(16) << b.window_ms << std::setw(10)
+          << b.auto_chain << "\n";
+    }
+  }
   return out.str();
 }
 
@@ -347,6 +384,11 @@ nlohmann::json to_json(const BenchReport& r) {
   };
   nlohmann::json windows = nlohmann::json::array();
   for (const auto& t : r.windows) windows.push_back(step(t));
+  nlohmann::json batches = nlohmann::json::array();
+  for (const auto& b : r.batches) {
+    batches.push_back({{"batch", b.batch}, {"ar_ms", b.ar_ms}, {"ar_tokens_per_s", b.ar_tokens_per_s()},
+                       {"window", BatchTiming::kBatchWindow}, {"window_ms", b.window_ms}, {"auto_chain", b.auto_chain}});
+  }
   nlohmann::json methods = nlohmann::json::array();
   for (const auto& m : r.methods) {
     methods.push_back({{"method", m.method}, {"step_compression", m.step_compression}, {"window", m.window},
@@ -368,7 +410,8 @@ nlohmann::json to_json(const BenchReport& r) {
           {"peak_memory", {{"bytes", r.peak.bytes}, {"what", r.peak.what}}},
           {"seconds_per_image", methods},
           {"step_cost", r.step_cost.to_json()},
-          {"auto_window_chain", r.auto_chain}};
+          {"auto_window_chain", r.auto_chain},
+          {"batches", batches}};
 }
 
 }  // namespace sjd::engine

@@ -24,6 +24,18 @@ struct BenchOptions {
   int warmup = 2;         // untimed ones first
   uint64_t seed = 0;      // weights and drafts
   bool vq = true;         // time the VQ decoder stand-in
+  std::vector<int> batch_sizes = {1, 4, 16};  // the batch axis: prompts per step (each with its CFG pair)
+};
+
+// One batch size: the forward of an AR step and of a window step of kBatchWindow
+// drafts, every prompt's CFG pair in one forward.
+struct BatchTiming {
+  static constexpr int kBatchWindow = 16;
+  int batch = 1;
+  double ar_ms = 0.0;
+  double window_ms = 0.0;
+  int auto_chain = 0;  // the L --window auto starts from when planned for this batch
+  double ar_tokens_per_s() const { return ar_ms > 0 ? 1e3 * batch / ar_ms : 0.0; }
 };
 
 // One step kind: where its milliseconds went (each phase timed to completion).
@@ -63,6 +75,7 @@ struct BenchReport {
   std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
   decoding::StepCostProfile step_cost;  // the AR and window steps above as a profile (rows = 2)
   int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen
+  std::vector<BatchTiming> batches;   // the batch axis
 };
 
 BenchReport run_bench(const BenchOptions& options);

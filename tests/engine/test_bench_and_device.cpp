@@ -31,6 +31,14 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
   CHECK(j["auto_window_chain"].get<int>() >= 0);
   CHECK(j["auto_window_chain"].get<int>() <= 64);
   CHECK(j["step_cost"]["points"].size() == 4);  // the AR step and three windows
+  // The batch axis (default 1, 4, 16): a forward time and tokens/s per batch size.
+  REQUIRE(j["batches"].size() == 3);
+  CHECK(j["batches"][2]["batch"] == 16);
+  for (const auto& b : j["batches"]) {
+    CHECK(b["ar_ms"].get<double>() > 0.0);
+    CHECK(b["ar_tokens_per_s"].get<double>() == Approx(1e3 * b["batch"].get<double>() / b["ar_ms"].get<double>()));
+  }
+  CHECK_THAT(r.out, Catch::Contains("batch axis"));
   for (const auto& step : j["window_steps"]) {
     const double parts = step["forward_ms"].get<double>() + step["pipeline_ms"].get<double>() +
                          step["verify_ms"].get<double>() + step["kv_ms"].get<double>();
@@ -45,6 +53,9 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   const auto preset = run_sjd("bench --preset huge");
   CHECK(preset.exit_code == 2);
   CHECK_THAT(preset.err, Catch::Contains("--preset: unknown preset 'huge'"));
+  const auto sizes = run_sjd("bench --preset tiny --batch-sizes 1,0");
+  CHECK(sizes.exit_code == 2);
+  CHECK_THAT(sizes.err, Catch::Contains("--batch-sizes: '0' is not a size >= 1"));
   const auto dtype = run_sjd("bench --preset tiny --dtype f16");
   CHECK(dtype.exit_code == 2);
   CHECK_THAT(dtype.err, Catch::Contains("--dtype: unknown dtype 'f16'"));
