@@ -1,5 +1,6 @@
 #include "engine/batch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "engine/batch_claims.h"
 #include "engine/batch_manifest.h"
+#include "engine/batch_status.h"
 #include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
@@ -52,8 +54,8 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   if (const int removed = io::remove_stale_temporaries(options.out_dir); removed > 0) {
     log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
   }
-  const std::filesystem::path manifest = options.out_dir / "manifest.jsonl";
-  ManifestReader manifest_reader(manifest, options.out_dir, log);
+  const std::filesystem::path manifest = options.out_dir / manifest_name(options.shard);
+  ManifestReader manifest_reader(options.out_dir, log);
   std::map<int64_t, FinishedImage> done = manifest_reader.read_new();
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
@@ -68,14 +70,17 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                           settings_to_json(settings_of(index)));
   };
   for (const auto& [index, image] : done) {
-    if (index < count) check_same_run(image, identity_of(index), manifest);
+    if (index < count) check_same_run(image, identity_of(index));
   }
+  record_batch_size(options.out_dir, options.prompts, count);
   ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
   claims.check_live_claims(identity_of, count);
 
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
+  const int64_t owned = options.shard.owned_in(0, count);
   for (int64_t i = 0; i < count; ++i) {
+    if (!options.shard.owns(i)) continue;
     const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
     if (done.count(i)) {
       ++summary.skipped;
@@ -87,7 +92,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     }
     // Another process may have finished it since this run started.
     for (auto& [index, image] : manifest_reader.read_new()) {
-      if (index < count) check_same_run(image, identity_of(index), manifest);
+      if (index < count) check_same_run(image, identity_of(index));
       done[index] = std::move(image);
     }
     if (done.count(i)) {
@@ -135,9 +140,11 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     if (options.progress) {
       const int64_t finished = summary.generated + summary.failed;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      // Entries after this one, less those already done (the map is ordered by index).
-      const int64_t left = count - i - 1 - std::distance(done.upper_bound(i), done.lower_bound(count));
-      log << "\r[" << (i + 1) << "/" << count << "] " << finished << " generated, ETA "
+      // This shard's entries after this one, less those already done (the map is ordered by index).
+      const int64_t left = options.shard.owned_in(i + 1, count) -
+                           std::count_if(done.upper_bound(i), done.lower_bound(count),
+                                         [&](const auto& entry) { return options.shard.owns(entry.first); });
+      log << "\r[" << options.shard.owned_in(0, i + 1) << "/" << owned << "] " << finished << " generated, ETA "
           << format_seconds(elapsed / static_cast<double>(finished) * static_cast<double>(left)) << "   "
           << std::flush;
     }
