@@ -1,5 +1,5 @@
 #!/bin/bash
-# The Slurm path for real (opt-in; docs/scale-out.md says why it is not in CI):
+# The Slurm path for real (scripts/test.sh runs it after the CTest tests; SJD_SLURM=0 skips it):
 # installs Debian's slurm-wlm and munge, starts a one-node cluster (munged,
 # slurmctld, slurmd from a generated slurm.conf), submits
 # scripts/slurm/batch_array.sbatch as an array of 4 tasks on the default model,
@@ -43,12 +43,13 @@ as_root runuser -u munge -- munged --key-file="$work/munge/munge.key" --socket="
   --pid-file="$work/munge/munged.pid" --log-file="$work/munge/munged.log" --seed-file="$work/munge/seed" --force
 pids+=("$(cat "$work/munge/munged.pid")")
 
-# --- slurm.conf: this machine as controller and only node, 4 CPUs, no cgroups
+# --- slurm.conf: this machine as controller and only node (on 127.0.0.1: no name service needed), 4 CPUs,
+# no cgroups (none in a container), private ports
 host=$(hostname -s)
 mkdir -p "$work/state" "$work/spool" "$work/logs"
 cat >"$work/slurm.conf" <<CONF
 ClusterName=sjdtest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmctldPort=16817
 SlurmdPort=16818
@@ -71,7 +72,7 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 ReturnToService=2
 KillWait=5
-NodeName=$host CPUs=4 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF="$work/slurm.conf"
@@ -158,6 +159,8 @@ if "$sjd" manifest "$work/killed" >"$work/status.txt"; then
   fail "the cancelled task had already finished; nothing to resume"
 fi
 grep "^missing" "$work/status.txt"
+rm -f "$work"/logs/*.log
 submit "$work/killed" --wait >/dev/null || fail "re-submitted array failed: $(cat "$work"/logs/*.log)"
+grep -h "generated" "$work"/logs/*.log
 check_same_as_reference "$work/killed"
 echo "test_slurm: PASS"

@@ -72,9 +72,9 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   for (const auto& [index, image] : done) {
     if (index < count) check_same_run(image, identity_of(index));
   }
-  record_batch_size(options.out_dir, options.prompts, count);
   ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
   claims.check_live_claims(identity_of, count);
+  record_batch_size(options.out_dir, options.prompts, count);  // for `sjd manifest`
 
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();

@@ -221,3 +221,13 @@ TEST_CASE("manifest: a folder that is no batch folder is refused", "[cli][batch]
   check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --prompts " + shell_quoted(dir / "prompts.txt")), 1,
                "missing: 0-1");
 }
+
+TEST_CASE("batch: a shard with other settings than its sibling shards is refused", "[cli][batch][scale]") {
+  TempDir dir("batch_shard_conflict");
+  write_file(dir / "prompts.txt", scene_prompts(4));
+  const std::string batch = batch_args(dir / "prompts.txt", dir / "out");
+  REQUIRE(run_sjd_limited(batch + " --shard 0/2").exit_code == 0);
+  // Shard 1 makes other images than shard 0, but with another seed the folder would mix two runs.
+  check_result(run_sjd_limited(batch + " --shard 1/2 --seed 5"), 2, "manifest.0-of-2.jsonl:1: image 00000");
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "manifest.1-of-2.jsonl"));
+}
