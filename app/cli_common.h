@@ -47,6 +47,7 @@ std::string version_text();
 
 void add_generate_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
+void add_manifest_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);

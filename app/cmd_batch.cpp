@@ -1,6 +1,7 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,8 @@ struct BatchArgs {
   std::string prompts;
   std::string out_dir;
   int64_t limit = 0;
+  std::string shard;        // "I/N"; empty: from a Slurm array or Kubernetes Indexed Job, else unsharded
+  int64_t shard_count = 0;  // the shard count of a Kubernetes Indexed Job
   SettingsFlags settings;
 };
 
@@ -29,6 +32,8 @@ int run_batch_command(const BatchArgs& args) {
   options.prompts = args.prompts;
   options.out_dir = args.out_dir;
   options.limit = args.limit;
+  options.shard = engine::choose_shard(
+      args.shard, args.shard_count, [](const char* name) { return std::getenv(name); }, std::cerr);
   options.progress = ::isatty(STDERR_FILENO) != 0;
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
@@ -37,7 +42,7 @@ int run_batch_command(const BatchArgs& args) {
   const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
             << " failed" << (s.elsewhere > 0 ? ", " + std::to_string(s.elsewhere) + " made by another process" : "")
-            << "; manifest " << (options.out_dir / "manifest.jsonl").string() << "\n";
+            << "; manifest " << (options.out_dir / engine::manifest_name(options.shard)).string() << "\n";
   if (s.generated > 0) {
     std::cout << "batch: " << std::fixed << std::setprecision(1) << s.seconds << " s in all, "
               << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("
@@ -58,6 +63,11 @@ void add_batch_command(CLI::App& app) {
       ->required();
   cmd->add_option("--out-dir", args->out_dir, "output folder (PNGs + manifest.jsonl)")->required();
   cmd->add_option("--limit", args->limit, "only the first N prompts (0 = all)");
+  cmd->add_option("--shard", args->shard,
+                  "I/N: only the prompts whose index i has i mod N == I (default: from a Slurm job array or "
+                  "a Kubernetes Indexed Job, else all)");
+  cmd->add_option("--shard-count", args->shard_count,
+                  "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT)");
   args->settings.add_to(*cmd);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_batch_command(*args); }); });
 }

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", sjd::app::version_text);
   sjd::app::add_generate_command(app);
   sjd::app::add_batch_command(app);
+  sjd::app::add_manifest_command(app);
   sjd::app::add_compare_command(app);
   sjd::app::add_tokenize_command(app);
   sjd::app::add_inspect_command(app);

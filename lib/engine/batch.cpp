@@ -1,5 +1,6 @@
 #include "engine/batch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "engine/batch_claims.h"
 #include "engine/batch_manifest.h"
+#include "engine/batch_status.h"
 #include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
@@ -53,8 +55,8 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   if (const int removed = io::remove_stale_temporaries(options.out_dir); removed > 0) {
     log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
   }
-  const std::filesystem::path manifest = options.out_dir / "manifest.jsonl";
-  ManifestReader manifest_reader(manifest, options.out_dir, log);
+  const std::filesystem::path manifest = options.out_dir / manifest_name(options.shard);
+  ManifestReader manifest_reader(options.out_dir, log);
   std::map<int64_t, FinishedImage> done = manifest_reader.read_new();
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
@@ -75,10 +77,11 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                           settings_to_json(settings_of(index)));
   };
   for (const auto& [index, image] : done) {
-    if (index < count) check_same_run(image, identity_of(index), manifest);
+    if (index < count) check_same_run(image, identity_of(index));
   }
   ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
   claims.check_live_claims(identity_of, count);
+  record_batch_size(options.out_dir, options.prompts, count);  // for `sjd manifest`
 
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();
@@ -91,12 +94,13 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                           {"file", batch_file_name(i, entry.prompt)},
                           {"model", model}};
   };
+  const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
   const auto show_progress = [&] {
     if (!options.progress) return;
     const int64_t finished = summary.generated + summary.failed;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const int64_t left = count - finished - summary.skipped - summary.elsewhere;
-    log << "\r[" << (finished + summary.skipped) << "/" << count << "] " << finished << " generated, ETA "
+    const int64_t left = owned - finished - summary.skipped - summary.elsewhere;
+    log << "\r[" << (finished + summary.skipped) << "/" << owned << "] " << finished << " generated, ETA "
         << format_seconds(elapsed / static_cast<double>(std::max<int64_t>(finished, 1)) * static_cast<double>(left))
         << "   " << std::flush;
   };
@@ -120,6 +124,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const auto next = [&]() -> std::optional<BatchItem> {
     for (; cursor < count; ++cursor) {
       const int64_t i = cursor;
+      if (!options.shard.owns(i)) continue;
       const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
       if (done.count(i)) {
         ++summary.skipped;
@@ -131,7 +136,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
       }
       // Another process may have finished it since this run started.
       for (auto& [index, image] : manifest_reader.read_new()) {
-        if (index < count) check_same_run(image, identity_of(index), manifest);
+        if (index < count) check_same_run(image, identity_of(index));
         done[index] = std::move(image);
       }
       if (done.count(i)) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "engine/batch_shards.h"
 #include "engine/generator.h"
 
 namespace sjd::engine {
@@ -16,6 +17,7 @@ struct BatchOptions {
   std::filesystem::path out_dir;
   GenerationSettings settings;  // image i uses seed settings.seed + i
   int64_t limit = 0;            // 0: every prompt
+  Shard shard;                  // only the prompts this shard owns; its own manifest (batch_shards.h)
   bool progress = false;        // a progress line with count and ETA (on a terminal)
   int64_t claim_timeout_seconds = 600;  // a claim untouched this long is taken over (batch_claims.h)
 };

@@ -1,8 +1,11 @@
 #include "engine/batch_manifest.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
+#include "engine/batch_shards.h"
 #include "engine/bundle.h"
 #include "io/png_chunks.h"
 
@@ -63,43 +66,53 @@ bool image_intact(const std::filesystem::path& file, const nlohmann::json& recor
 
 }  // namespace
 
-ManifestReader::ManifestReader(std::filesystem::path manifest, std::filesystem::path dir, std::ostream& log)
-    : manifest_(std::move(manifest)), dir_(std::move(dir)), log_(log) {}
+ManifestReader::ManifestReader(std::filesystem::path dir, std::ostream& log) : dir_(std::move(dir)), log_(log) {}
 
 std::map<int64_t, FinishedImage> ManifestReader::read_new() {
   std::map<int64_t, FinishedImage> done;
-  std::ifstream in(manifest_, std::ios::binary);
-  if (!in) return done;
-  in.seekg(static_cast<std::streamoff>(offset_));
+  for (const std::filesystem::path& manifest : list_manifests(dir_)) read_new_lines(manifest, read_[manifest], done);
+  return done;
+}
+
+void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progress& progress,
+                                    std::map<int64_t, FinishedImage>& done) {
+  struct stat info {};
+  if (::stat(manifest.c_str(), &info) != 0) return;
+  if (info.st_ino != progress.inode) progress = {0, 0, info.st_ino};  // new, or replaced by `sjd manifest --merge`
+  std::ifstream in(manifest, std::ios::binary);
+  if (!in) return;
+  in.seekg(static_cast<std::streamoff>(progress.offset));
   std::string line;
   while (std::getline(in, line)) {
     if (in.eof()) break;  // a line still being written has no newline yet: read it next time
-    offset_ += line.size() + 1;
-    const int number = ++lines_;
+    progress.offset += line.size() + 1;
+    const int number = ++progress.lines;
     if (line.empty()) continue;
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception&) {
-      log_ << "warning: " << manifest_.string() << ":" << number << ": unreadable line ignored\n";
+      log_ << "warning: " << manifest.string() << ":" << number << ": unreadable line ignored\n";
       continue;
     }
     const std::string problem = record_problem(j);
     if (!problem.empty()) {
-      log_ << "warning: " << manifest_.string() << ":" << number << ": " << problem << "; line ignored\n";
-      continue;
-    }
-    if (j["status"] != "ok") continue;
-    const std::filesystem::path file = dir_ / j["file"].get<std::string>();
-    if (!image_intact(file, j)) {
-      log_ << "warning: " << manifest_.string() << ":" << number << ": " << file.string()
-           << " is missing or damaged; it will be made again\n";
+      log_ << "warning: " << manifest.string() << ":" << number << ": " << problem << "; line ignored\n";
       continue;
     }
     const auto index = j["index"].get<int64_t>();
-    done[index] = {number, std::move(j)};
+    if (j["status"] != "ok") {
+      failures_[index] = {manifest, number, std::move(j)};
+      continue;
+    }
+    const std::filesystem::path file = dir_ / j["file"].get<std::string>();
+    if (!image_intact(file, j)) {
+      log_ << "warning: " << manifest.string() << ":" << number << ": " << file.string()
+           << " is missing or damaged; it will be made again\n";
+      continue;
+    }
+    done[index] = {manifest, number, std::move(j)};
   }
-  return done;
 }
 
 void record_file_checksum(nlohmann::json& record, const std::filesystem::path& file) {
@@ -136,14 +149,14 @@ std::string first_difference(const nlohmann::json& recorded, const nlohmann::jso
 
 }  // namespace
 
-void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest) {
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected) {
   // Manifests written before the model was recorded are taken to be of this model.
   const nlohmann::json recorded =
       image_identity(done.record.value("prompt", std::string()),
                      done.record.value("model", expected["model"].get<std::string>()),
                      done.record.value("settings", nlohmann::json::object()));
   if (recorded == expected) return;
-  throw InputError(manifest.string() + ":" + std::to_string(done.line) + ": image " +
+  throw InputError(done.manifest.string() + ":" + std::to_string(done.line) + ": image " +
                    done.record.value("file", std::string()) + " was made with " +
                    first_difference(recorded, expected) +
                    "; resume with the same prompts and settings, or use another --out-dir");

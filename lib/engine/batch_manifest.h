@@ -1,9 +1,10 @@
 #pragma once
-// A batch folder's manifest.jsonl: one JSON record per line, appended as images
-// finish or fail. Every field read back is validated (a hand-edited or damaged
-// line is skipped with a warning, never trusted as an index), and an image counts
-// as done only while its PNG is intact (structure, CRC and the size and checksum
-// the manifest recorded), so a truncated file is made again.
+// A batch folder's manifests (manifest.jsonl, or one per shard: batch_shards.h):
+// one JSON record per line, appended as images finish or fail. Every field read
+// back is validated (a hand-edited or damaged line is skipped with a warning,
+// never trusted as an index), and an image counts as done only while its PNG is
+// intact (structure, CRC and the size and checksum the manifest recorded), so a
+// truncated file is made again.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -15,25 +16,37 @@
 namespace sjd::engine {
 
 // A manifest line that records a finished image whose file is still intact.
+// (A failed image's line is kept the same way, by ManifestReader::failures.)
 struct FinishedImage {
+  std::filesystem::path manifest;
   int line = 0;
   nlohmann::json record;
 };
 
-// Reads the manifest as it grows: each call of read_new() parses only the lines
-// appended since the last call (another process may be appending too).
+// Reads every manifest of a batch folder as they grow: each call of read_new()
+// parses only the lines appended since the last call (other processes may be
+// appending, and a shard's manifest may appear at any time).
 class ManifestReader {
  public:
-  ManifestReader(std::filesystem::path manifest, std::filesystem::path dir, std::ostream& log);
+  ManifestReader(std::filesystem::path dir, std::ostream& log);
   // New finished images by index (a later line for an index replaces an earlier one).
   std::map<int64_t, FinishedImage> read_new();
+  // The latest failed line of each index read so far (it may have been made since).
+  const std::map<int64_t, FinishedImage>& failures() const { return failures_; }
 
  private:
-  std::filesystem::path manifest_;
+  struct Progress {
+    uint64_t offset = 0;  // bytes of whole lines read so far
+    int lines = 0;
+    uint64_t inode = 0;  // a manifest replaced by a merge is read again from its start
+  };
+  void read_new_lines(const std::filesystem::path& manifest, Progress& progress,
+                      std::map<int64_t, FinishedImage>& done);
+
   std::filesystem::path dir_;
   std::ostream& log_;
-  uint64_t offset_ = 0;  // bytes of whole lines read so far
-  int lines_ = 0;
+  std::map<std::filesystem::path, Progress> read_;
+  std::map<int64_t, FinishedImage> failures_;
 };
 
 // The size and CRC-32 of a written image, recorded in its manifest line.
@@ -45,6 +58,6 @@ nlohmann::json image_identity(const std::string& prompt, const std::string& mode
 
 // Throws InputError when a finished image was made with another identity,
 // naming the manifest line and the first difference ("cfg 2.0 (now 1.5)").
-void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::filesystem::path& manifest);
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected);
 
 }  // namespace sjd::engine

@@ -2,6 +2,7 @@
 
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <sys/resource.h>
 #include <torch/version.h>
 
@@ -19,13 +20,27 @@ Placement parse_placement(const std::string& device, const std::string& dtype) {
     throw InputError("--dtype: unknown dtype '" + dtype + "' (expected f32 or bf16)");
   }
   if (device == "cpu") return p;
-  if (device != "cuda") throw InputError("--device: unknown device '" + device + "' (expected cpu or cuda)");
+  // "cuda" or "cuda:K" (K: one or two digits; more GPUs than 99 in one process is a typo).
+  const std::string digits = device.rfind("cuda:", 0) == 0 ? device.substr(5) : std::string();
+  const bool indexed =
+      !digits.empty() && digits.size() <= 2 && digits.find_first_not_of("0123456789") == std::string::npos;
+  if (device != "cuda" && !indexed) {
+    throw InputError("--device: unknown device '" + device + "' (expected cpu, cuda or cuda:K)");
+  }
 #ifndef SJD_WITH_CUDA
-  throw InputError("--device cuda: this build of sjd has no CUDA; configure it against a CUDA build of PyTorch "
-                   "(docs/gpu.md), or use --device cpu");
+  throw InputError("--device " + device + ": this build of sjd has no CUDA; configure it against a CUDA build of "
+                   "PyTorch (docs/gpu.md), or use --device cpu");
 #else
-  if (!at::hasCUDA()) throw InputError("--device cuda: no CUDA device is visible to this process");
-  p.device = at::Device(at::kCUDA, 0);
+  if (!at::hasCUDA()) throw InputError("--device " + device + ": no CUDA device is visible to this process");
+  const auto index = static_cast<c10::DeviceIndex>(indexed ? std::stoi(digits) : 0);
+  c10::impl::VirtualGuardImpl cuda(at::kCUDA);
+  if (index >= cuda.deviceCount()) {
+    throw InputError("--device " + device + ": this process sees " + std::to_string(cuda.deviceCount()) +
+                     " GPU(s) (cuda:0..cuda:" + std::to_string(cuda.deviceCount() - 1) + ")");
+  }
+  p.device = at::Device(at::kCUDA, index);
+  // The CUDA kernels launch on the current device: make it this one.
+  cuda.setDevice(p.device);
   return p;
 #endif
 }

@@ -18,7 +18,9 @@ struct Placement {
 
 // Parses and checks the settings' device and dtype. Bad names, and `cuda` on a
 // build without CUDA ("this build of sjd has no CUDA; ...") or without a
-// visible GPU, are InputError (exit code 2).
+// visible GPU, are InputError (exit code 2). `cuda:K` picks the K-th visible GPU
+// and makes it the calling thread's current device (where kernels launch);
+// `cuda` is cuda:0.
 Placement placement_from_settings(const GenerationSettings& settings);
 Placement parse_placement(const std::string& device, const std::string& dtype);
 

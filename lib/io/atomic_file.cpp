@@ -101,26 +101,64 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   writer.commit();
 }
 
+namespace {
+
+// Opens `path` for appending (created if absent) and takes its write lock,
+// waiting for the holder. An open-file-description lock (F_OFD_SETLKW): unlike a
+// classic fcntl lock it is not dropped when the process closes another
+// descriptor of the file (a reader's), and it excludes threads too; NFS clients
+// carry it to the server's lock manager.
+// When the file was replaced while this waited (a merge renamed a new one over
+// it), the new file is opened instead. A file system without locks (ENOLCK)
+// leaves the file unlocked: single-line appends stay whole there on local disks.
+int open_locked_for_append(const std::filesystem::path& path) {
+  for (;;) {
+    // O_NOFOLLOW: a manifest that is a symlink would send records elsewhere.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0) throw FileError("cannot open " + path.string() + " for appending: " + system_reason());
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd);
+      throw FileError("cannot append to " + path.string() + ": not a regular file");
+    }
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;  // l_start = l_len = 0: the whole file
+    int locked;
+    while ((locked = ::fcntl(fd, F_OFD_SETLKW, &lock)) != 0 && errno == EINTR) {
+    }
+    if (locked != 0 && errno != ENOLCK) {
+      const std::string reason = system_reason();
+      ::close(fd);
+      throw FileError("cannot lock " + path.string() + ": " + reason);
+    }
+    struct stat now {};
+    if (::lstat(path.c_str(), &now) == 0 && now.st_ino == info.st_ino && now.st_dev == info.st_dev) return fd;
+    ::close(fd);  // replaced while waiting: lock the new file
+  }
+}
+
+}  // namespace
+
 void append_line(const std::filesystem::path& path, std::string_view line) {
   if (line.find('\n') != std::string_view::npos) {
     throw FileError("cannot append to " + path.string() + ": the line contains a newline");
   }
   std::string record(line);
   record.push_back('\n');
-  // O_NOFOLLOW: a manifest that is a symlink would send records elsewhere.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-  if (fd < 0) throw FileError("cannot open " + path.string() + " for appending: " + system_reason());
+  const int fd = open_locked_for_append(path);
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw FileError("cannot append to " + path.string() + ": not a regular file");
-  }
+  ::fstat(fd, &info);  // the size under the lock, to cut a failed write back to
   const bool written = write_fully(fd, record.data(), record.size()) && ::fdatasync(fd) == 0;
   const int error = errno;
   if (!written && ::ftruncate(fd, info.st_size) == 0) ::fdatasync(fd);  // no partial line stays behind
-  ::close(fd);
+  ::close(fd);                                                          // releases the lock
   if (!written) fail_write("cannot append to " + path.string(), error);
 }
+
+AppendLock::AppendLock(const std::filesystem::path& path) : fd_(open_locked_for_append(path)) {}
+
+AppendLock::~AppendLock() { ::close(fd_); }
 
 int remove_stale_temporaries(const std::filesystem::path& dir) {
   int removed = 0;

@@ -52,12 +52,27 @@ class AtomicFileWriter {
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Appends `line` and a newline to `path` (created if absent) with one write()
-// call, then flushes it to disk, so concurrent appenders never interleave
-// within a line and a crash loses at most the line being written. `line` must
+// call under the file's fcntl write lock, then flushes it to disk, so concurrent
+// appenders -- on one machine or several sharing the folder over NFS -- never
+// interleave within a line and a crash loses at most the line being written. `line` must
 // not contain a newline (it would split one JSONL record into two). If the
 // write fails (disk full) the file is cut back to its old size, so a partial
 // line never swallows the next record, and StorageError is thrown.
 void append_line(const std::filesystem::path& path, std::string_view line);
+
+// Holds the lock append_line takes on `path` (created if absent), so that its
+// holder may replace the file (write_file_atomic) without losing a line appended
+// meanwhile: appenders wait, then append to the new file.
+class AppendLock {
+ public:
+  explicit AppendLock(const std::filesystem::path& path);
+  ~AppendLock();
+  AppendLock(const AppendLock&) = delete;
+  AppendLock& operator=(const AppendLock&) = delete;
+
+ private:
+  int fd_;
+};
 
 // Temporary files an AtomicFileWriter of a killed process left in `dir`
 // (".NAME.tmp.PID.N" whose process PID is gone) are removed; returns how many.

@@ -2,7 +2,9 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 
 #include "testing/test_support.h"
 
@@ -42,5 +44,23 @@ CommandResult run_sjd_limited(const std::string& args, int memory_mb, int second
 }
 
 std::filesystem::path default_model() { return source_dir() / "models" / "default"; }
+
+std::string shell_quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+std::vector<nlohmann::json> manifest_records(const std::filesystem::path& manifest) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(manifest);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const nlohmann::json& a, const nlohmann::json& b) { return a["index"] < b["index"]; });
+  return records;
+}
+
+std::string batch_args(const std::filesystem::path& prompts, const std::filesystem::path& out) {
+  return "batch --model " + shell_quoted(default_model()) + " --prompts " + shell_quoted(prompts) + " --out-dir " +
+         shell_quoted(out);
+}
 
 }  // namespace sjd::testing

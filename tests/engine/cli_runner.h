@@ -1,7 +1,10 @@
 #pragma once
 // Runs the built `sjd` program as a user would, capturing exit code and output.
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace sjd::testing {
 
@@ -24,5 +27,14 @@ CommandResult run_sjd_env(const std::string& environment, const std::string& arg
 
 // The bundled default model.
 std::filesystem::path default_model();
+
+// A path in single quotes, for a shell command line.
+std::string shell_quoted(const std::filesystem::path& path);
+
+// The records of a batch manifest (JSON lines) in index order (a batch appends them as images finish).
+std::vector<nlohmann::json> manifest_records(const std::filesystem::path& manifest);
+
+// "batch --model <default> --prompts P --out-dir OUT" (arguments of sjd).
+std::string batch_args(const std::filesystem::path& prompts, const std::filesystem::path& out);
 
 }  // namespace sjd::testing

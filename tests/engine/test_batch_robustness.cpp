@@ -20,24 +20,6 @@ using namespace sjd::testing;
 
 namespace {
 
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
-// In index order (a batch appends each line as its image finishes, in completion order).
-std::vector<nlohmann::json> manifest_records(const std::filesystem::path& manifest) {
-  std::vector<nlohmann::json> records;
-  std::ifstream in(manifest);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
-  }
-  std::stable_sort(records.begin(), records.end(),
-                   [](const nlohmann::json& a, const nlohmann::json& b) { return a["index"] < b["index"]; });
-  return records;
-}
-
-std::string batch(const std::filesystem::path& prompts, const std::filesystem::path& out) {
-  return "batch --model " + quoted(default_model()) + " --prompts " + quoted(prompts) + " --out-dir " + quoted(out);
-}
-
 pid_t dead_pid() {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
@@ -56,7 +38,7 @@ std::string host_name() {
 TEST_CASE("batch: a prompt line of invalid UTF-8 fails alone, on every run", "[cli][batch][robustness]") {
   TempDir dir("batch_utf8");
   write_file(dir / "prompts.txt", "a red apple\nbad \xff\xfe bytes\na green ring\n");
-  const std::string cmd = batch(dir / "prompts.txt", dir / "out");
+  const std::string cmd = batch_args(dir / "prompts.txt", dir / "out");
   const auto first = run_sjd_limited(cmd);
   INFO(first.err);
   CHECK(first.exit_code == 1);
@@ -76,7 +58,7 @@ TEST_CASE("batch: damaged manifest lines and images are not trusted on resume", 
   TempDir dir("batch_damaged");
   write_file(dir / "prompts.txt", "a red apple\na blue square\n");
   const auto out = dir / "out";
-  const std::string cmd = batch(dir / "prompts.txt", out);
+  const std::string cmd = batch_args(dir / "prompts.txt", out);
   REQUIRE(run_sjd_limited(cmd).exit_code == 0);
   const auto manifest = out / "manifest.jsonl";
   auto good = manifest_records(manifest)[0];
@@ -110,7 +92,7 @@ TEST_CASE("batch: temporaries and claims of a killed run are cleaned up", "[cli]
   write_file(out / (".00000_a-red-apple.png.tmp." + pid + ".0"), "half an image");
   // A claim of a dead process on this host is taken over at once.
   write_file(out / ".claim.1", nlohmann::json{{"host", host_name()}, {"pid", std::stoi(pid)}, {"token", "x"}}.dump());
-  const auto r = run_sjd_limited(batch(dir / "prompts.txt", out));
+  const auto r = run_sjd_limited(batch_args(dir / "prompts.txt", out));
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("2 generated"));
@@ -126,8 +108,9 @@ TEST_CASE("batch: two processes on one folder make every image once", "[cli][bat
   for (int i = 0; i < 8; ++i) prompts += "a red circle number " + std::to_string(i) + "\n";
   write_file(dir / "prompts.txt", prompts);
   const auto out = dir / "out";
-  const std::string sjd = (build_dir() / "sjd").string() + " " + batch(dir / "prompts.txt", out);
-  const std::string both = "(" + sjd + " >" + quoted(dir / "a.out") + " 2>&1 & " + sjd + " >" + quoted(dir / "b.out") +
+  const std::string sjd = (build_dir() / "sjd").string() + " " + batch_args(dir / "prompts.txt", out);
+  const std::string both = "(" + sjd + " >" + shell_quoted(dir / "a.out") + " 2>&1 & " + sjd + " >" +
+                           shell_quoted(dir / "b.out") +
                            " 2>&1 & wait)";
   REQUIRE(std::system(both.c_str()) == 0);
   INFO(read_file(dir / "a.out") << read_file(dir / "b.out"));
@@ -146,8 +129,8 @@ TEST_CASE("batch: a second process with other settings is refused while the firs
   for (int i = 0; i < 12; ++i) prompts += "a blue square number " + std::to_string(i) + "\n";
   write_file(dir / "prompts.txt", prompts);
   const auto out = dir / "out";
-  const std::string first = (build_dir() / "sjd").string() + " " + batch(dir / "prompts.txt", out) +
-                            " --method ar >" + quoted(dir / "a.out") + " 2>&1";
+  const std::string first = (build_dir() / "sjd").string() + " " + batch_args(dir / "prompts.txt", out) +
+                            " --method ar >" + shell_quoted(dir / "a.out") + " 2>&1";
   std::thread runner([&] { CHECK(std::system(first.c_str()) == 0); });
   // Wait until the first run holds a claim.
   bool claimed = false;
@@ -158,7 +141,7 @@ TEST_CASE("batch: a second process with other settings is refused while the firs
       claimed |= entry.path().filename().string().rfind(".claim.", 0) == 0;
     }
   }
-  const auto second = run_sjd_limited(batch(dir / "prompts.txt", out) + " --seed 100");
+  const auto second = run_sjd_limited(batch_args(dir / "prompts.txt", out) + " --seed 100");
   runner.join();
   REQUIRE(claimed);
   INFO(second.err);
@@ -174,9 +157,10 @@ TEST_CASE("generate: the PNG bytes do not depend on the thread count", "[cli][ro
   TempDir dir("threads");
   // Seed 1 of this prompt differed by one channel value between 1 and 2 threads before the VQ decode
   // ran on a fixed thread count.
-  const std::string g = "generate --model " + quoted(default_model()) + " -p 'a red circle on the left' --seed 1 -o ";
-  REQUIRE(run_sjd_env("OMP_NUM_THREADS=1", g + quoted(dir / "one.png")).exit_code == 0);
-  REQUIRE(run_sjd_env("OMP_NUM_THREADS=2", g + quoted(dir / "two.png")).exit_code == 0);
+  const std::string g =
+      "generate --model " + shell_quoted(default_model()) + " -p 'a red circle on the left' --seed 1 -o ";
+  REQUIRE(run_sjd_env("OMP_NUM_THREADS=1", g + shell_quoted(dir / "one.png")).exit_code == 0);
+  REQUIRE(run_sjd_env("OMP_NUM_THREADS=2", g + shell_quoted(dir / "two.png")).exit_code == 0);
   CHECK(read_file(dir / "one.png") == read_file(dir / "two.png"));
 }
 
@@ -186,7 +170,7 @@ TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the ot
   std::string long_prompt;
   while (long_prompt.size() < 100000) long_prompt += "a red circle ";
   write_file(dir / "prompts.txt", long_prompt + "\na blue square\n");
-  const auto r = run_sjd_limited(batch(dir / "prompts.txt", dir / "out"));
+  const auto r = run_sjd_limited(batch_args(dir / "prompts.txt", dir / "out"));
   INFO(r.err);
   CHECK(r.exit_code == 1);
   const auto records = manifest_records(dir / "out" / "manifest.jsonl");

@@ -22,8 +22,6 @@ using namespace sjd::testing;
 
 namespace {
 
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
 // The image data of a PNG (its IDAT chunks): equal pixels give equal bytes, whatever the text chunks say.
 std::string pixel_bytes(const std::filesystem::path& png) {
   std::string data;
@@ -43,8 +41,7 @@ const char* const kPrompts =
 constexpr int kPromptCount = 5;
 
 std::string batch(const std::filesystem::path& prompts, const std::filesystem::path& out, const std::string& flags) {
-  return "batch --model " + quoted(default_model()) + " --prompts " + quoted(prompts) + " --out-dir " + quoted(out) +
-         " --seed 11 " + flags;
+  return batch_args(prompts, out) + " --seed 11 " + flags;
 }
 
 std::vector<std::filesystem::path> pngs(const std::filesystem::path& dir) {
@@ -93,9 +90,9 @@ TEST_CASE("batch: with automatic windows generate --batch-size B reproduces an i
   const auto made = pngs(dir / "out");
   REQUIRE(made.size() == kPromptCount);
   // Image 2 has seed 11 + 2.
-  const auto g = run_sjd_limited("generate --model " + quoted(default_model()) +
+  const auto g = run_sjd_limited("generate --model " + shell_quoted(default_model()) +
                                  " -p 'a green triangle in the middle, on a white background' --seed 13 "
-                                 "--method sjd-pac --batch-size 3 -o " + quoted(dir / "alone.png"));
+                                 "--method sjd-pac --batch-size 3 -o " + shell_quoted(dir / "alone.png"));
   INFO(g.err);
   REQUIRE(g.exit_code == 0);
   CHECK(pixel_bytes(dir / "alone.png") == pixel_bytes(made[2]));

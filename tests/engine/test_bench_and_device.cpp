@@ -65,12 +65,22 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   const auto device = run_sjd("generate --model " + model + " -p 'a red apple' -o " + png + " --device tpu");
   CHECK(device.exit_code == 2);
   CHECK_THAT(device.err, Catch::Contains("--device: unknown device 'tpu'"));
+  for (const char* bad : {"cuda:x", "cuda:", "cuda:123", "cuda1"}) {
+    const auto index = run_sjd("generate --model " + model + " -p 'a red apple' -o " + png + " --device " + bad);
+    CHECK(index.exit_code == 2);
+    CHECK_THAT(index.err, Catch::Contains(std::string("unknown device '") + bad + "'"));
+  }
 #ifndef SJD_WITH_CUDA
   for (const std::string command : {"generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda",
+                                    "generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda:1",
                                     std::string("bench --preset tiny --device cuda")}) {
     const auto cuda = run_sjd(command);
     CHECK(cuda.exit_code == 2);
     CHECK_THAT(cuda.err, Catch::Contains("this build of sjd has no CUDA"));
   }
+#else
+  const auto absent = run_sjd("generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda:99");
+  CHECK(absent.exit_code == 2);
+  CHECK_THAT(absent.err, Catch::Contains("--device cuda:99"));
 #endif
 }

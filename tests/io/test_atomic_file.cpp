@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 namespace io = sjd::io;
 using Catch::Matchers::Contains;
 using sjd::testing::TempDir;
@@ -61,4 +65,24 @@ TEST_CASE("append_line appends whole lines", "[io][atomic]") {
   CHECK_THROWS_WITH(io::append_line(manifest, "two\nlines"), Contains(manifest.string()) && Contains("newline"));
   CHECK_THROWS_WITH(io::append_line(dir / "missing" / "m.jsonl", "x"), Contains("missing/m.jsonl"));
   CHECK(sjd::testing::read_file(manifest) == "{\"image\": \"0.png\"}\n{\"image\": \"1.png\"}\n");
+}
+
+TEST_CASE("append_line waits for an AppendLock and then appends to the file that replaced it", "[io][atomic]") {
+  TempDir dir("atomic_append_lock");
+  const auto manifest = dir / "manifest.jsonl";
+  io::append_line(manifest, "old");
+  std::atomic<bool> appended{false};
+  std::thread appender;
+  {
+    const io::AppendLock lock(manifest);
+    appender = std::thread([&] {
+      io::append_line(manifest, "late");
+      appended = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK_FALSE(appended);  // waiting for the lock
+    io::write_file_atomic(manifest, "merged\n");
+  }
+  appender.join();
+  CHECK(sjd::testing::read_file(manifest) == "merged\nlate\n");  // not lost in the replaced file
 }

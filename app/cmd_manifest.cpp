@@ -1,0 +1,57 @@
+// `sjd manifest DIR`: done / failed / missing images of a batch folder, per shard
+// and overall; `--merge` folds the shards' manifests into one manifest.jsonl.
+#include <iostream>
+#include <memory>
+
+#include "cli_common.h"
+#include "engine/batch_status.h"
+#include "engine/bundle.h"
+#include "io/prompt_file.h"
+
+namespace sjd::app {
+namespace {
+
+struct ManifestArgs {
+  std::string dir;
+  std::string prompts;  // the image count from a prompt file instead of batch.json
+  int64_t limit = 0;
+  bool merge = false;
+};
+
+int run_manifest_command(const ManifestArgs& args) {
+  if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  if (!std::filesystem::is_directory(args.dir)) throw engine::InputError(args.dir + ": not a folder");
+  int64_t images = 0;
+  if (args.prompts.empty()) {
+    images = engine::recorded_batch_size(args.dir);
+  } else {
+    images = static_cast<int64_t>(io::read_prompts(args.prompts).size());
+    if (args.limit > 0) images = std::min(images, args.limit);
+  }
+  if (args.merge) {
+    const engine::MergeResult merged = engine::merge_manifests(args.dir, std::cerr);
+    std::cout << "merged " << merged.done << " done and " << merged.failed << " failed image(s) into "
+              << (std::filesystem::path(args.dir) / "manifest.jsonl").string() << " (" << merged.shard_manifests_removed
+              << " shard manifest(s) folded in)\n";
+  }
+  const engine::BatchStatus status = engine::batch_status(args.dir, images, std::cerr);
+  engine::print_batch_status(status, std::cout);
+  return status.complete() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_manifest_command(CLI::App& app) {
+  auto args = std::make_shared<ManifestArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "manifest", "done / failed / missing images of a batch folder, per shard (exit code 1 until complete)");
+  cmd->add_option("dir", args->dir, "the batch --out-dir")->required();
+  cmd->add_flag("--merge", args->merge,
+                "write one manifest.jsonl ordered by index from every manifest of the folder (replaces the shards' "
+                "manifests)");
+  cmd->add_option("--prompts", args->prompts, "count the images from this prompt file (default: DIR/batch.json)");
+  cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
+  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_manifest_command(*args); }); });
+}
+
+}  // namespace sjd::app

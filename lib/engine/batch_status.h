@@ -1,0 +1,59 @@
+#pragma once
+// `sjd manifest DIR`: how far a batch folder is -- done, failed and missing
+// images per shard and overall, with the indices still missing -- and `--merge`,
+// which folds every manifest of the folder into one manifest.jsonl ordered by
+// index (a finished sharded run then has the manifest an unsharded one has,
+// timings aside).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/batch_shards.h"
+
+namespace sjd::engine {
+
+// batch.json: how many images the run in the folder makes (written by every
+// `sjd batch` start, so the status knows what is missing without the prompt file).
+void record_batch_size(const std::filesystem::path& dir, const std::filesystem::path& prompts, int64_t images);
+// The image count batch.json records; InputError when it is absent or damaged.
+int64_t recorded_batch_size(const std::filesystem::path& dir);
+
+struct ShardStatus {
+  Shard shard;
+  int64_t done = 0;
+  int64_t failed = 0;
+  int64_t missing = 0;
+};
+
+struct BatchStatus {
+  int64_t images = 0;                // the run's image count
+  std::vector<ShardStatus> shards;   // one row per shard of every layout (N) whose manifests are in the folder
+  ShardStatus overall;               // Shard{0, 1}
+  std::vector<int64_t> failed;       // indices whose latest attempt failed
+  std::vector<int64_t> missing;      // indices neither done nor failed (or whose image is damaged)
+  bool complete() const { return failed.empty() && missing.empty(); }
+};
+
+// Reads every manifest of `dir` (an image counts as done only while its PNG is intact).
+BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log);
+void print_batch_status(const BatchStatus& status, std::ostream& out);
+
+// "3, 7-9, 12": sorted indices as ranges.
+std::string index_ranges(const std::vector<int64_t>& indices);
+
+struct MergeResult {
+  int64_t done = 0;
+  int64_t failed = 0;
+  int64_t shard_manifests_removed = 0;
+};
+// Writes manifest.jsonl (atomically): for each index, its finished line, else
+// its latest failed line, in index order; then removes the shard manifests it
+// folded in. Every manifest is locked meanwhile, so a run still appending loses
+// no line: it waits and appends to the new file.
+MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log);
+
+}  // namespace sjd::engine

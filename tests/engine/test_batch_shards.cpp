@@ -1,0 +1,154 @@
+// Which prompts a shard takes, where its shard number comes from (--shard, a
+// Slurm job array, a Kubernetes Indexed Job) and how its manifest is named.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+
+#include "engine/batch_shards.h"
+#include "engine/batch_status.h"
+#include "engine/bundle.h"
+#include "testing/test_support.h"
+
+using namespace sjd::engine;
+
+namespace {
+
+// A getenv over a fixed set of variables.
+EnvLookup environment(std::map<std::string, std::string> variables) {
+  return [variables = std::move(variables)](const char* name) -> const char* {
+    const auto found = variables.find(name);
+    return found == variables.end() ? nullptr : found->second.c_str();
+  };
+}
+
+}  // namespace
+
+TEST_CASE("shards: every index belongs to exactly one shard, strided", "[batch][shards]") {
+  for (int64_t count = 1; count <= 5; ++count) {
+    for (int64_t image = 0; image < 23; ++image) {
+      int owners = 0;
+      for (int64_t index = 0; index < count; ++index) owners += Shard{index, count}.owns(image) ? 1 : 0;
+      CHECK(owners == 1);
+      CHECK(Shard{image % count, count}.owns(image));
+    }
+  }
+  const Shard shard{1, 3};  // owns 1, 4, 7, 10
+  CHECK(shard.owned_in(0, 11) == 4);
+  CHECK(shard.owned_in(0, 10) == 3);
+  CHECK(shard.owned_in(2, 5) == 1);
+  CHECK(shard.owned_in(5, 5) == 0);
+  CHECK(shard.owned_in(0, 1) == 0);
+  CHECK(Shard{}.owned_in(3, 9) == 6);
+}
+
+TEST_CASE("shards: --shard parses I/N and refuses anything else", "[batch][shards]") {
+  CHECK(parse_shard("0/1").count == 1);
+  const Shard s = parse_shard("2/3");
+  CHECK(s.index == 2);
+  CHECK(s.count == 3);
+  CHECK(s.describe() == "2/3");
+  for (const char* bad : {"3/3", "1/0", "-1/3", "1", "1/", "/3", "a/b", "1/3/4", "1 /3", "0/10000000", ""}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_shard(bad), InputError);
+  }
+  CHECK_THROWS_WITH(parse_shard("4/4"), Catch::Contains("--shard '4/4'") && Catch::Contains("0 <= I < N"));
+}
+
+TEST_CASE("shards: a Slurm job array gives the shard, its first task id taken into account", "[batch][shards]") {
+  CHECK_FALSE(shard_from_environment(environment({}), 0));
+  CHECK_FALSE(shard_from_environment(environment({{"SLURM_JOB_ID", "77"}}), 0));  // a job, but no array
+  const auto first = shard_from_environment(
+      environment({{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "4"}, {"SLURM_ARRAY_TASK_MIN", "0"},
+                   {"SLURM_ARRAY_TASK_MAX", "3"}}),
+      0);
+  REQUIRE(first);
+  CHECK(first->shard.describe() == "0/4");
+  CHECK_THAT(first->source, Catch::Contains("SLURM_ARRAY_TASK_ID=0"));
+  // --array=4-6: task 5 is the second shard of three.
+  const auto offset = shard_from_environment(
+      environment({{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "4"},
+                   {"SLURM_ARRAY_TASK_MAX", "6"}}),
+      0);
+  REQUIRE(offset);
+  CHECK(offset->shard.describe() == "1/3");
+  // --array=0-8:4 runs 0, 4, 8.
+  const auto stepped = shard_from_environment(
+      environment({{"SLURM_ARRAY_TASK_ID", "8"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "0"},
+                   {"SLURM_ARRAY_TASK_MAX", "8"}, {"SLURM_ARRAY_TASK_STEP", "4"}}),
+      0);
+  REQUIRE(stepped);
+  CHECK(stepped->shard.describe() == "2/3");
+}
+
+TEST_CASE("shards: a Slurm array whose ids are no shard numbers is refused", "[batch][shards]") {
+  // --array=1,4,9: three tasks, ids not evenly spaced.
+  CHECK_THROWS_WITH(
+      shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                          {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "9"}}),
+                             0),
+      Catch::Contains("not evenly spaced") && Catch::Contains("--shard"));
+  CHECK_THROWS_WITH(shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "2"}}), 0),
+                    Catch::Contains("SLURM_ARRAY_TASK_COUNT"));
+  CHECK_THROWS_WITH(
+      shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "2"}}), 0),
+      Catch::Contains("SLURM_ARRAY_TASK_ID='x'"));
+}
+
+TEST_CASE("shards: a Kubernetes Indexed Job gives the shard, with its count from the flag or env", "[batch][shards]") {
+  const EnvLookup job = environment({{"JOB_COMPLETION_INDEX", "2"}, {"SJD_SHARD_COUNT", "5"}});
+  const auto from_env = shard_from_environment(job, 0);
+  REQUIRE(from_env);
+  CHECK(from_env->shard.describe() == "2/5");
+  CHECK_THAT(from_env->source, Catch::Contains("JOB_COMPLETION_INDEX=2") && Catch::Contains("SJD_SHARD_COUNT=5"));
+  const auto from_flag = shard_from_environment(job, 3);
+  REQUIRE(from_flag);
+  CHECK(from_flag->shard.describe() == "2/3");  // the flag wins
+  CHECK_THROWS_WITH(shard_from_environment(environment({{"JOB_COMPLETION_INDEX", "2"}}), 0),
+                    Catch::Contains("--shard-count"));
+  CHECK_THROWS_WITH(shard_from_environment(environment({{"JOB_COMPLETION_INDEX", "3"}}), 3),
+                    Catch::Contains("not below --shard-count=3"));
+}
+
+TEST_CASE("shards: --shard wins over the environment, which is said in the log", "[batch][shards]") {
+  const EnvLookup slurm = environment({{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "2"}});
+  std::ostringstream log;
+  CHECK(choose_shard("0/3", 0, slurm, log).describe() == "0/3");
+  CHECK(log.str().empty());
+  CHECK(choose_shard("", 0, slurm, log).describe() == "1/2");
+  CHECK(log.str() == "batch: shard 1/2 (from SLURM_ARRAY_TASK_ID=1, SLURM_ARRAY_TASK_MIN=0, "
+                     "SLURM_ARRAY_TASK_COUNT=2)\n");
+  CHECK(choose_shard("", 0, environment({}), log).count == 1);
+  CHECK_THROWS_WITH(choose_shard("", 4, environment({}), log), Catch::Contains("needs JOB_COMPLETION_INDEX"));
+  CHECK_THROWS_WITH(choose_shard("", -1, environment({}), log), Catch::Contains("--shard-count must be positive"));
+}
+
+TEST_CASE("shards: manifest names round-trip, and only canonical ones count", "[batch][shards]") {
+  CHECK(manifest_name(Shard{}) == "manifest.jsonl");
+  CHECK(manifest_name(Shard{1, 3}) == "manifest.1-of-3.jsonl");
+  for (const Shard shard : {Shard{}, Shard{0, 2}, Shard{11, 12}}) {
+    const auto back = shard_of_manifest(manifest_name(shard));
+    REQUIRE(back);
+    CHECK(back->index == shard.index);
+    CHECK(back->count == shard.count);
+  }
+  for (const char* other : {"manifest.01-of-3.jsonl", "manifest.3-of-3.jsonl", "manifest.0-of-1.jsonl",
+                            "manifest.1-of-3.json", "manifest.jsonl.bak", "xmanifest.jsonl", "manifest.a-of-b.jsonl"}) {
+    INFO(other);
+    CHECK_FALSE(shard_of_manifest(other));
+  }
+  sjd::testing::TempDir dir("shard_manifests");
+  for (const char* name : {"manifest.1-of-2.jsonl", "manifest.jsonl", "notes.jsonl", "manifest.0-of-2.jsonl"}) {
+    sjd::testing::write_file(dir / name, "");
+  }
+  const auto listed = list_manifests(dir.path());
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[0].filename() == "manifest.0-of-2.jsonl");
+  CHECK(listed[2].filename() == "manifest.jsonl");
+}
+
+TEST_CASE("manifest status: index ranges", "[batch][status]") {
+  CHECK(index_ranges({}).empty());
+  CHECK(index_ranges({4}) == "4");
+  CHECK(index_ranges({1, 2, 3, 7, 9, 10}) == "1-3, 7, 9-10");
+}
