@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -124,6 +126,12 @@ void add_trust_code_flag(CLI::App& cmd, bool& trust_code) {
   cmd.add_flag("--trust-code", trust_code,
                "allow TorchScript (.pt/.ts) weights, which run code when loaded; only for bundles you trust");
 }
+
+void add_quiet_flag(CLI::App& cmd, bool& quiet) {
+  cmd.add_flag("--quiet,-q", quiet, "no progress line on stderr (there is none when stderr is not a terminal)");
+}
+
+bool show_progress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) != 0; }
 
 int& command_exit_code() {
   static int code = 0;

@@ -99,8 +99,8 @@ const family::ImageFamily& Generator::family(int64_t resolution) {
   return *slot;
 }
 
-GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& settings,
-                                     uint32_t sequence) {
+GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence,
+                                     const std::function<void(const decoding::StepProgress&)>& on_step) {
   const auto start = Clock::now();
   GenerationOutput out;
   out.settings = settings;
@@ -130,6 +130,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
   check_memory_fits(estimate_memory(request, glue.layout().length()), memory_limit_, placement_.device);
   request.sequence = sequence;
+  request.on_step = on_step;
   decoding::DecodeResult result = decoding::decode(*model_, glue.layout(), request);
   out.tokens = std::move(result.tokens);
   out.stats = std::move(result.stats);

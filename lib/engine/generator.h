@@ -3,6 +3,7 @@
 // glue, transformer, VQ decoder. One Generator serves many prompts.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,8 +48,10 @@ class Generator {
   // against an estimate before anything is allocated (memory_estimate.h).
   void set_memory_limit(int64_t bytes) { memory_limit_ = bytes; }
 
-  // `sequence` separates the random streams of several images made with one seed.
-  GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);
+  // `sequence` separates the random streams of several images made with one seed;
+  // `on_step` (may be empty) is called after every decoding step (progress lines).
+  GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0,
+                            const std::function<void(const decoding::StepProgress&)>& on_step = {});
 
  private:
   MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens) const;
