@@ -17,6 +17,7 @@ constexpr int kRowHeaderWidth = 210;
 constexpr int kChartsWidth = 400;
 constexpr int kChartsGap = 36;
 constexpr int kPromptLines = 6;
+constexpr int kMaxRows = 24;          // a longer compare shows its first rows (every image is in runs/)
 
 std::string times(double value) {
   std::ostringstream out;
@@ -61,9 +62,10 @@ CompareFigure draw_compare_figure(const CompareReport& report, const CompareOpti
   CompareFigure figure;
   figure.gap = kGap;
   const int methods = static_cast<int>(options.methods.size());
-  const int rows = static_cast<int>(report.runs.size()) / std::max(1, methods);
+  const int all_rows = static_cast<int>(report.runs.size()) / std::max(1, methods);
+  const int rows = std::min(all_rows, kMaxRows);
   std::vector<at::Tensor> cells;
-  for (const CompareRun& run : report.runs) cells.push_back(cell_image(run.image, kCellTarget));
+  for (int i = 0; i < rows * methods; ++i) cells.push_back(cell_image(report.runs[static_cast<size_t>(i)].image, kCellTarget));
   const int cell_w = static_cast<int>(cells.front().size(1));
   const int cell_h = static_cast<int>(cells.front().size(0));
 
@@ -83,6 +85,7 @@ CompareFigure draw_compare_figure(const CompareReport& report, const CompareOpti
   title << "sjd compare: " << options.prompts.size() << " prompt" << (options.prompts.size() == 1 ? "" : "s") << " x "
         << options.seeds << " seed" << (options.seeds == 1 ? "" : "s") << ", " << methods << " method"
         << (methods == 1 ? "" : "s");
+  if (rows < all_rows) title << " (the first " << rows << " of " << all_rows << " rows; every image is in runs/)";
   text.draw(canvas, kMargin, kMargin, title.str(), style::kTitleSize, style::kText);
 
   for (int m = 0; m < methods; ++m) {

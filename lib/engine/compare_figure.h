@@ -3,7 +3,8 @@
 // (header: the method, its step compression and wall-clock speed-up against ar,
 // and its exactness, LOSSY in red), a row per prompt and seed (header: the prompt
 // wrapped, and the seed), cells enlarged to a readable size with gaps between
-// them -- and beside it the charts of compare_charts.h.
+// them -- and beside it the charts of compare_charts.h. A compare of more than
+// 24 rows shows its first 24 (the title says so); the charts cover every run.
 #include <vector>
 
 #include "engine/compare.h"

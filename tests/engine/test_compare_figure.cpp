@@ -129,3 +129,18 @@ TEST_CASE("compare charts: accepted lengths are binned 1, 2, 3, 4, 5-8, ... and 
   for (const double b : bins) total += b;
   CHECK(total == Approx(1.0));
 }
+
+TEST_CASE("compare figure: a long compare shows its first 24 rows and says so", "[engine][figure]") {
+  auto [report, options] = synthetic_compare();
+  options.prompts.resize(40, "a prompt");
+  for (int i = 6; i < 40 * 3; ++i) {
+    CompareRun run = report.runs[static_cast<size_t>(i % 6)];
+    run.index = i;
+    run.prompt = i / 3;
+    report.runs.push_back(run);
+  }
+  const auto text = sjd::io::TextRenderer::system_font();
+  const CompareFigure figure = draw_compare_figure(report, options, *text);
+  CHECK(figure.cells.size() == 24);
+  CHECK(figure.image.size(0) < 24 * 220 + 400);
+}
