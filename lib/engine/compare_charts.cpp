@@ -14,7 +14,7 @@ constexpr int kBarHeight = 12;
 constexpr int kBarGap = 3;
 constexpr int kMethodGap = 10;
 constexpr int kSectionGap = 26;
-constexpr int kHistogramHeight = 44;
+constexpr int kHistogramHeight = 50;  // bars and the percentage above the tallest
 constexpr int kValueWidth = 56;  // room for "12.34x" after the longest bar
 
 std::string times(double value) {
@@ -99,13 +99,24 @@ int draw_histograms(io::Canvas& canvas, int x, int y, int width, const CompareRe
   const std::vector<AcceptedBin>& bins = accepted_bins();
   const int slot = width / static_cast<int>(bins.size());
   for (const auto& row : report.rows) {
-    draw_method_label(canvas, x, y, width, row, text);
+    const std::string mean = "mean " + times(row.step_compression).substr(0, times(row.step_compression).size() - 1) +
+                             " tokens/step";
+    const int mean_width = text.width(mean, style::kSmallSize);
+    draw_method_label(canvas, x, y, width - mean_width - 8, row, text);
+    text.draw(canvas, x + width - mean_width, y + 1, mean, style::kSmallSize, style::kMuted);
     y += text.line_height(style::kLabelSize);
     const std::vector<double> shares = binned_shares(row.accepted_share);
     const io::Rgb colour = row.lossless ? style::kSpeedup : style::kSpeedupLossy;
+    const int label_h = text.line_height(style::kSmallSize);
     for (size_t b = 0; b < bins.size(); ++b) {
-      const int h = static_cast<int>(std::lround(shares[b] * kHistogramHeight));
-      canvas.fill_rect(x + static_cast<int>(b) * slot + 2, y + kHistogramHeight - h, slot - 4, h, colour);
+      const int h = static_cast<int>(std::lround(shares[b] * (kHistogramHeight - label_h)));
+      const int bx = x + static_cast<int>(b) * slot;
+      canvas.fill_rect(bx + 2, y + kHistogramHeight - h, slot - 4, h, colour);
+      if (shares[b] >= 0.005) {  // the share as a number: small bars would otherwise read as none
+        const std::string percent = std::to_string(static_cast<int>(std::lround(shares[b] * 100.0))) + "%";
+        text.draw(canvas, bx + (slot - text.width(percent, style::kSmallSize)) / 2, y + kHistogramHeight - h - label_h,
+                  percent, style::kSmallSize, style::kMuted);
+      }
     }
     canvas.fill_rect(x, y + kHistogramHeight, slot * static_cast<int>(bins.size()), 1, style::kRule);
     y += kHistogramHeight + kMethodGap;
