@@ -1,6 +1,8 @@
 #include "engine/compare.h"
 
+#include <cctype>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
