@@ -297,7 +297,7 @@ TEST_CASE("a missing font fails before any work, naming what to install", "[cli]
   CHECK_FALSE(std::filesystem::exists(dir / "x.png"));
 }
 
-TEST_CASE("--heatmap-view draws the map beside the image, over it, or alone, with a colour bar", "[cli][ux][heatmap]") {
+TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or alone, with a colour bar", "[cli][ux][heatmap]") {
   TempDir dir("ux_heatmap_view");
   std::map<std::string, at::Tensor> views;
   for (const std::string view : {"side", "blend", "map"}) {
