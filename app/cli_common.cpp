@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -82,11 +84,11 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_count_setting(cmd, o, a, "--pd-depth", 0, &S::pd_depth, "sjd-pac: tree levels, or auto (default)");
   add_setting(cmd, o, a, "--relax", &values_.relax, &S::relax,
               "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY");
-  add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 1.1)");
-  add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.7)");
+  add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 2.0)");
+  add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.2)");
   add_setting(cmd, o, a, "--lantern-k", &values_.lantern_k, &S::lantern_k, "LOSSY lantern: neighbours (default 10)");
   add_setting(cmd, o, a, "--lantern-lambda", &values_.lantern_lambda, &S::lantern_lambda,
-              "LOSSY lantern: mass cap (default 2.0)");
+              "LOSSY lantern: mass cap (default 4.0)");
   add_setting(cmd, o, a, "--cfg", &values_.cfg, &S::cfg, "classifier-free guidance scale (1 = off)");
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
@@ -127,6 +129,12 @@ void add_trust_code_flag(CLI::App& cmd, bool& trust_code) {
   cmd.add_flag("--trust-code", trust_code,
                "allow TorchScript (.pt/.ts) weights, which run code when loaded; only for bundles you trust");
 }
+
+void add_quiet_flag(CLI::App& cmd, bool& quiet) {
+  cmd.add_flag("--quiet,-q", quiet, "no progress line on stderr (there is none when stderr is not a terminal)");
+}
+
+bool show_progress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) != 0; }
 
 int& command_exit_code() {
   static int code = 0;

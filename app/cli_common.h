@@ -35,6 +35,11 @@ void print_settings_note(const engine::GenerationSettings& settings);
 // Adds --trust-code: TorchScript weights run code when loaded (docs/security.md).
 void add_trust_code_flag(CLI::App& command, bool& trust_code);
 
+// Adds --quiet: no progress line.
+void add_quiet_flag(CLI::App& command, bool& quiet);
+// A progress line is shown on stderr only when it is a terminal and --quiet was not given.
+bool show_progress(bool quiet);
+
 // Runs a subcommand body, turning exceptions into a one-line reason on stderr
 // and an exit code: 2 for bad input (files, JSON, values), 1 otherwise.
 int run_guarded(const std::function<int()>& body);

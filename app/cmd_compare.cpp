@@ -5,10 +5,12 @@
 
 #include "cli_common.h"
 #include "engine/compare.h"
+#include "engine/compare_figure.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
 #include "io/png_writer.h"
 #include "io/prompt_file.h"
+#include "io/text_renderer.h"
 #include "text/utf8.h"
 
 namespace sjd::app {
@@ -22,6 +24,7 @@ struct CompareArgs {
   std::string methods = "ar,sjd,scd-mc,scd-gs,sjd-pac";
   int seeds = 1;
   std::string out_dir = "compare_out";
+  bool quiet = false;
   SettingsFlags settings;
 };
 
@@ -62,16 +65,25 @@ int run_compare_command(const CompareArgs& args) {
     }
   }
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
+  const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::prepare_output_dir(args.out_dir);
+  options.out_dir = args.out_dir;
+  options.progress = show_progress(args.quiet);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base));
   generator.set_memory_limit(args.settings.max_memory());
-  const engine::CompareReport report = engine::run_compare(generator, options);
-  const std::filesystem::path json = std::filesystem::path(args.out_dir) / "compare.json";
-  const std::filesystem::path grid = std::filesystem::path(args.out_dir) / "compare.png";
+  const engine::CompareReport report = engine::run_compare(generator, options, std::cerr);
+  const std::filesystem::path json = options.out_dir / "compare.json";
+  const std::filesystem::path figure = options.out_dir / "compare.png";
   io::write_file_atomic(json, engine::to_json(report, options).dump(2) + "\n");
-  io::write_png(grid, report.grid, {{"description", "columns: " + args.methods}, {"Software", "sjd compare"}});
-  std::cout << engine::format_table(report) << "wrote " << json.string() << " and " << grid.string()
-            << " (columns: " << args.methods << ")\n";
+  io::write_png(figure, engine::draw_compare_figure(report, options, *text).image,
+                {{"description", "rows: prompt x seed; columns: " + args.methods}, {"Software", "sjd compare"}});
+  std::cout << engine::format_table(report);
+  if (report.resumed > 0) {
+    std::cout << report.resumed << " of " << report.runs.size() << " runs were already done in " << args.out_dir
+              << " (their recorded figures are used)\n";
+  }
+  std::cout << "wrote " << json.string() << ", " << figure.string() << " and " << report.runs.size()
+            << " images in " << (options.out_dir / "runs").string() << "\n";
   return 0;
 }
 
@@ -87,7 +99,10 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts");
   cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
-  cmd->add_option("--out-dir", args->out_dir, "where compare.json and compare.png go")->capture_default_str();
+  cmd->add_option("--out-dir", args->out_dir,
+                  "where compare.json, compare.png and runs/ (an image per run) go; re-running resumes")
+      ->capture_default_str();
+  add_quiet_flag(*cmd, args->quiet);
   args->settings.add_to(*cmd);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_compare_command(*args); }); });
 }

@@ -1,11 +1,15 @@
 // `sjd generate`: one prompt -> one PNG (+ optional stats JSON and step heatmap).
+#include <chrono>
 #include <iostream>
 #include <memory>
 
 #include "cli_common.h"
 #include "engine/generator.h"
 #include "engine/outputs.h"
+#include "engine/progress_line.h"
+#include "engine/step_heatmap.h"
 #include "io/atomic_file.h"
+#include "io/text_renderer.h"
 
 namespace sjd::app {
 namespace {
@@ -16,7 +20,9 @@ struct GenerateArgs {
   std::string output = "out.png";
   std::string stats;
   std::string heatmap;
+  std::string heatmap_view = "side";
   std::string tokens;
+  bool quiet = false;
   SettingsFlags settings;
 };
 
@@ -34,7 +40,12 @@ int run_generate(const GenerateArgs& args) {
   // Outputs are checked (and their folders made) before any work: a bad --stats path
   // fails now, not after the image; -o x.jpg is refused rather than written as PNG.
   engine::prepare_output_file(args.output, "-o", ".png");
-  if (!args.heatmap.empty()) engine::prepare_output_file(args.heatmap, "--heatmap", ".png");
+  std::unique_ptr<io::TextRenderer> text;  // the heatmap's labels; a missing font fails before any work
+  const engine::HeatmapView heatmap_view = engine::parse_heatmap_view(args.heatmap_view);
+  if (!args.heatmap.empty()) {
+    engine::prepare_output_file(args.heatmap, "--heatmap", ".png");
+    text = io::TextRenderer::system_font();
+  }
   if (!args.stats.empty()) engine::prepare_output_file(args.stats, "--stats");
   if (!args.tokens.empty()) engine::prepare_output_file(args.tokens, "--tokens");
   engine::Bundle bundle = engine::load_bundle(args.model);
@@ -43,12 +54,24 @@ int run_generate(const GenerateArgs& args) {
   print_settings_note(settings);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   generator.set_memory_limit(args.settings.max_memory());
-  const engine::GenerationOutput out = generator.generate(args.prompt, settings);
+  engine::ProgressLine progress(std::cerr, show_progress(args.quiet));
+  const auto start = std::chrono::steady_clock::now();
+  std::function<void(const decoding::StepProgress&)> on_step;
+  if (progress.enabled()) {
+    on_step = [&](const decoding::StepProgress& p) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      progress.show(engine::decode_progress_text(p, elapsed), p.tokens_done == p.tokens_total);
+    };
+  }
+  const engine::GenerationOutput out = generator.generate(args.prompt, settings, 0, on_step);
+  progress.finish();
   const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
   const nlohmann::json stats =
       engine::stats_json(out, write_seconds, {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
-  if (!args.heatmap.empty()) engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout());
+  if (!args.heatmap.empty()) {
+    engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout(), heatmap_view, *text);
+  }
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
   std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0) << ")\n"
             << "method " << out.method.describe() << exactness_remark(out.method.exactness()) << "\n"
@@ -70,7 +93,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt,-p", args->prompt, "text prompt")->required();
   cmd->add_option("--output,-o", args->output, "PNG to write (atomically)")->capture_default_str();
   cmd->add_option("--stats", args->stats, "write steps, step compression and latency breakdown as JSON");
-  cmd->add_option("--heatmap", args->heatmap, "write the committed-at-step map over the image grid as PNG");
+  cmd->add_option("--heatmap", args->heatmap,
+                  "write the step that committed each token as a PNG, with a colour bar in steps");
+  cmd->add_option("--heatmap-view", args->heatmap_view,
+                  "side (the image and the map side by side) | blend (the map over the image) | map")
+      ->capture_default_str();
+  add_quiet_flag(*cmd, args->quiet);
   cmd->add_option("--tokens", args->tokens, "write the generated token ids as JSON");
   args->settings.add_to(*cmd);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_generate(*args); }); });

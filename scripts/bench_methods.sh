@@ -15,5 +15,6 @@ out=out/bench_methods
 mkdir -p "$out"
 python3 scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompts.jsonl" --prompts
 echo "bench_methods: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc --all) cores; ${count} held-out captions x ${seeds} seeds"
+rm -rf "$out/runs" "$out/runs.jsonl"  # fresh timings: compare would resume an earlier benchmark's runs
 build/sjd compare --model models/default --prompts "$out/prompts.jsonl" --limit "$count" --seeds "$seeds" \
   --methods ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac:cool --out-dir "$out" "$@"

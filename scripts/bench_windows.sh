@@ -19,6 +19,7 @@ compare() {  # compare NAME METHODS [flags...]
   local name=$1 methods=$2
   shift 2
   echo "== $name"
+  rm -rf "${out:?}/$name"  # fresh timings: compare would resume the runs of an earlier benchmark
   build/sjd compare --model models/default --prompts "$out/prompts.jsonl" --limit "$count" --seeds "$seeds" \
     --methods "$methods" --out-dir "$out/$name" "$@" | grep -v '^wrote'
 }

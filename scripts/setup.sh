@@ -18,7 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tool_packages=(cmake g++ ninja-build python3 python3-pip)
+# fonts-dejavu-core: DejaVu Sans, the labels of compare.png and --heatmap (found at run time;
+# elsewhere SJD_FONT names a .ttf file).
+tool_packages=(cmake g++ ninja-build python3 python3-pip fonts-dejavu-core)
 library_packages=(nlohmann-json3-dev libcli11-dev catch2 libstb-dev libpcre2-dev libsentencepiece-dev libicu-dev)
 if [ "${1:-}" = --print-library-packages ]; then
   echo "${library_packages[@]}"

@@ -1,9 +1,129 @@
 #include "engine/compare.h"
 
+#include <cctype>
+#include <chrono>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
+#include "engine/batch_manifest.h"
+#include "engine/bundle.h"
+#include "engine/outputs.h"
+#include "engine/progress_line.h"
+#include "io/atomic_file.h"
+#include "io/png_reader.h"
+#include "text/utf8.h"
+
 namespace sjd::engine {
+namespace {
+
+// "00007_sjd-pac-cool_seed3.png": the run's index, method entry and seed.
+std::string run_file_name(int64_t index, const std::string& entry, uint64_t seed) {
+  std::string slug;
+  for (const char c : entry) slug += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '-';
+  std::ostringstream name;
+  name << std::setw(5) << std::setfill('0') << index << "_" << slug << "_seed" << seed << ".png";
+  return name.str();
+}
+
+// The runs.jsonl line of a finished run: what the report needs to be rebuilt on resume.
+nlohmann::json run_record(int64_t index, const CompareRun& run, const std::string& prompt, const std::string& model,
+                          const std::string& entry, const GenerationOutput& out, const std::string& file,
+                          double seconds) {
+  const decoding::RunStats& st = out.stats;
+  return {{"index", index},
+          {"status", "ok"},
+          {"file", file},
+          {"prompt", text::utf8::to_valid(prompt)},
+          {"prompt_index", run.prompt},
+          {"model", model},
+          {"settings", settings_to_json(out.settings)},
+          {"entry", entry},
+          {"seed", out.settings.seed},
+          {"method", out.method.describe()},
+          {"exactness", decoding::exactness_name(out.method.exactness())},
+          {"steps", st.steps},
+          {"tokens", st.tokens},
+          {"step_compression", st.step_compression()},
+          {"seconds", seconds},
+          {"decode_seconds", st.prefill_seconds + st.forward_seconds + st.pipeline_seconds + st.verify_seconds},
+          {"chain_sum", st.mean_chain() * static_cast<double>(st.steps)},
+          {"tree_windows", st.tree_windows},
+          {"tree_k_sum", st.tree_k_sum},
+          {"tree_depth_sum", st.tree_depth_sum},
+          {"accepted_histogram", st.accepted_histogram}};
+}
+
+// What is wrong with a finished run's line for the report, "" when it can be used
+// (batch_manifest.cpp has checked index, status, file, prompt, model and settings).
+std::string run_record_problem(const nlohmann::json& j) {
+  for (const char* key : {"steps", "tokens", "tree_windows", "tree_k_sum", "tree_depth_sum"}) {
+    if (!j.contains(key) || !j[key].is_number_unsigned()) return std::string("\"") + key + "\" is not a count";
+  }
+  for (const char* key : {"step_compression", "seconds", "decode_seconds", "chain_sum"}) {
+    if (!j.contains(key) || !j[key].is_number() || j[key].get<double>() < 0.0) {
+      return std::string("\"") + key + "\" is not a non-negative number";
+    }
+  }
+  for (const char* key : {"method", "exactness", "entry"}) {
+    if (!j.contains(key) || !j[key].is_string()) return std::string("\"") + key + "\" is not a string";
+  }
+  const auto& histogram = j.contains("accepted_histogram") ? j["accepted_histogram"] : nlohmann::json();
+  if (!histogram.is_array() || histogram.size() > j["tokens"].get<uint64_t>() + 1) {
+    return "\"accepted_histogram\" is not a list of at most tokens + 1 counts";
+  }
+  for (const auto& count : histogram) {
+    if (!count.is_number_unsigned()) return "\"accepted_histogram\" holds a value that is not a count";
+  }
+  return {};
+}
+
+// A row per method from its runs' records.
+CompareRow summarise(const std::string& entry, const std::vector<const CompareRun*>& runs) {
+  CompareRow row;
+  row.entry = entry;
+  int64_t tokens = 0, steps = 0, tree_windows = 0, k_sum = 0, depth_sum = 0;
+  double chain_sum = 0.0;
+  std::vector<int64_t> histogram;
+  for (const CompareRun* run : runs) {
+    const nlohmann::json& r = run->record;
+    row.method = r["method"].get<std::string>();
+    row.exactness = r["exactness"].get<std::string>();
+    row.lossless = row.exactness != "lossy";
+    ++row.runs;
+    tokens += r["tokens"].get<int64_t>();
+    steps += r["steps"].get<int64_t>();
+    row.seconds += r["seconds"].get<double>();
+    row.decode_seconds += r["decode_seconds"].get<double>();
+    chain_sum += r["chain_sum"].get<double>();
+    tree_windows += r["tree_windows"].get<int64_t>();
+    k_sum += r["tree_k_sum"].get<int64_t>();
+    depth_sum += r["tree_depth_sum"].get<int64_t>();
+    const auto h = r["accepted_histogram"].get<std::vector<int64_t>>();
+    if (h.size() > histogram.size()) histogram.resize(h.size(), 0);
+    for (size_t n = 0; n < h.size(); ++n) histogram[n] += h[n];
+  }
+  if (row.runs == 0) return row;
+  row.steps = static_cast<double>(steps) / row.runs;
+  row.step_compression = steps > 0 ? static_cast<double>(tokens) / steps : 0.0;
+  row.accepted_drafts = row.step_compression - 1.0;
+  row.seconds /= row.runs;
+  row.decode_seconds /= row.runs;
+  row.mean_chain = steps > 0 ? chain_sum / static_cast<double>(steps) : 0.0;
+  row.mean_tree_k = tree_windows > 0 ? static_cast<double>(k_sum) / tree_windows : 0.0;
+  row.mean_tree_depth = tree_windows > 0 ? static_cast<double>(depth_sum) / tree_windows : 0.0;
+  for (const int64_t count : histogram) {
+    row.accepted_share.push_back(steps > 0 ? static_cast<double>(count) / steps : 0.0);
+  }
+  return row;
+}
+
+std::string progress_label(const CompareOptions& options, const CompareRun& run, uint64_t seed) {
+  return options.methods[static_cast<size_t>(run.method)] + ", seed " + std::to_string(seed) + ", prompt " +
+         std::to_string(run.prompt + 1) + "/" + std::to_string(options.prompts.size());
+}
+
+}  // namespace
 
 GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry) {
   GenerationSettings settings = base;
@@ -13,126 +133,97 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
   return settings;
 }
 
-CompareReport run_compare(Generator& generator, const CompareOptions& options) {
+CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log) {
+  const int methods = static_cast<int>(options.methods.size());
+  const int64_t total = static_cast<int64_t>(options.prompts.size()) * options.seeds * methods;
+  const std::filesystem::path runs_dir = options.out_dir / "runs";
+  const std::filesystem::path manifest = options.out_dir / "runs.jsonl";
+  prepare_output_dir(runs_dir);
+  if (const int removed = io::remove_stale_temporaries(runs_dir); removed > 0) {
+    log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
+  }
+  const std::string model = generator.bundle().name;
+  std::vector<CompareRun> runs(static_cast<size_t>(total));
+  std::vector<GenerationSettings> settings(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i) {
+    CompareRun& run = runs[static_cast<size_t>(i)];
+    run.index = i;
+    run.method = static_cast<int>(i % methods);
+    run.seed_index = static_cast<int>((i / methods) % options.seeds);
+    run.prompt = static_cast<int>(i / methods / options.seeds);
+    settings[static_cast<size_t>(i)] = compare_settings(options.base, options.methods[static_cast<size_t>(run.method)]);
+    settings[static_cast<size_t>(i)].seed = options.base.seed + static_cast<uint64_t>(run.seed_index);
+  }
+  const auto identity_of = [&](int64_t i) {
+    return image_identity(text::utf8::to_valid(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]),
+                          model, settings_to_json(settings[static_cast<size_t>(i)]));
+  };
+
   CompareReport report;
-  std::vector<std::vector<at::Tensor>> columns(options.methods.size());  // per method: images in row order
-  for (size_t m = 0; m < options.methods.size(); ++m) {
-    GenerationSettings settings = compare_settings(options.base, options.methods[m]);
-    CompareRow row;
-    int64_t tokens = 0, steps = 0, tree_windows = 0;
-    double chain_sum = 0.0, k_sum = 0.0, depth_sum = 0.0;
-    for (const std::string& prompt : options.prompts) {
-      for (int s = 0; s < options.seeds; ++s) {
-        settings.seed = options.base.seed + static_cast<uint64_t>(s);
-        const GenerationOutput out = generator.generate(prompt, settings);
-        row.method = out.method.describe();
-        row.lossless = out.method.lossless();
-        row.exactness = decoding::exactness_name(out.method.exactness());
-        ++row.runs;
-        tokens += out.stats.tokens;
-        steps += out.stats.steps;
-        row.seconds += out.total_seconds;
-        const decoding::RunStats& st = out.stats;
-        row.decode_seconds += st.prefill_seconds + st.forward_seconds + st.pipeline_seconds + st.verify_seconds;
-        chain_sum += st.mean_chain() * static_cast<double>(st.steps);
-        tree_windows += st.tree_windows;
-        k_sum += static_cast<double>(st.tree_k_sum);
-        depth_sum += static_cast<double>(st.tree_depth_sum);
-        columns[m].push_back(out.image);
-      }
+  ManifestReader reader(manifest, runs_dir, log);
+  for (auto& [index, done] : reader.read_new()) {
+    if (index >= total) continue;  // a run of a longer prompt file: not this command's business
+    check_same_run(done, identity_of(index), manifest);
+    const std::string problem = run_record_problem(done.record);
+    if (!problem.empty()) {
+      log << "warning: " << manifest.string() << ":" << done.line << ": " << problem << "; the run will be made again\n";
+      continue;
     }
-    row.steps = static_cast<double>(steps) / row.runs;
-    row.step_compression = steps > 0 ? static_cast<double>(tokens) / steps : 0.0;
-    row.accepted_drafts = row.step_compression - 1.0;
-    row.seconds /= row.runs;
-    row.decode_seconds /= row.runs;
-    row.mean_chain = steps > 0 ? chain_sum / static_cast<double>(steps) : 0.0;
-    row.mean_tree_k = tree_windows > 0 ? k_sum / static_cast<double>(tree_windows) : 0.0;
-    row.mean_tree_depth = tree_windows > 0 ? depth_sum / static_cast<double>(tree_windows) : 0.0;
-    report.rows.push_back(row);
+    CompareRun& run = runs[static_cast<size_t>(index)];
+    run.image = io::read_png_rgb(runs_dir / done.record["file"].get<std::string>());
+    run.record = std::move(done.record);
+    run.resumed = true;
+    ++report.resumed;
   }
-  for (size_t m = 0; m < options.methods.size(); ++m) {
-    if (compare_settings(options.base, options.methods[m]).method != "ar") continue;
+
+  ProgressLine progress(log, options.progress);
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  int64_t made = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    CompareRun& run = runs[static_cast<size_t>(i)];
+    if (run.resumed) continue;
+    const GenerationSettings& s = settings[static_cast<size_t>(i)];
+    const std::string& prompt = options.prompts[static_cast<size_t>(run.prompt)];
+    const std::string& entry = options.methods[static_cast<size_t>(run.method)];
+    const int64_t done_before = report.resumed + made;
+    const std::string label = progress_label(options, run, s.seed);
+    const auto on_step = [&](const decoding::StepProgress& p) {
+      progress.show(count_progress_text(done_before, total, made, elapsed(), label) + ": tokens " +
+                    std::to_string(p.tokens_done) + "/" + std::to_string(p.tokens_total));
+    };
+    std::function<void(const decoding::StepProgress&)> hook;
+    if (progress.enabled()) hook = on_step;
+    const GenerationOutput out = generator.generate(prompt, s, 0, hook);
+    const std::string file = run_file_name(i, entry, s.seed);
+    const double write_seconds = write_image(runs_dir / file, out, prompt, model);
+    run.record = run_record(i, run, prompt, model, entry, out, file, out.total_seconds + write_seconds);
+    record_file_checksum(run.record, runs_dir / file);
+    io::append_line(manifest, run.record.dump());
+    run.image = out.image;
+    ++made;
+    progress.show(count_progress_text(report.resumed + made, total, made, elapsed(), label), true);
+  }
+  progress.finish();
+
+  for (int m = 0; m < methods; ++m) {
+    std::vector<const CompareRun*> of_method;
+    for (const CompareRun& run : runs) {
+      if (run.method == m) of_method.push_back(&run);
+    }
+    report.rows.push_back(summarise(options.methods[static_cast<size_t>(m)], of_method));
+  }
+  for (int m = 0; m < methods; ++m) {
+    if (compare_settings(options.base, options.methods[static_cast<size_t>(m)]).method != "ar") continue;
+    const CompareRow ar = report.rows[static_cast<size_t>(m)];
     for (auto& row : report.rows) {
-      row.speedup = report.rows[m].seconds / row.seconds;
-      row.decode_speedup = report.rows[m].decode_seconds / row.decode_seconds;
+      row.speedup = row.seconds > 0.0 ? ar.seconds / row.seconds : 0.0;
+      row.decode_speedup = row.decode_seconds > 0.0 ? ar.decode_seconds / row.decode_seconds : 0.0;
     }
+    break;
   }
-  std::vector<at::Tensor> grid_rows;
-  for (size_t i = 0; i < columns.front().size(); ++i) {
-    std::vector<at::Tensor> cells;
-    for (const auto& column : columns) cells.push_back(column[i]);
-    grid_rows.push_back(at::cat(cells, 1));
-  }
-  report.grid = at::cat(grid_rows, 0).contiguous();
+  report.runs = std::move(runs);
   return report;
-}
-
-namespace {
-
-// "1.23x", or "-" when there was no ar row to compare with.
-std::string ratio(double value, const char* unit) {
-  if (value <= 0.0) return "-";
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(2) << value << unit;
-  return out.str();
-}
-
-}  // namespace
-
-std::string format_table(const CompareReport& report) {
-  size_t name_width = 8;
-  for (const auto& r : report.rows) name_width = std::max(name_width, r.method.size() + 2);
-  const int w = static_cast<int>(name_width);
-  std::ostringstream out;
-  // Step compression next to wall-clock: on a CPU a window is paid for in compute, so the
-  // ratio of the two (speed-up per unit of compression) says what the windows cost.
-  out << std::left << std::setw(w) << "method" << std::setw(11) << "exactness" << std::right << std::setw(8) << "steps"
-      << std::setw(12) << "compression" << std::setw(7) << "L" << std::setw(9) << "KxD" << std::setw(10) << "decode s"
-      << std::setw(10) << "speed-up" << std::setw(9) << "image s" << std::setw(10) << "speed-up" << std::setw(12)
-      << "per compr." << "\n";
-  out << std::fixed;
-  for (const auto& r : report.rows) {
-    std::ostringstream tree;
-    tree << std::fixed << std::setprecision(1);
-    if (r.mean_tree_k > 0.0) tree << r.mean_tree_k << "x" << r.mean_tree_depth; else tree << "-";
-    out << std::left << std::setw(w) << r.method << std::setw(11) << (r.lossless ? r.exactness : "LOSSY") << std::right
-        << std::setprecision(1) << std::setw(8) << r.steps << std::setprecision(2) << std::setw(11)
-        << r.step_compression << "x" << std::setprecision(1) << std::setw(7) << r.mean_chain << std::setw(9)
-        << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setw(10)
-        << ratio(r.decode_speedup, "x") << std::setprecision(3) << std::setw(9) << r.seconds << std::setw(10)
-        << ratio(r.speedup, "x") << std::setw(12)
-        << ratio(r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0, "") << "\n";
-  }
-  return out.str();
-}
-
-nlohmann::json to_json(const CompareReport& report, const CompareOptions& options) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : report.rows) {
-    rows.push_back({{"method", r.method},
-                    {"lossless", r.lossless},
-                    {"exactness", r.exactness},
-                    {"runs", r.runs},
-                    {"steps", r.steps},
-                    {"step_compression", r.step_compression},
-                    {"mean_accepted_drafts", r.accepted_drafts},
-                    {"decode_seconds", r.decode_seconds},
-                    {"seconds", r.seconds},
-                    {"decode_speedup_vs_ar", r.decode_speedup},
-                    {"speedup_vs_ar", r.speedup},
-                    {"decode_speedup_per_compression",
-                     r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0},
-                    {"mean_chain", r.mean_chain},
-                    {"mean_tree_k", r.mean_tree_k},
-                    {"mean_tree_depth", r.mean_tree_depth}});
-  }
-  return {{"prompts", options.prompts},
-          {"seeds", options.seeds},
-          {"first_seed", options.base.seed},
-          {"settings", settings_to_json(options.base)},
-          {"grid", "rows: prompt x seed in order; columns: methods in order"},
-          {"methods", rows}};
 }
 
 }  // namespace sjd::engine

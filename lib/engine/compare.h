@@ -1,10 +1,16 @@
 #pragma once
-// `sjd compare`: every method on the same prompts and seeds; a table (method,
-// exactness, steps, step compression, mean accepted drafts, seconds, speed-up
-// vs ar), its JSON, and a side-by-side image grid (rows: prompt x seed,
-// columns: methods).
+// `sjd compare`: every method on the same prompts and seeds. Each run (prompt,
+// seed, method) writes its image to DIR/runs/ as soon as it is made and appends a
+// line to DIR/runs.jsonl, so a long compare resumes like `batch`: re-running the
+// same command skips finished runs (their recorded figures are reused) and a
+// folder made with other prompts, model or settings is refused. The report has a
+// row per method (steps, step compression, mean accepted drafts, seconds,
+// speed-up vs ar, the mean accepted-length histogram) and a row per run; the
+// figure is drawn by compare_figure.h.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,9 +23,24 @@ struct CompareOptions {
   std::vector<std::string> methods;  // "name" or "name:relaxation"
   int seeds = 1;                 // seeds base.seed .. base.seed + seeds - 1
   GenerationSettings base;       // every setting but the method
+  std::filesystem::path out_dir; // runs/ (one PNG per run) and runs.jsonl go here
+  bool progress = false;         // an updating progress line with ETA (a terminal)
+};
+
+// One image: prompt x seed x method. Index (prompt * seeds + seed) * methods + method,
+// so prompts appended to a prompt file keep the indices of the runs before them.
+struct CompareRun {
+  int64_t index = 0;
+  int prompt = 0;                // index into CompareOptions::prompts
+  int seed_index = 0;            // 0 .. seeds - 1
+  int method = 0;                // index into CompareOptions::methods
+  nlohmann::json record;         // its runs.jsonl line (steps, seconds, histogram, file, ...)
+  at::Tensor image;              // uint8 [H, W, 3]
+  bool resumed = false;          // made by an earlier run of the same command
 };
 
 struct CompareRow {
+  std::string entry;             // the --methods entry ("sjd-pac:cool")
   std::string method;            // the method's description (parameters, LOSSY mark)
   bool lossless = true;           // no relaxation (exact or greedy)
   std::string exactness;         // "exact" | "greedy" | "lossy" (decoding::Exactness)
@@ -34,17 +55,20 @@ struct CompareRow {
   double mean_chain = 0.0;       // the windows used: mean L over steps
   double mean_tree_k = 0.0;      // mean K and D over tree windows (sjd-pac)
   double mean_tree_depth = 0.0;
+  std::vector<double> accepted_share;  // [n]: share of steps that committed n tokens, over all images
 };
 
 struct CompareReport {
-  std::vector<CompareRow> rows;
-  at::Tensor grid;               // uint8 [rows * H, methods * W, 3]
+  std::vector<CompareRow> rows;  // per method, in --methods order
+  std::vector<CompareRun> runs;  // per run, by index
+  int64_t resumed = 0;           // runs taken from an earlier invocation
 };
 
 // The settings of one --methods entry: "name" or "name:relaxation" (e.g. "sjd-pac:cool").
 GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry);
 
-CompareReport run_compare(Generator& generator, const CompareOptions& options);
+// Runs (or resumes) every run of `options`; warnings and the progress line go to `log`.
+CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log);
 
 std::string format_table(const CompareReport& report);
 nlohmann::json to_json(const CompareReport& report, const CompareOptions& options);

@@ -157,7 +157,8 @@ GenerationOutput Generator::finish(const GenerationSettings& settings, const dec
   return out;
 }
 
-GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& given, uint32_t sequence) {
+GenerationOutput Generator::generate(const std::string& prompt, const GenerationSettings& given, uint32_t sequence,
+                                     const std::function<void(const decoding::StepProgress&)>& on_step) {
   const auto start = Clock::now();
   GenerationSettings settings = given;
   if (settings.batch_size == kAuto) settings.batch_size = 1;  // one prompt: plan windows for a batch of one
@@ -166,6 +167,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   const family::TokenLayout& layout = family(settings.resolution).layout();
   check_memory_fits(estimate_memory(request, layout.length(), 1), memory_limit_, placement_.device);
   request.sequence = sequence;
+  request.on_step = on_step;
   GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));
   out.total_seconds = since(start);
   return out;

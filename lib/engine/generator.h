@@ -63,8 +63,10 @@ class Generator {
   // against an estimate before anything is allocated (memory_estimate.h).
   void set_memory_limit(int64_t bytes) { memory_limit_ = bytes; }
 
-  // `sequence` separates the random streams of several images made with one seed.
-  GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0);
+  // `sequence` separates the random streams of several images made with one seed;
+  // `on_step` (may be empty) is called after every decoding step (progress lines).
+  GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0,
+                            const std::function<void(const decoding::StepProgress&)>& on_step = {});
 
   // The batch size a plan runs with: its setting, checked against the memory
   // limit, or for "auto" the device's default (8 on a CPU, 16 on a GPU) halved

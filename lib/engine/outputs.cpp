@@ -78,23 +78,4 @@ nlohmann::json stats_json(const GenerationOutput& out, double write_seconds, con
   return j;
 }
 
-void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out,
-                        const family::TokenLayout& layout, int64_t cell) {
-  const int64_t h = layout.grid_height(), w = layout.grid_width();
-  at::Tensor steps = at::zeros({h, w}, at::kFloat);
-  for (int64_t t = 0; t < layout.length(); ++t) {
-    const int64_t c = layout.cell(t);
-    if (c >= 0) steps[c / w][c % w] = static_cast<float>(out.stats.committed_at_step[static_cast<size_t>(t)]);
-  }
-  const float last = std::max(1.0f, steps.max().item<float>());
-  const at::Tensor level = steps / last;  // 0 early .. 1 late
-  // A two-colour ramp, dark blue (early) to yellow (late), so it reads like the SJD paper's Fig. 13.
-  const at::Tensor r = level * 255.0;
-  const at::Tensor g = level * 220.0 + 20.0;
-  const at::Tensor b = (1.0 - level) * 160.0 + 40.0;
-  at::Tensor rgb = at::stack({r, g, b}, -1).round().clamp(0, 255).to(at::kByte);
-  rgb = rgb.repeat_interleave(cell, 0).repeat_interleave(cell, 1).contiguous();
-  io::write_png(file, rgb, {{"description", "step that committed each image token"}, {"Software", "sjd"}});
-}
-
 }  // namespace sjd::engine

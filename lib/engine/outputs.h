@@ -1,6 +1,6 @@
 #pragma once
 // What a generation leaves on disk: the PNG (prompt, seed, method and settings
-// in its text chunks), the stats JSON, the committed-at-step heatmap.
+// in its text chunks) and the stats JSON (the heatmap: step_heatmap.h).
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -38,10 +38,5 @@ struct RunContext {
 // its method, exactness (exact | greedy | lossy) and resolved settings; the
 // prompt, the model (name and absolute path) and the image's absolute path.
 nlohmann::json stats_json(const GenerationOutput& out, double write_seconds, const RunContext& context);
-
-// Step index that committed each image cell, over the grid, as a PNG
-// (dark = early, bright = late), each cell drawn `cell` pixels wide.
-void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out,
-                        const family::TokenLayout& layout, int64_t cell = 8);
 
 }  // namespace sjd::engine

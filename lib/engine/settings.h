@@ -24,10 +24,13 @@ struct GenerationSettings {
   int pd_k = kAuto;            // sjd-pac tree: candidates per level, or kAuto
   int pd_depth = kAuto;        // sjd-pac tree: levels, or kAuto
   std::string relax = "none";
-  double delta = 1.1;
-  double nu = 0.7;
+  // The relaxations' defaults make each of them take fewer steps than its lossless base on
+  // the default model, with automatic and with 64-token windows (docs/benchmarks.md,
+  // "Relaxation defaults"; scripts/sweep_relaxation.py).
+  double delta = 2.0;
+  double nu = 0.2;
   int lantern_k = 10;
-  double lantern_lambda = 2.0;
+  double lantern_lambda = 4.0;
   bool lantern_own_residual = false;
   double cfg = 3.0;
   double temperature = 1.0;

@@ -2,20 +2,25 @@
 
 #include "io/png_text.h"
 
+#include <stb_image.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 namespace sjd::io {
 namespace {
 
-std::vector<PngChunk> read_chunks(const std::filesystem::path& file) {
+std::string read_bytes(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw PngError(file.string() + ": cannot open");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   if (in.bad()) throw PngError(file.string() + ": cannot read");
-  return parse_png_chunks(bytes.str(), file);
+  return bytes.str();
 }
+
+std::vector<PngChunk> read_chunks(const std::filesystem::path& file) { return parse_png_chunks(read_bytes(file), file); }
 
 uint32_t be32(const std::string& bytes, size_t at) {
   uint32_t value = 0;
@@ -39,6 +44,24 @@ std::pair<uint32_t, uint32_t> read_png_size(const std::filesystem::path& file) {
   if (header.size() != 13) throw PngError(file.string() + ": IHDR holds " + std::to_string(header.size()) +
                                           " bytes, not 13");
   return {be32(header, 0), be32(header, 4)};
+}
+
+at::Tensor read_png_rgb(const std::filesystem::path& file) {
+  constexpr uint32_t kMaxSide = 16384;
+  const auto [width, height] = read_png_size(file);
+  if (width > kMaxSide || height > kMaxSide) {
+    throw PngError(file.string() + ": " + std::to_string(width) + "x" + std::to_string(height) +
+                   " pixels is over the " + std::to_string(kMaxSide) + "-pixel limit");
+  }
+  const std::string bytes = read_bytes(file);
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                                static_cast<int>(bytes.size()), &w, &h, &channels, 3);
+  if (pixels == nullptr) throw PngError(file.string() + ": cannot decode: " + stbi_failure_reason());
+  at::Tensor rgb = at::empty({h, w, 3}, at::kByte);
+  std::copy(pixels, pixels + static_cast<size_t>(w) * h * 3, rgb.data_ptr<uint8_t>());
+  stbi_image_free(pixels);
+  return rgb;
 }
 
 }  // namespace sjd::io

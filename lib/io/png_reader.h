@@ -1,6 +1,8 @@
 #pragma once
 // Reads back what write_png records (for tests and `sjd inspect`): the text
-// chunks and the image size, verifying the file's structure and every CRC.
+// chunks, the image size and its pixels, verifying the file's structure and every CRC.
+#include <ATen/ATen.h>
+
 #include "io/png_chunks.h"
 
 #include <cstdint>
@@ -18,5 +20,9 @@ std::vector<std::pair<std::string, std::string>> read_png_text(const std::filesy
 
 // (width, height) from IHDR, after the same checks.
 std::pair<uint32_t, uint32_t> read_png_size(const std::filesystem::path& file);
+
+// The pixels as uint8 [H, W, 3] (decoded with stb_image), after the same checks;
+// images over 16384 pixels a side are refused before decoding.
+at::Tensor read_png_rgb(const std::filesystem::path& file);
 
 }  // namespace sjd::io

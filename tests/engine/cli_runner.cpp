@@ -12,14 +12,14 @@ namespace sjd::testing {
 
 namespace {
 
-CommandResult run_command(const std::string& prefix, const std::string& args) {
+// Runs a shell command with its stdout and stderr captured.
+CommandResult run_shell(const std::string& shell_command) {
   static int counter = 0;
   const auto dir = std::filesystem::temp_directory_path();
   const auto tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const auto out = dir / ("sjd_cli_" + tag + ".out");
   const auto err = dir / ("sjd_cli_" + tag + ".err");
-  const std::string command =
-      prefix + (build_dir() / "sjd").string() + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string command = shell_command + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(command.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -28,6 +28,10 @@ CommandResult run_command(const std::string& prefix, const std::string& args) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+CommandResult run_command(const std::string& prefix, const std::string& args) {
+  return run_shell(prefix + (build_dir() / "sjd").string() + " " + args);
 }
 
 }  // namespace
@@ -41,6 +45,17 @@ CommandResult run_sjd_env(const std::string& environment, const std::string& arg
 CommandResult run_sjd_limited(const std::string& args, int memory_mb, int seconds) {
   return run_command("ulimit -v " + std::to_string(memory_mb * 1024) + "; timeout " + std::to_string(seconds) + " ",
                      args);
+}
+
+CommandResult run_sjd_on_terminal(const std::string& args) {
+  static int counter = 0;
+  const auto tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  // The command goes in a file, so `args` needs no second level of shell quoting.
+  const auto script = std::filesystem::temp_directory_path() / ("sjd_tty_" + tag + ".sh");
+  write_file(script, "OMP_NUM_THREADS=1 exec " + (build_dir() / "sjd").string() + " " + args + "\n");
+  CommandResult r = run_shell("script -qec 'sh " + script.string() + "' /dev/null </dev/null");
+  std::filesystem::remove(script);
+  return r;
 }
 
 std::filesystem::path default_model() { return source_dir() / "models" / "default"; }

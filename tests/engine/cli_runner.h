@@ -25,6 +25,10 @@ CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int
 // run_sjd with environment assignments before the program ("OMP_NUM_THREADS=1").
 CommandResult run_sjd_env(const std::string& environment, const std::string& args);
 
+// run_sjd with stdout and stderr on a pseudo-terminal (util-linux `script`), as a
+// person at a terminal sees it: both streams arrive together in `out`.
+CommandResult run_sjd_on_terminal(const std::string& args);
+
 // The bundled default model.
 std::filesystem::path default_model();
 

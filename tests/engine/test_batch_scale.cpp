@@ -182,6 +182,7 @@ TEST_CASE("batch: a killed shard resumed makes only what it had not made", "[cli
     CHECK(times == 1);
   }
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    INFO(entry.path().filename().string());
     CHECK(entry.path().filename().string().rfind(".claim.", 0) != 0);  // the killed run's claim was taken over
   }
 }

@@ -143,9 +143,12 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   REQUIRE(report["methods"].size() == 3);
   CHECK(report["methods"][0]["steps"] == 277.0);  // ar: a forward pass per token
   CHECK(report["methods"][2]["step_compression"].get<double>() > 1.0);
+  // The figure: 64-pixel images drawn 3x in a labelled grid (one column per method, one row per
+  // seed) with charts beside it; tests/engine/test_compare_figure.cpp checks its layout.
   const auto size = sjd::io::read_png_size(dir / "compare.png");
-  CHECK(size.first == 3 * 64);   // one column per method, 64 px images
-  CHECK(size.second == 2 * 64);  // one row per seed
+  CHECK(size.first > 3 * 192);
+  CHECK(size.second > 2 * 192);
+  CHECK(report["runs"].size() == 3 * 2);
 }
 
 TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
@@ -163,5 +166,6 @@ TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
   const auto histogram = s["accepted_length_histogram"].get<std::vector<int64_t>>();
   for (size_t n = 0; n < histogram.size(); ++n) histogram_tokens += static_cast<int64_t>(n) * histogram[n];
   CHECK(histogram_tokens == 277);
-  CHECK(sjd::io::read_png_size(dir / "h.png").first == 16 * 8);
+  // Side by side (the default): the image and the map, 256 pixels each, and a colour bar.
+  CHECK(sjd::io::read_png_size(dir / "h.png").first > 2 * 256);
 }

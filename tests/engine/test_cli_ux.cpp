@@ -6,10 +6,12 @@
 #include <torch/version.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cli_runner.h"
+#include "io/png_reader.h"
 #include "testing/test_support.h"
 
 using namespace sjd::testing;
@@ -63,7 +65,7 @@ TEST_CASE("stats JSON: exactness, prompt, model, image path and resolved automat
   const auto s = read_json(stats);
   CHECK(s["exactness"] == "lossy");
   CHECK(s["lossless"] == false);
-  CHECK_THAT(s["method"].get<std::string>(), Contains("relax=cool, delta=1.1, nu=0.7") && Contains("[LOSSY]"));
+  CHECK_THAT(s["method"].get<std::string>(), Contains("relax=cool, delta=2, nu=0.2") && Contains("[LOSSY]"));
   CHECK(s["prompt"] == "a red apple");
   CHECK(s["model"]["name"] == "sjd-default-scenes");
   CHECK(std::filesystem::equivalent(s["model"]["path"].get<std::string>(), default_model()));
@@ -212,4 +214,110 @@ TEST_CASE("the docs link only to files inside the repository", "[ux][docs]") {
       CHECK(resolved.string().rfind(root.string(), 0) == 0);
     }
   }
+}
+
+namespace {
+
+std::string compare_command(const std::filesystem::path& out_dir) {
+  return "compare --model " + quoted(default_model()) + " -p 'a red apple' --methods ar,sjd --seeds 2 --out-dir " +
+         quoted(out_dir);
+}
+
+}  // namespace
+
+TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli][ux][compare]") {
+  TempDir dir("ux_compare_runs");
+  const auto out = dir / "out";
+  const auto r = run_sjd(compare_command(out));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find('\r') == std::string::npos);  // no progress line off a terminal
+  const auto report = read_json(out / "compare.json");
+  REQUIRE(report["runs"].size() == 4);  // prompt x 2 seeds x 2 methods
+  for (const auto& run : report["runs"]) {
+    INFO(run.dump());
+    CHECK(std::filesystem::is_regular_file(out / run["image"].get<std::string>()));
+    CHECK(run["steps"].get<int64_t>() > 0);
+    CHECK(run["step_compression"].get<double>() >= 1.0);
+    CHECK(run["seconds"].get<double>() > 0.0);
+    CHECK(run["resumed"] == false);
+  }
+  CHECK(report["runs"][1]["entry"] == "sjd");
+  CHECK(report["runs"][2]["seed"] == 1);
+  CHECK(report["methods"][0]["accepted_length_share"][1] == 1.0);  // ar commits one token a step
+
+  // The same command again: nothing is made, the recorded figures are reused.
+  const auto again = run_sjd(compare_command(out));
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Contains("4 of 4 runs were already done"));
+  const auto resumed = read_json(out / "compare.json");
+  CHECK(resumed["methods"] == report["methods"]);
+  for (const auto& run : resumed["runs"]) CHECK(run["resumed"] == true);
+
+  // A missing image is made again; other settings are refused.
+  std::filesystem::remove(out / report["runs"][3]["image"].get<std::string>());
+  const auto partly = run_sjd(compare_command(out));
+  REQUIRE(partly.exit_code == 0);
+  CHECK_THAT(partly.out, Contains("3 of 4 runs were already done"));
+  const auto other = run_sjd(compare_command(out) + " --cfg 3");
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Contains("runs.jsonl") && Contains("cfg 2.0 (now 3.0)"));
+}
+
+TEST_CASE("compare and generate show a progress line on a terminal, unless --quiet", "[cli][ux][progress]") {
+  TempDir dir("ux_progress");
+  const auto shown = run_sjd_on_terminal(compare_command(dir / "c"));
+  INFO(shown.out);
+  REQUIRE(shown.exit_code == 0);
+  CHECK_THAT(shown.out, Contains("\r[4/4] sjd, seed 1, prompt 1/1"));
+  CHECK_THAT(shown.out, Contains("ETA"));
+  const auto generate = generate_command() + " --method sjd -o " + quoted(dir / "x.png");
+  const auto line = run_sjd_on_terminal(generate);
+  INFO(line.out);
+  REQUIRE(line.exit_code == 0);
+  CHECK(std::regex_search(line.out, std::regex(R"(\rtokens 277/277  steps \d+  [0-9.]+ tokens/step  \d+ tokens/s  ETA 0s)")));
+  const auto quiet = run_sjd_on_terminal(generate + " --quiet");
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.out.find("tokens/s") == std::string::npos);
+  CHECK_THAT(quiet.out, Contains("wrote"));
+  const auto piped = run_sjd(generate);
+  CHECK(piped.err.find("tokens/s") == std::string::npos);
+}
+
+TEST_CASE("a missing font fails before any work, naming what to install", "[cli][ux][figure]") {
+  TempDir dir("ux_font");
+  const auto r = run_sjd_env("SJD_FONT=/nonexistent/font.ttf", compare_command(dir / "c"));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("SJD_FONT=/nonexistent/font.ttf"));
+  CHECK_FALSE(std::filesystem::exists(dir / "c"));
+  const auto heatmap = run_sjd_env("SJD_FONT=/nonexistent/font.ttf", generate_command() + " -o " +
+                                   quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"));
+  CHECK(heatmap.exit_code == 1);
+  CHECK_FALSE(std::filesystem::exists(dir / "x.png"));
+}
+
+TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or alone, with a colour bar", "[cli][ux][heatmap]") {
+  TempDir dir("ux_heatmap_view");
+  std::map<std::string, at::Tensor> views;
+  for (const std::string view : {"side", "blend", "map"}) {
+    const auto file = dir / (view + ".png");
+    const auto r = run_sjd(generate_command() + " --method sjd -o " + quoted(dir / "x.png") + " --heatmap " +
+                           quoted(file) + " --heatmap-view " + view);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    views[view] = sjd::io::read_png_rgb(file);
+  }
+  CHECK(views["side"].size(1) > views["map"].size(1) + 200);  // the image panel beside the map
+  CHECK(views["blend"].sizes() == views["map"].sizes());
+  CHECK_FALSE(at::equal(views["blend"], views["map"]));        // the image shows through
+  // The colour bar runs from the first step's colour (dark blue) to the last's (yellow).
+  const auto has = [](const at::Tensor& image, int r, int g, int b) {
+    return image.eq(at::tensor({r, g, b}, at::kByte)).all(-1).any().item<bool>();
+  };
+  CHECK(has(views["blend"], 0, 20, 200));
+  CHECK(has(views["blend"], 255, 240, 40));
+  const auto bad = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap-view over");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("'over'") && Contains("side"));
 }
