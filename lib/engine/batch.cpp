@@ -127,6 +127,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
       if (!options.shard.owns(i)) continue;
       const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
       if (done.count(i)) {
+        claims.drop_if_stale(i);
         ++summary.skipped;
         continue;
       }

@@ -95,9 +95,7 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
         if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content);
         return false;
       }
-      // Stale: only the process whose rename succeeds removes it.
-      const std::filesystem::path taken = file.string() + ".stale." + token_;
-      if (::rename(file.c_str(), taken.c_str()) == 0) ::unlink(taken.c_str());
+      remove_stale(file);
     }
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
@@ -114,6 +112,18 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
     return true;
   }
   return false;
+}
+
+void ClaimBoard::remove_stale(const std::filesystem::path& file) const {
+  // Only the process whose rename succeeds removes it.
+  const std::filesystem::path taken = file.string() + ".stale." + token_;
+  if (::rename(file.c_str(), taken.c_str()) == 0) ::unlink(taken.c_str());
+}
+
+void ClaimBoard::drop_if_stale(int64_t index) {
+  const std::filesystem::path file = path_of(index);
+  const Claim existing = inspect(file);
+  if (existing.exists && !existing.live) remove_stale(file);
 }
 
 void ClaimBoard::release(int64_t index) {

@@ -33,6 +33,9 @@ class ClaimBoard {
   // runs with other prompts or settings must not share a folder.
   bool try_claim(int64_t index, const nlohmann::json& identity);
   void release(int64_t index);
+  // Removes a finished image's claim whose owner is gone (a run killed between
+  // writing the image and releasing its claim), so no claim outlives its run.
+  void drop_if_stale(int64_t index);
 
   // Checks every live claim of the folder against the identity this run would
   // give its image (images past `count` are not this run's business).
@@ -46,6 +49,7 @@ class ClaimBoard {
   };
   std::filesystem::path path_of(int64_t index) const;
   Claim inspect(const std::filesystem::path& file) const;
+  void remove_stale(const std::filesystem::path& file) const;
   void heartbeat();
 
   std::filesystem::path dir_;

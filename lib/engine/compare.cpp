@@ -26,7 +26,7 @@ std::string run_file_name(int64_t index, const std::string& entry, uint64_t seed
   return name.str();
 }
 
-// The runs.jsonl line of a finished run: what the report needs to be rebuilt on resume.
+// The runs/manifest.jsonl line of a finished run: what the report needs to be rebuilt on resume.
 nlohmann::json run_record(int64_t index, const CompareRun& run, const std::string& prompt, const std::string& model,
                           const std::string& entry, const GenerationOutput& out, const std::string& file,
                           double seconds) {
@@ -137,7 +137,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   const int methods = static_cast<int>(options.methods.size());
   const int64_t total = static_cast<int64_t>(options.prompts.size()) * options.seeds * methods;
   const std::filesystem::path runs_dir = options.out_dir / "runs";
-  const std::filesystem::path manifest = options.out_dir / "runs.jsonl";
+  const std::filesystem::path manifest = runs_dir / "manifest.jsonl";  // read as a batch folder's manifest
   prepare_output_dir(runs_dir);
   if (const int removed = io::remove_stale_temporaries(runs_dir); removed > 0) {
     log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
@@ -160,10 +160,10 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   };
 
   CompareReport report;
-  ManifestReader reader(manifest, runs_dir, log);
+  ManifestReader reader(runs_dir, log);
   for (auto& [index, done] : reader.read_new()) {
     if (index >= total) continue;  // a run of a longer prompt file: not this command's business
-    check_same_run(done, identity_of(index), manifest);
+    check_same_run(done, identity_of(index));
     const std::string problem = run_record_problem(done.record);
     if (!problem.empty()) {
       log << "warning: " << manifest.string() << ":" << done.line << ": " << problem << "; the run will be made again\n";

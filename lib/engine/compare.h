@@ -1,7 +1,7 @@
 #pragma once
 // `sjd compare`: every method on the same prompts and seeds. Each run (prompt,
 // seed, method) writes its image to DIR/runs/ as soon as it is made and appends a
-// line to DIR/runs.jsonl, so a long compare resumes like `batch`: re-running the
+// line to DIR/runs/manifest.jsonl, so a long compare resumes like `batch`: re-running the
 // same command skips finished runs (their recorded figures are reused) and a
 // folder made with other prompts, model or settings is refused. The report has a
 // row per method (steps, step compression, mean accepted drafts, seconds,
@@ -23,7 +23,7 @@ struct CompareOptions {
   std::vector<std::string> methods;  // "name" or "name:relaxation"
   int seeds = 1;                 // seeds base.seed .. base.seed + seeds - 1
   GenerationSettings base;       // every setting but the method
-  std::filesystem::path out_dir; // runs/ (one PNG per run) and runs.jsonl go here
+  std::filesystem::path out_dir; // runs/ (one PNG per run and manifest.jsonl) goes here
   bool progress = false;         // an updating progress line with ETA (a terminal)
 };
 
@@ -34,7 +34,7 @@ struct CompareRun {
   int prompt = 0;                // index into CompareOptions::prompts
   int seed_index = 0;            // 0 .. seeds - 1
   int method = 0;                // index into CompareOptions::methods
-  nlohmann::json record;         // its runs.jsonl line (steps, seconds, histogram, file, ...)
+  nlohmann::json record;         // its runs/manifest.jsonl line (steps, seconds, histogram, file, ...)
   at::Tensor image;              // uint8 [H, W, 3]
   bool resumed = false;          // made by an earlier run of the same command
 };
