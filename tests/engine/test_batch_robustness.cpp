@@ -108,7 +108,9 @@ TEST_CASE("batch: two processes on one folder make every image once", "[cli][bat
   for (int i = 0; i < 8; ++i) prompts += "a red circle number " + std::to_string(i) + "\n";
   write_file(dir / "prompts.txt", prompts);
   const auto out = dir / "out";
-  const std::string sjd = (build_dir() / "sjd").string() + " " + batch_args(dir / "prompts.txt", out);
+  // One thread each: OpenMP threads of two processes spinning on 2 cores made this take minutes.
+  const std::string sjd =
+      "OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " + batch_args(dir / "prompts.txt", out);
   const std::string both = "(" + sjd + " >" + shell_quoted(dir / "a.out") + " 2>&1 & " + sjd + " >" +
                            shell_quoted(dir / "b.out") +
                            " 2>&1 & wait)";
