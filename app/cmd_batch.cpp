@@ -1,6 +1,4 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -18,6 +16,7 @@ struct BatchArgs {
   std::string prompts;
   std::string out_dir;
   int64_t limit = 0;
+  bool quiet = false;
   std::string shard;        // "I/N"; empty: from a Slurm array or Kubernetes Indexed Job, else unsharded
   int64_t shard_count = 0;  // the shard count of a Kubernetes Indexed Job
   SettingsFlags settings;
@@ -34,7 +33,7 @@ int run_batch_command(const BatchArgs& args) {
   options.limit = args.limit;
   options.shard = engine::choose_shard(
       args.shard, args.shard_count, [](const char* name) { return std::getenv(name); }, std::cerr);
-  options.progress = ::isatty(STDERR_FILENO) != 0;
+  options.progress = show_progress(args.quiet);
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
@@ -68,6 +67,7 @@ void add_batch_command(CLI::App& app) {
                   "a Kubernetes Indexed Job, else all)");
   cmd->add_option("--shard-count", args->shard_count,
                   "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT)");
+  add_quiet_flag(*cmd, args->quiet);
   args->settings.add_to(*cmd);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_batch_command(*args); }); });
 }

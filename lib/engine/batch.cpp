@@ -14,23 +14,12 @@
 #include "engine/batch_status.h"
 #include "engine/bundle.h"
 #include "engine/outputs.h"
+#include "engine/progress_line.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
 #include "text/utf8.h"
 
 namespace sjd::engine {
-namespace {
-
-std::string format_seconds(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  std::ostringstream out;
-  if (s >= 3600) out << s / 3600 << "h";
-  if (s >= 60) out << (s / 60) % 60 << "m";
-  out << s % 60 << "s";
-  return out.str();
-}
-
-}  // namespace
 
 std::string batch_file_name(int64_t index, const std::string& prompt) {
   std::string slug;
@@ -95,19 +84,34 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                           {"model", model}};
   };
   const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
-  const auto show_progress = [&] {
-    if (!options.progress) return;
+  // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that
+  // counts the in-flight images' progress.
+  ProgressLine progress(log, options.progress, 0.25);
+  std::map<int64_t, double> in_flight;  // image index -> share of its tokens committed
+  const auto show_progress = [&](bool force) {
+    if (!progress.enabled()) return;
     const int64_t finished = summary.generated + summary.failed;
+    double partial = 0.0;
+    for (const auto& [index, share] : in_flight) partial += share;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const int64_t left = owned - finished - summary.skipped - summary.elsewhere;
-    log << "\r[" << (finished + summary.skipped) << "/" << owned << "] " << finished << " generated, ETA "
-        << format_seconds(elapsed / static_cast<double>(std::max<int64_t>(finished, 1)) * static_cast<double>(left))
-        << "   " << std::flush;
+    const double left = static_cast<double>(owned - finished - summary.skipped - summary.elsewhere) - partial;
+    const double made = static_cast<double>(finished) + partial;
+    std::ostringstream text;
+    text << "[" << (finished + summary.skipped) << "/" << owned << "] " << finished << " generated, "
+         << in_flight.size() << " in flight ("
+         << static_cast<int>(100.0 * partial / static_cast<double>(std::max<size_t>(in_flight.size(), 1)))
+         << "% on average), ETA " << (made > 0.0 ? format_duration(elapsed / made * left) : std::string("?"));
+    progress.show(text.str(), force);
+  };
+  plan.on_step = [&](int64_t index, const decoding::StepProgress& step) {
+    in_flight[index] = static_cast<double>(step.tokens_done) / static_cast<double>(std::max<int64_t>(step.tokens_total, 1));
+    show_progress(false);
   };
   const auto finish_record = [&](int64_t i, const nlohmann::json& record) {
     io::append_line(manifest, record.dump());
     claims.release(i);
-    show_progress();
+    in_flight.erase(i);
+    show_progress(true);
   };
   const auto record_failure = [&](int64_t i, const std::string& error) {
     nlohmann::json record = base_record(i);
@@ -177,7 +181,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                            [&](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.batch_size = plan.settings.batch_size;
-  if (options.progress) log << "\n";
+  progress.finish();
   return summary;
 }
 

@@ -248,6 +248,9 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
               throw InputError("the prompt is longer than the batch was sized for");
             }
             request.id = request_id++;
+            if (plan.on_step) {
+              request.on_step = [&plan, id = entry.item.id](const decoding::StepProgress& p) { plan.on_step(id, p); };
+            }
             started.emplace(request.id, std::move(entry));
             return request;
           } catch (const io::StorageError&) {

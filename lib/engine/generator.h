@@ -45,6 +45,8 @@ struct BatchItem {
 struct BatchPlan {
   GenerationSettings settings;
   std::vector<std::string> prompts;
+  // Called after every step of every item (its BatchItem::id and progress); may be empty.
+  std::function<void(int64_t id, const decoding::StepProgress&)> on_step;
 };
 
 class Generator {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -142,4 +143,20 @@ TEST_CASE("batch: a batch killed mid-run resumes with every image made once and 
   const auto resumed = pngs(out), whole = pngs(dir / "whole");
   REQUIRE(resumed.size() == whole.size());
   for (size_t i = 0; i < whole.size(); ++i) CHECK(read_file(resumed[i]) == read_file(whole[i]));
+}
+
+TEST_CASE("batch: on a terminal a progress line follows the images in flight step by step", "[cli][batch][ux]") {
+  TempDir dir("batched_progress");
+  write_file(dir / "prompts.txt", kPrompts);
+  const std::string command = batch(dir / "prompts.txt", dir / "out", "--method sjd --batch-size 2");
+  const auto shown = run_sjd_on_terminal(command);
+  INFO(shown.out);
+  REQUIRE(shown.exit_code == 0);
+  // Updated within an image (some image in flight partly done), and at the end.
+  CHECK(std::regex_search(shown.out, std::regex(R"(\r\[\d/5\] \d generated, 2 in flight \([1-9]\d?% on average\), ETA)")));
+  CHECK_THAT(shown.out, Catch::Contains("[5/5] 5 generated, 0 in flight"));
+  CHECK_THAT(shown.out, Catch::Contains("images/s) at batch size 2"));  // the closing summary
+  const auto quiet = run_sjd_on_terminal(batch(dir / "prompts.txt", dir / "quiet", "--method sjd --batch-size 2 --quiet"));
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.out.find("in flight") == std::string::npos);
 }
