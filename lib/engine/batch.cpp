@@ -163,7 +163,15 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const auto write_done = [&](const BatchItem& item, GenerationOutput out) {
     nlohmann::json record = base_record(item.id);
     const std::filesystem::path file = options.out_dir / record["file"].get<std::string>();
-    const double write_seconds = write_image(file, out, item.prompt, model);
+    double write_seconds = 0.0;
+    try {
+      write_seconds = write_image(file, out, item.prompt, model);
+    } catch (const io::StorageError&) {
+      throw;  // a full disk stops the batch (exit code 1)
+    } catch (const std::exception& e) {  // e.g. a folder where the image must go: this image fails alone
+      record_failure(item.id, e.what());
+      return;
+    }
     record["status"] = "ok";
     record["method"] = out.method.describe();
     record["settings"] = settings_to_json(item.settings);

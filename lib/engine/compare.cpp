@@ -130,6 +130,7 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
   settings.method = entry;
   split_method_entry(settings);
   method_from_settings(settings);  // throws for a bad method or relaxation
+  if (settings.batch_size == kAuto) settings.batch_size = 1;  // compare decodes one run at a time, as generate
   return settings;
 }
 
