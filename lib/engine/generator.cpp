@@ -200,19 +200,17 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
 }
 
 int Generator::resolve_batch_size(const BatchPlan& plan) {
-  BatchPlan sized = plan;
   const bool automatic = plan.settings.batch_size == kAuto;
   int batch = automatic ? (placement_.device.is_cpu() ? 8 : 16) : plan.settings.batch_size;
+  const decoding::BatchCapacity capacity = batch_capacity(plan);  // the prompts are measured once
+  decoding::DecodeRequest shape;  // the longest prompt's shape, for the estimate
+  shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
+  shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);
+  shape.method = method_from_settings(plan.settings);
+  const int64_t image_tokens = family(plan.settings.resolution).layout().length();
   while (true) {
-    sized.settings.batch_size = batch;
-    const decoding::BatchCapacity capacity = batch_capacity(sized);
-    decoding::DecodeRequest shape;
-    shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
-    shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);
-    shape.method = method_from_settings(sized.settings);
-    const MemoryEstimate estimate = estimate_memory(shape, family(plan.settings.resolution).layout().length(), batch);
     try {
-      check_memory_fits(estimate, memory_limit_, placement_.device);
+      check_memory_fits(estimate_memory(shape, image_tokens, batch), memory_limit_, placement_.device);
       return batch;
     } catch (const InputError& e) {
       if (!automatic || batch == 1) {

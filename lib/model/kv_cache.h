@@ -24,7 +24,7 @@ class KvCache {
   // length(row) .. length(row) + count - 1. Throws if past the capacity.
   void write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v);
   // Keys/values of slots [0, count) of the given rows: [rows.size(), kv_heads, count, head_dim]
-  // (a view when `rows` is every row in order).
+  // (a view when `rows` are consecutive, e.g. every row or a batch's live rows in one run).
   at::Tensor keys(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
   at::Tensor values(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
   // Key validity of a row's committed slots (1: later tokens may attend; prompt

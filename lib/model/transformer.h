@@ -48,8 +48,6 @@ class Transformer : public TokenModel {
   // Drops the last `tokens` committed tokens of every row; the next window's
   // root is then the first dropped token again.
   void rollback(int64_t tokens);
-  // Builds the step's host buffers (tokens, positions, window mask) for `windows`, padded to `width`.
-  void lay_out_windows(const std::vector<RowWindow>& windows, int64_t width);
 
   // Embeddings of `tokens` (int64, any shape) -> [..., H].
   at::Tensor embed(const at::Tensor& tokens) const;
@@ -57,6 +55,8 @@ class Transformer : public TokenModel {
   KvCache& cache() { return cache_; }
 
  private:
+  // Builds the step's host buffers (tokens, positions, window mask) for `windows`, padded to `width`.
+  void lay_out_windows(const std::vector<RowWindow>& windows, int64_t width);
   // Runs new tokens through the stack for the given cache rows: hidden [rows, W, H],
   // positions int64 [rows, W], `window_mask` [rows][W][W] flattened (1: may
   // attend) among the new tokens. K/V are written after each row's committed

@@ -155,11 +155,10 @@ TEST_CASE("batched decoding: a request that does not fit the batch's capacity is
                   std::invalid_argument);
 }
 
-// One batched chi-square case (the exactness tests drive the single-sequence path):
-// sjd-pac with CFG and an automatic window, 6000 seeds decoded 8 at a time, against
-// the exact AR distribution. p > 1e-3 passes; with fixed seeds the outcome is deterministic.
-TEST_CASE("batched decoding samples the exact AR distribution", "[decoding][batch][exactness]") {
-  const int runs = 6000;
+namespace {
+
+// sjd-pac with CFG and an automatic window, `runs` seeds decoded 8 at a time, against the exact AR distribution.
+sjd::testing::FitResult batched_fit(int runs, const decoding::Mutants& mutants = {}) {
   TableModel model({});
   const auto layout = sjd::testing::small_layout();
   decoding::DecodeRequest base;
@@ -183,8 +182,22 @@ TEST_CASE("batched decoding samples the exact AR distribution", "[decoding][batc
         r.seed = static_cast<uint64_t>(next++);
         return r;
       },
-      [&](const decoding::DecodeRequest&, decoding::DecodeResult result) { ++counts[result.tokens]; });
-  const auto fit = sjd::testing::chi_square_fit(exact, counts);
+      [&](const decoding::DecodeRequest&, decoding::DecodeResult result) { ++counts[result.tokens]; }, mutants);
+  return sjd::testing::chi_square_fit(exact, counts);
+}
+
+}  // namespace
+
+// One batched chi-square case (the exactness tests drive the single-sequence path): p > 1e-3 passes
+// (with fixed seeds the outcome is deterministic); the peeking-window mutant, decoded the same batched
+// way, must be rejected at p < 1e-6.
+TEST_CASE("batched decoding samples the exact AR distribution", "[decoding][batch][exactness]") {
+  const auto fit = batched_fit(6000);
   INFO("chi2 " << fit.chi_square << " dof " << fit.dof << " p " << fit.p_value);
   CHECK(fit.p_value > 1e-3);
+  decoding::Mutants peeking;
+  peeking.peeking_window = true;
+  const auto broken = batched_fit(6000, peeking);
+  INFO("peeking mutant: chi2 " << broken.chi_square << " p " << broken.p_value);
+  CHECK(broken.p_value < 1e-6);
 }

@@ -4,7 +4,6 @@
 // depend on the thread count.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,13 +18,6 @@
 using namespace sjd::testing;
 
 namespace {
-
-pid_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ::waitpid(child, nullptr, 0);
-  return child;
-}
 
 std::string host_name() {
   char name[256] = {};

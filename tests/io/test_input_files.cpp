@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/atomic_file.h"
@@ -17,19 +16,8 @@ using namespace sjd;
 using Catch::Contains;
 using sjd::testing::read_file;
 using sjd::testing::TempDir;
+using sjd::testing::dead_pid;
 using sjd::testing::write_file;
-
-namespace {
-
-// The id of a process that has exited (and been reaped), so it is not running.
-pid_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ::waitpid(child, nullptr, 0);
-  return child;
-}
-
-}  // namespace
 
 TEST_CASE("require_regular_file names what the path is instead", "[io][robustness]") {
   TempDir dir("regular_file");

@@ -26,4 +26,7 @@ std::filesystem::path build_dir();
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 std::string read_file(const std::filesystem::path& path);
 
+// The id of a process that has exited (and been reaped), so it is not running.
+int dead_pid();
+
 }  // namespace sjd::testing
