@@ -26,9 +26,22 @@ fi
 work=$(mktemp -d /tmp/sjd_slurm.XXXXXX)
 chmod 755 "$work"
 pids=()
+# The daemons write their state as they shut down (slurmctld saves its job state on SIGTERM), so the work
+# folder is removed only after they have exited; a leftover file must not turn a passed test into a failure.
 cleanup() {
+  local status=$?
   for pid in "${pids[@]}"; do as_root kill "$pid" 2>/dev/null || true; done
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
+  for _ in $(seq 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do as_root kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive -eq 0 ]] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do as_root kill -9 "$pid" 2>/dev/null || true; done
+  if [[ -z "${KEEP:-}" ]]; then
+    as_root rm -rf "$work" 2>/dev/null || echo "test_slurm: could not remove $work (left for inspection)" >&2
+  fi
+  exit "$status"
 }
 trap cleanup EXIT
 fail() { echo "test_slurm: FAIL: $*" >&2; exit 1; }
