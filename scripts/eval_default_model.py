@@ -18,7 +18,9 @@ batch seed + prompt index), reads the PNGs back and checks against each scene's 
   scene       every object and the background right.
 Reports per method the three rates with a 95% interval (and their difference from the
 first method's, with the interval of the difference: a lossless method should include 0),
-the mean steps and step compression (tokens / forward passes) and the seconds per image;
+the mean steps and step compression (tokens / forward passes) and the mean seconds per image
+(each image's latency as the manifest records it: at `--batch-size B` it shares its steps with
+B - 1 others, so this is about B / images per second, not the throughput);
 writes results.json.
 A method name `M+R` runs M with the LOSSY `--relax R` acceptance (cool, uniform, lantern).
 """
@@ -274,7 +276,7 @@ def main(argv=None):
               f"{r['object'][1]:.3f} ({r['object_minus_' + first][0]:+.3f}±{r['object_minus_' + first][1]:.3f} vs "
               f"{first})  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
               f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
-              f"{r['seconds_per_image']:.2f} s/image", flush=True)
+              f"{r['seconds_per_image']:.2f} s/image (latency)", flush=True)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump({"split": args.split, "start": args.start, "count": args.count, "seed": args.seed,
                    "sjd_args": args.sjd_args, "methods": results}, f, indent=2)

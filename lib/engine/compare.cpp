@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "engine/batch_manifest.h"
@@ -130,7 +131,7 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
   settings.method = entry;
   split_method_entry(settings);
   method_from_settings(settings);  // throws for a bad method or relaxation
-  if (settings.batch_size == kAuto) settings.batch_size = 1;  // compare decodes one run at a time, as generate
+  if (settings.batch_size == kAuto) settings.batch_size = 1;  // by default one run at a time, as generate
   return settings;
 }
 
@@ -181,29 +182,60 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   int64_t made = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    CompareRun& run = runs[static_cast<size_t>(i)];
-    if (run.resumed) continue;
-    const GenerationSettings& s = settings[static_cast<size_t>(i)];
-    const std::string& prompt = options.prompts[static_cast<size_t>(run.prompt)];
+  const auto write_run = [&](const BatchItem& item, const GenerationOutput& out) {
+    CompareRun& run = runs[static_cast<size_t>(item.id)];
     const std::string& entry = options.methods[static_cast<size_t>(run.method)];
-    const int64_t done_before = report.resumed + made;
-    const std::string label = progress_label(options, run, s.seed);
-    const auto on_step = [&](const decoding::StepProgress& p) {
-      progress.show(count_progress_text(done_before, total, made, elapsed(), label) + ": tokens " +
-                    std::to_string(p.tokens_done) + "/" + std::to_string(p.tokens_total));
-    };
-    std::function<void(const decoding::StepProgress&)> hook;
-    if (progress.enabled()) hook = on_step;
-    const GenerationOutput out = generator.generate(prompt, s, 0, hook);
-    const std::string file = run_file_name(i, entry, s.seed);
-    const double write_seconds = write_image(runs_dir / file, out, prompt, model);
-    run.record = run_record(i, run, prompt, model, entry, out, file, out.total_seconds + write_seconds);
+    const std::string file = run_file_name(item.id, entry, item.settings.seed);
+    const double write_seconds = write_image(runs_dir / file, out, item.prompt, model);
+    run.record = run_record(item.id, run, item.prompt, model, entry, out, file, out.total_seconds + write_seconds);
     record_file_checksum(run.record, runs_dir / file);
     io::append_line(manifest, run.record.dump());
     run.image = out.image;
     ++made;
-    progress.show(count_progress_text(report.resumed + made, total, made, elapsed(), label), true);
+    progress.show(count_progress_text(report.resumed + made, total, made, elapsed(),
+                                      progress_label(options, run, item.settings.seed)),
+                  true);
+  };
+  // Decodes a group of runs of one method through one continuous batch (decoder.h, decode_batch).
+  const auto decode_group = [&](const std::vector<int64_t>& group) {
+    BatchPlan plan;
+    plan.settings = settings[static_cast<size_t>(group.front())];
+    for (const int64_t i : group) plan.prompts.push_back(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]);
+    generator.resolve_batch_size(plan);  // a batch size that does not fit the memory exits 2 with the estimate
+    if (progress.enabled()) {
+      plan.on_step = [&](int64_t id, const decoding::StepProgress& p) {
+        const CompareRun& run = runs[static_cast<size_t>(id)];
+        progress.show(count_progress_text(report.resumed + made, total, made, elapsed(),
+                                          progress_label(options, run, settings[static_cast<size_t>(id)].seed)) +
+                      ": tokens " + std::to_string(p.tokens_done) + "/" + std::to_string(p.tokens_total));
+      };
+    }
+    size_t cursor = 0;
+    generator.generate_batch(
+        plan,
+        [&]() -> std::optional<BatchItem> {
+          if (cursor == group.size()) return std::nullopt;
+          const int64_t i = group[cursor++];
+          return BatchItem{i, options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)],
+                           settings[static_cast<size_t>(i)]};
+        },
+        write_run,
+        [&](const BatchItem& item, const std::string& error) {  // the report needs every run: stop with exit 2
+          throw InputError("prompt " + std::to_string(runs[static_cast<size_t>(item.id)].prompt + 1) + ": " + error);
+        });
+  };
+  // At batch size 1 the runs go in index order, one at a time, so every method meets the machine's load of the
+  // same minutes; at B > 1 each method's runs form one continuously refilled batch.
+  const int batch = std::max(compare_settings(options.base, options.methods.front()).batch_size, 1);
+  for (int m = 0; m < methods; ++m) {
+    std::vector<int64_t> pending;
+    for (int64_t i = 0; i < total; ++i) {
+      const CompareRun& run = runs[static_cast<size_t>(i)];
+      if (run.resumed) continue;
+      if (batch == 1 && m == 0) decode_group({i});
+      if (batch > 1 && run.method == m) pending.push_back(i);
+    }
+    if (!pending.empty()) decode_group(pending);
   }
   progress.finish();
 

@@ -69,13 +69,16 @@ class Transformer : public TokenModel {
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
                        const at::Tensor& bias);
   at::Tensor output_logits(const at::Tensor& x) const;
+  // x [..., in] times a projection weight in this model's layout -> [..., out].
+  at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
 
   TransformerConfig config_;
-  TransformerWeights weights_;
+  TransformerWeights weights_;  // projections [out, in] as loaded, or input-major [in, out] on a CPU
+  bool input_major_;
   KvCache cache_;
   RopeTable rope_;
   at::Tensor head_ids_;   // int64 [V'] token ids the restricted head computes (undefined: all)
-  at::Tensor head_rows_;  // [V', H] those rows of lm_head
+  at::Tensor head_rows_;  // those rows of lm_head ([V', H], or [H, V'] input-major)
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
   std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root

@@ -160,3 +160,27 @@ TEST_CASE("batch: on a terminal a progress line follows the images in flight ste
   REQUIRE(quiet.exit_code == 0);
   CHECK(quiet.out.find("in flight") == std::string::npos);
 }
+
+TEST_CASE("compare --batch-size: each method's runs share a batch and give the batch-1 images", "[cli][batch][compare]") {
+  TempDir dir("batched_compare");
+  write_file(dir / "prompts.txt", kPrompts);
+  std::map<int, std::vector<std::filesystem::path>> made;
+  for (int b : {1, 4}) {
+    const auto out = dir / ("b" + std::to_string(b));
+    const auto r = run_sjd_limited("compare --model " + shell_quoted(default_model()) + " --prompts " +
+                                   shell_quoted(dir / "prompts.txt") + " --limit 3 --seeds 2 --methods ar,scd-mc,sjd-pac" +
+                                   " --window 6 --pd-k 2 --pd-depth 2 --batch-size " + std::to_string(b) +
+                                   " --out-dir " + shell_quoted(out));
+    INFO("B=" << b << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    made[b] = pngs(out / "runs");
+    REQUIRE(made[b].size() == 3 * 2 * 3);
+    const std::string manifest = read_file(out / "runs" / "manifest.jsonl");
+    CHECK(manifest.find("\"batch_size\":" + std::to_string(b)) != std::string::npos);
+  }
+  for (size_t i = 0; i < made[1].size(); ++i) {
+    INFO(made[4][i].filename());
+    CHECK(made[4][i].filename() == made[1][i].filename());
+    CHECK(pixel_bytes(made[4][i]) == pixel_bytes(made[1][i]));
+  }
+}
