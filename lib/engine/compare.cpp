@@ -200,7 +200,9 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   const auto decode_group = [&](const std::vector<int64_t>& group) {
     BatchPlan plan;
     plan.settings = settings[static_cast<size_t>(group.front())];
-    for (const int64_t i : group) plan.prompts.push_back(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]);
+    for (const int64_t i : group) {
+      plan.prompts.push_back(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]);
+    }
     generator.resolve_batch_size(plan);  // a batch size that does not fit the memory exits 2 with the estimate
     if (progress.enabled()) {
       plan.on_step = [&](int64_t id, const decoding::StepProgress& p) {
