@@ -101,8 +101,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--cost-profile", &values_.cost_profile, &S::cost_profile,
               "step-cost profile (JSON from `sjd bench --calibrate`) for automatic windows; default: the bundle's");
   add_count_setting(cmd, o, a, "--batch-size", 1, &S::batch_size,
-                    "prompts decoded at once by batch and compare, or auto (default: 8 on a CPU, 16 on a GPU, less "
-                    "if memory is short); automatic windows are planned for it");
+                    "prompts decoded at once, or auto: batch takes 8 on a CPU, 16 on a GPU (less if memory is "
+                    "short), generate and compare take 1; automatic windows are planned for it");
 }
 
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,

@@ -228,14 +228,16 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   };
   // At batch size 1 the runs go in index order, one at a time, so every method meets the machine's load of the
   // same minutes; at B > 1 each method's runs form one continuously refilled batch.
-  const int batch = std::max(compare_settings(options.base, options.methods.front()).batch_size, 1);
-  for (int m = 0; m < methods; ++m) {
+  const bool batched = compare_settings(options.base, options.methods.front()).batch_size > 1;
+  for (int m = 0; m < (batched ? methods : 1); ++m) {
     std::vector<int64_t> pending;
-    for (int64_t i = 0; i < total; ++i) {
-      const CompareRun& run = runs[static_cast<size_t>(i)];
-      if (run.resumed) continue;
-      if (batch == 1 && m == 0) decode_group({i});
-      if (batch > 1 && run.method == m) pending.push_back(i);
+    for (const CompareRun& run : runs) {
+      if (run.resumed || (batched && run.method != m)) continue;
+      if (batched) {
+        pending.push_back(run.index);
+      } else {
+        decode_group({run.index});
+      }
     }
     if (!pending.empty()) decode_group(pending);
   }

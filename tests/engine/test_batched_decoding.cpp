@@ -184,3 +184,15 @@ TEST_CASE("compare --batch-size: each method's runs share a batch and give the b
     CHECK(pixel_bytes(made[4][i]) == pixel_bytes(made[1][i]));
   }
 }
+
+TEST_CASE("compare --batch-size: a batch too large for the memory exits 2 with the estimate, before any run",
+          "[cli][batch][compare]") {
+  TempDir dir("batched_compare_memory");
+  const auto r = run_sjd_limited("compare --model " + shell_quoted(default_model()) +
+                                 " -p 'a small red square' --methods ar,sjd --batch-size 4096 --max-memory 50M" +
+                                 " --out-dir " + shell_quoted(dir / "out"));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("for a batch of 4096"));
+  CHECK(pngs(dir / "out" / "runs").empty());
+}
