@@ -20,7 +20,7 @@ struct BenchArgs {
   std::string device = "cpu";
   std::string dtype;  // "": bf16 for the presets, the bundle's setting (f32 unless it says) for --calibrate
   std::string windows = "16,32,64";
-  std::string batch_sizes = "1,4,16";
+  std::string batch_sizes;  // "": 1,4,16 for the presets, 1,2,4,8,16 for --calibrate
   int iterations = 5;
   int warmup = 2;
   uint64_t seed = 0;
@@ -65,12 +65,14 @@ int run_calibrate(const BenchArgs& args) {
   engine::CalibrateOptions options;
   options.iterations = args.iterations;
   options.warmup = args.warmup;
+  options.batch_sizes = parse_sizes(args.batch_sizes.empty() ? "1,2,4,8,16" : args.batch_sizes, "--batch-sizes");
   const decoding::StepCostProfile profile = engine::calibrate_step_cost(generator, settings, options);
-  std::cout << "step-cost profile: " << profile.name() << " (" << profile.rows() << " rows, mid-image, fastest of "
-            << options.iterations << ")\n";
-  std::cout << "tokens per row    ms per step    ms per token and row\n";
-  for (const auto& [tokens, ms] : profile.points()) {
-    std::printf("%14d %14.3f %22.4f\n", tokens, ms, ms / (tokens * profile.rows()));
+  std::cout << "step-cost profile: " << profile.name() << " (mid-image, fastest of " << options.iterations << ")\n";
+  for (const decoding::StepCostCurve& curve : profile.curves()) {
+    std::cout << curve.rows << " rows\ntokens per row    ms per step    ms per token and row\n";
+    for (const auto& [tokens, ms] : curve.points) {
+      std::printf("%14d %14.3f %22.4f\n", tokens, ms, ms / (tokens * curve.rows));
+    }
   }
   if (!args.out.empty()) io::write_file_atomic(args.out, profile.to_json().dump(2) + "\n");
   if (args.into_bundle) {
@@ -88,7 +90,7 @@ int run_bench_command(const BenchArgs& args) {
   options.preset = args.preset;
   options.placement = engine::parse_placement(args.device, args.dtype.empty() ? "bf16" : args.dtype);
   options.windows = parse_sizes(args.windows, "--windows");
-  options.batch_sizes = parse_sizes(args.batch_sizes, "--batch-sizes");
+  options.batch_sizes = parse_sizes(args.batch_sizes.empty() ? "1,4,16" : args.batch_sizes, "--batch-sizes");
   if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   options.iterations = args.iterations;
   options.warmup = args.warmup;
@@ -111,8 +113,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", args->dtype, "f32 | bf16 (default: bf16 for presets; the bundle's for --calibrate)");
   cmd->add_option("--windows", args->windows, "window sizes L to time, comma-separated")->capture_default_str();
   cmd->add_option("--batch-sizes", args->batch_sizes,
-                  "the batch axis: prompts per forward to time (each with its CFG pair), comma-separated")
-      ->capture_default_str();
+                  "the batch axis: prompts per forward to time (each with its CFG pair), comma-separated "
+                  "(default: 1,4,16; --calibrate: 1,2,4,8,16, one cost curve each)");
   cmd->add_option("--iterations", args->iterations, "timed repetitions of each step")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed repetitions first")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the random weights and drafts")->capture_default_str();

@@ -29,8 +29,9 @@ def sjd_profile(sjd, model, iterations):
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "profile.json"
         subprocess.run([str(sjd), "bench", "--calibrate", "--model", str(model), "--device", "cpu", "--dtype", "f32",
-                        "--iterations", str(iterations), "--out", str(out)], check=True, capture_output=True)
-        return {t: ms for t, ms in json.loads(out.read_text())["points"]}
+                        "--iterations", str(iterations), "--batch-sizes", "1", "--out", str(out)],
+                       check=True, capture_output=True)
+        return {t: ms for t, ms in json.loads(out.read_text())["curves"][0]["points"]}
 
 
 def eager_model(model_dir):

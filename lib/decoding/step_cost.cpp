@@ -1,5 +1,6 @@
 #include "decoding/step_cost.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -7,16 +8,62 @@
 #include <nlohmann/json.hpp>
 
 namespace sjd::decoding {
+namespace {
+
+void check_curve(const std::string& name, const StepCostCurve& curve) {
+  const std::string which = "step-cost profile '" + name + "', rows=" + std::to_string(curve.rows);
+  if (curve.rows < 1) throw std::invalid_argument("step-cost profile '" + name + "': rows must be >= 1");
+  if (curve.points.empty()) throw std::invalid_argument(which + ": no points");
+  for (size_t i = 0; i < curve.points.size(); ++i) {
+    const auto& [tokens, ms] = curve.points[i];
+    if (tokens < 1 || !(ms > 0.0) || !std::isfinite(ms) || (i > 0 && tokens <= curve.points[i - 1].first)) {
+      throw std::invalid_argument(which + ": point " + std::to_string(i) +
+                                  " must have tokens >= 1 ascending and a positive finite ms");
+    }
+  }
+}
+
+std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, const std::string& where) {
+  std::vector<std::pair<int, double>> points;
+  for (const auto& p : j.at("points")) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
+      throw std::invalid_argument(where + "/points: each point is [tokens, ms]");
+    }
+    points.emplace_back(p[0].get<int>(), p[1].get<double>());
+  }
+  return points;
+}
+
+int rows_from_json(const nlohmann::json& j, const std::string& where) {
+  const nlohmann::json& rows = j.at("rows");
+  if (!rows.is_number_integer()) throw std::invalid_argument(where + "/rows: expected an integer");
+  return rows.get<int>();
+}
+
+}  // namespace
+
+double StepCostCurve::ms_at(double tokens) const {
+  if (points.size() == 1 || tokens <= points.front().first) return points.front().second;
+  size_t hi = 1;
+  while (hi + 1 < points.size() && points[hi].first < tokens) ++hi;
+  const auto& [x0, y0] = points[hi - 1];
+  const auto& [x1, y1] = points[hi];
+  const double slope = (y1 - y0) / (x1 - x0);
+  return std::max(y0 + slope * (tokens - x0), points.front().second);
+}
 
 StepCostProfile::StepCostProfile(std::string name, int rows, std::vector<std::pair<int, double>> points)
-    : name_(std::move(name)), rows_(rows), points_(std::move(points)) {
-  if (rows_ < 1) throw std::invalid_argument("step-cost profile '" + name_ + "': rows must be >= 1");
-  if (points_.empty()) throw std::invalid_argument("step-cost profile '" + name_ + "': no points");
-  for (size_t i = 0; i < points_.size(); ++i) {
-    const auto& [tokens, ms] = points_[i];
-    if (tokens < 1 || !(ms > 0.0) || !std::isfinite(ms) || (i > 0 && tokens <= points_[i - 1].first)) {
-      throw std::invalid_argument("step-cost profile '" + name_ + "': point " + std::to_string(i) +
-                                  " must have tokens >= 1 ascending and a positive finite ms");
+    : StepCostProfile(std::move(name), {StepCostCurve{rows, std::move(points)}}) {}
+
+StepCostProfile::StepCostProfile(std::string name, std::vector<StepCostCurve> curves)
+    : name_(std::move(name)), curves_(std::move(curves)) {
+  if (curves_.empty()) throw std::invalid_argument("step-cost profile '" + name_ + "': no curves");
+  for (const StepCostCurve& curve : curves_) check_curve(name_, curve);
+  std::sort(curves_.begin(), curves_.end(), [](const auto& a, const auto& b) { return a.rows < b.rows; });
+  for (size_t i = 1; i < curves_.size(); ++i) {
+    if (curves_[i].rows == curves_[i - 1].rows) {
+      throw std::invalid_argument("step-cost profile '" + name_ + "': two curves for rows=" +
+                                  std::to_string(curves_[i].rows));
     }
   }
 }
@@ -31,35 +78,43 @@ StepCostProfile StepCostProfile::generic() {
 }
 
 double StepCostProfile::ms(int tokens, int rows) const {
-  const double x = static_cast<double>(tokens) * rows / rows_;  // the same work in the profile's row count
-  if (points_.size() == 1 || x <= points_.front().first) return points_.front().second;
-  size_t hi = 1;
-  while (hi + 1 < points_.size() && points_[hi].first < x) ++hi;
-  const auto& [x0, y0] = points_[hi - 1];
-  const auto& [x1, y1] = points_[hi];
-  const double slope = (y1 - y0) / (x1 - x0);
-  return std::max(y0 + slope * (x - x0), points_.front().second);
+  // The first curve measured at `rows` rows or more.
+  const auto upper = std::lower_bound(curves_.begin(), curves_.end(), rows,
+                                      [](const StepCostCurve& c, int r) { return c.rows < r; });
+  const auto scaled = [&](const StepCostCurve& c) {  // the same work in the curve's row count
+    return c.ms_at(static_cast<double>(tokens) * rows / c.rows);
+  };
+  if (upper == curves_.end()) return scaled(curves_.back());
+  if (upper->rows == rows || upper == curves_.begin()) return scaled(*upper);
+  const StepCostCurve& lower = *(upper - 1);
+  const double t = static_cast<double>(rows - lower.rows) / (upper->rows - lower.rows);
+  return (1.0 - t) * lower.ms_at(tokens) + t * upper->ms_at(tokens);
 }
 
 nlohmann::json StepCostProfile::to_json() const {
-  nlohmann::json pts = nlohmann::json::array();
-  for (const auto& [tokens, ms] : points_) pts.push_back({tokens, ms});
-  return {{"name", name_}, {"rows", rows_}, {"points", pts}};
+  nlohmann::json curves = nlohmann::json::array();
+  for (const StepCostCurve& curve : curves_) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& [tokens, ms] : curve.points) pts.push_back({tokens, ms});
+    curves.push_back({{"rows", curve.rows}, {"points", pts}});
+  }
+  return {{"name", name_}, {"curves", curves}};
 }
 
 StepCostProfile StepCostProfile::from_json(const nlohmann::json& j, const std::string& where) {
   try {
     if (!j.is_object()) throw std::invalid_argument("expected an object");
-    std::vector<std::pair<int, double>> points;
-    for (const auto& p : j.at("points")) {
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
-        throw std::invalid_argument("/points: each point is [tokens, ms]");
-      }
-      points.emplace_back(p[0].get<int>(), p[1].get<double>());
+    const std::string name = j.at("name").get<std::string>();
+    if (!j.contains("curves")) return StepCostProfile(name, rows_from_json(j, ""), points_from_json(j, ""));
+    if (!j.at("curves").is_array()) throw std::invalid_argument("/curves: expected an array");
+    std::vector<StepCostCurve> curves;
+    for (size_t i = 0; i < j.at("curves").size(); ++i) {
+      const nlohmann::json& curve = j.at("curves")[i];
+      const std::string at = "/curves/" + std::to_string(i);
+      if (!curve.is_object()) throw std::invalid_argument(at + ": expected an object");
+      curves.push_back({rows_from_json(curve, at), points_from_json(curve, at)});
     }
-    const nlohmann::json& rows = j.at("rows");
-    if (!rows.is_number_integer()) throw std::invalid_argument("/rows: expected an integer");
-    return StepCostProfile(j.at("name").get<std::string>(), rows.get<int>(), std::move(points));
+    return StepCostProfile(name, std::move(curves));
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(where + ": step-cost profile: " + e.what());
   } catch (const std::invalid_argument& e) {
@@ -69,8 +124,12 @@ StepCostProfile StepCostProfile::from_json(const nlohmann::json& j, const std::s
 
 std::string StepCostProfile::summary() const {
   std::ostringstream out;
-  out << name_ << " rows=" << rows_ << " ";
-  for (size_t i = 0; i < points_.size(); ++i) out << (i ? "," : "") << points_[i].first << ":" << points_[i].second;
+  out << name_;
+  for (size_t c = 0; c < curves_.size(); ++c) {
+    out << (c ? "; " : " ") << "rows=" << curves_[c].rows << " ";
+    const auto& points = curves_[c].points;
+    for (size_t i = 0; i < points.size(); ++i) out << (i ? "," : "") << points[i].first << ":" << points[i].second;
+  }
   return out.str();
 }
 

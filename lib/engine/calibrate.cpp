@@ -11,15 +11,45 @@
 #include <ATen/Parallel.h>
 
 namespace sjd::engine {
+namespace {
 
-decoding::StepCostProfile calibrate_step_cost(Generator& generator, const GenerationSettings& settings,
-                                              const CalibrateOptions& options) {
+// `batch` prompts' rows (conditional, and unconditional with CFG) of one calibration prompt.
+std::vector<model::RowPrompt> calibration_rows(const family::ImageFamily& glue, const GenerationSettings& settings,
+                                               int batch) {
+  const std::string prompt = "a calibration prompt";
+  std::vector<model::RowPrompt> rows;
+  for (int b = 0; b < batch; ++b) {
+    rows.push_back(glue.conditional(prompt));
+    if (settings.cfg != 1.0) rows.push_back(glue.unconditional(prompt));
+  }
+  return rows;
+}
+
+// Throws InputError with the estimate when `batch` prompts with the largest window would not fit the memory.
+void check_calibration_memory(Generator& generator, const GenerationSettings& settings, int batch, int largest) {
+  const family::ImageFamily& glue = generator.family(settings.resolution);
+  const std::vector<model::RowPrompt> rows = calibration_rows(glue, settings, batch);
+  GenerationShape shape;
+  shape.rows = static_cast<int64_t>(rows.size());
+  for (const auto& row : rows) {
+    shape.longest_prompt = std::max<int64_t>(shape.longest_prompt, static_cast<int64_t>(row.tokens.size()));
+  }
+  shape.image_tokens = glue.layout().length();
+  shape.window_nodes = largest - 1;
+  try {
+    generator.check_memory(shape);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " for a calibration batch of " + std::to_string(batch));
+  }
+}
+
+// One curve: `batch` prompts' rows in one forward, timed at mid-image for each window size.
+decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSettings& settings,
+                                      const CalibrateOptions& options, int batch) {
   const family::ImageFamily& glue = generator.family(settings.resolution);
   const family::TokenLayout& layout = glue.layout();
   model::Transformer& model = generator.transformer();
-  const std::string prompt = "a calibration prompt";
-  std::vector<model::RowPrompt> rows = {glue.conditional(prompt)};
-  if (settings.cfg != 1.0) rows.push_back(glue.unconditional(prompt));
+  const std::vector<model::RowPrompt> rows = calibration_rows(glue, settings, batch);
   const int largest = *std::max_element(options.tokens.begin(), options.tokens.end());
   model.restrict_outputs(layout.emittable());
   model.start(rows, layout.length(), largest);
@@ -34,7 +64,7 @@ decoding::StepCostProfile calibrate_step_cost(Generator& generator, const Genera
   }
   const sampling::PipelineSettings pipeline = pipeline_from_settings(settings, glue.cfg_mix(), false);
   const at::Device device = model.device();
-  std::vector<std::pair<int, double>> points;
+  decoding::StepCostCurve curve{static_cast<int>(rows.size()), {}};
   for (int tokens : options.tokens) {
     model::DraftTree chain;
     for (int i = 1; i < tokens; ++i) chain.push(layout.first_code_id() + (i * 17) % layout.codebook_size(), i - 2);
@@ -51,12 +81,27 @@ decoding::StepCostProfile calibrate_step_cost(Generator& generator, const Genera
     }
     // The fastest repetition: other work on the machine only ever adds time.
     const double fastest = *std::min_element(ms.begin(), ms.end());
-    points.emplace_back(tokens, points.empty() ? fastest : std::max(fastest, points.back().second));
+    curve.points.emplace_back(tokens, curve.points.empty() ? fastest : std::max(fastest, curve.points.back().second));
   }
+  return curve;
+}
+
+}  // namespace
+
+decoding::StepCostProfile calibrate_step_cost(Generator& generator, const GenerationSettings& settings,
+                                              const CalibrateOptions& options) {
+  std::vector<int> batches = options.batch_sizes;
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  // The largest batch needs the most memory: refuse it before any timing.
+  check_calibration_memory(generator, settings, batches.back(),
+                           *std::max_element(options.tokens.begin(), options.tokens.end()));
+  std::vector<decoding::StepCostCurve> curves;
+  for (int batch : batches) curves.push_back(measure_curve(generator, settings, options, batch));
   std::ostringstream name;
   name << generator.bundle().name << " " << cost_profile_key(settings.device, settings.dtype) << " "
        << at::get_num_threads() << " thread" << (at::get_num_threads() == 1 ? "" : "s");
-  return decoding::StepCostProfile(name.str(), static_cast<int>(rows.size()), std::move(points));
+  return decoding::StepCostProfile(name.str(), std::move(curves));
 }
 
 }  // namespace sjd::engine

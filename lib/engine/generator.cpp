@@ -268,6 +268,11 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
       });
 }
 
+void Generator::check_memory(const GenerationShape& shape) const {
+  check_memory_fits(estimate_generation_memory(bundle_.transformer, shape, placement_.dtype), memory_limit_,
+                    placement_.device);
+}
+
 MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens,
                                           int batch) const {
   GenerationShape shape;

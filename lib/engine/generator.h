@@ -64,6 +64,8 @@ class Generator {
   // Bytes one generation may use (0: the machine's available memory); checked
   // against an estimate before anything is allocated (memory_estimate.h).
   void set_memory_limit(int64_t bytes) { memory_limit_ = bytes; }
+  // Throws InputError with the estimate when decoding this shape would not fit that limit.
+  void check_memory(const GenerationShape& shape) const;
 
   // `sequence` separates the random streams of several images made with one seed;
   // `on_step` (may be empty) is called after every decoding step (progress lines).

@@ -108,22 +108,41 @@ TEST_CASE("generate: window and tree sizes take auto or a whole number in range"
   CHECK(run_sjd(generate(dir.path(), "y", "--method sjd-pac --config " + quoted(dir / "auto.json"))).exit_code == 0);
 }
 
-TEST_CASE("bench --calibrate measures a profile that generate reads", "[cli][auto]") {
+TEST_CASE("bench --calibrate measures a curve per batch size that generate reads", "[cli][auto]") {
   TempDir dir("calibrate");
   std::filesystem::copy(default_model(), dir / "model", std::filesystem::copy_options::recursive);
   const auto r = run_sjd("bench --calibrate --model " + quoted(dir / "model") + " --device cpu --dtype f32 " +
-                         "--iterations 1 --warmup 0 --out " + quoted(dir / "profile.json") + " --into-bundle");
+                         "--iterations 1 --warmup 0 --batch-sizes 1,3 --out " + quoted(dir / "profile.json") +
+                         " --into-bundle");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("ms per step"));
   const auto profile = nlohmann::json::parse(read_file(dir / "profile.json"));
-  CHECK(profile["rows"] == 2);  // the bundle's cfg makes two rows
-  const auto& points = profile["points"];
-  REQUIRE(points.size() >= 8);
-  for (size_t i = 1; i < points.size(); ++i) {
-    CHECK(points[i][0] > points[i - 1][0]);
-    CHECK(points[i][1] >= points[i - 1][1]);  // never cheaper for a bigger window
+  const auto& curves = profile["curves"];
+  REQUIRE(curves.size() == 2);
+  CHECK(curves[0]["rows"] == 2);  // the bundle's cfg makes two rows per prompt
+  CHECK(curves[1]["rows"] == 6);
+  for (const auto& curve : curves) {
+    const auto& points = curve["points"];
+    REQUIRE(points.size() >= 8);
+    for (size_t i = 1; i < points.size(); ++i) {
+      CHECK(points[i][0] > points[i - 1][0]);
+      CHECK(points[i][1] >= points[i - 1][1]);  // never cheaper for a bigger window
+    }
   }
   const auto bundle = nlohmann::json::parse(read_file(dir / "model" / "bundle.json"));
   CHECK(bundle["step_cost"]["cpu-f32"] == profile);
+  const auto g = run_sjd("generate --model " + quoted(dir / "model") + " -p 'a red square' --method sjd -o " +
+                         quoted(dir / "x.png"));
+  INFO(g.err);
+  CHECK(g.exit_code == 0);
+}
+
+TEST_CASE("bench --calibrate: a batch too large for the memory exits 2 with the estimate, before timing",
+          "[cli][auto]") {
+  const auto r = run_sjd_limited("bench --calibrate --model " + quoted(default_model()) +
+                         " --device cpu --dtype f32 --iterations 1 --warmup 0 --batch-sizes 1,100000");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("for a calibration batch of 100000"));
+  CHECK(r.out.find("ms per step") == std::string::npos);
 }

@@ -30,7 +30,8 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
   // The auto mode's pick from these step times: a window the planner may choose, the profile it read.
   CHECK(j["auto_window_chain"].get<int>() >= 0);
   CHECK(j["auto_window_chain"].get<int>() <= 64);
-  CHECK(j["step_cost"]["points"].size() == 4);  // the AR step and three windows
+  REQUIRE(j["step_cost"]["curves"].size() == 1);  // measured with the CFG pair of one prompt
+  CHECK(j["step_cost"]["curves"][0]["points"].size() == 4);  // the AR step and three windows
   // The batch axis (default 1, 4, 16): a forward time and tokens/s per batch size.
   REQUIRE(j["batches"].size() == 3);
   CHECK(j["batches"][2]["batch"] == 16);

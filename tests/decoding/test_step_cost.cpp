@@ -1,0 +1,113 @@
+// The step-cost profile the automatic windows read: curves per row count,
+// interpolation between them, the JSON layouts (current and the one-curve one
+// of earlier versions) and the errors that name what is wrong.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "decoding/step_cost.h"
+#include "decoding/window_planner.h"
+
+using sjd::decoding::StepCostCurve;
+using sjd::decoding::StepCostProfile;
+
+namespace {
+
+// Two measured row counts: 2 rows (batch 1 with CFG) and 16 rows (batch 8).
+StepCostProfile two_curves() {
+  return StepCostProfile("test", {StepCostCurve{16, {{1, 3.0}, {2, 4.0}, {4, 6.0}}},
+                                  StepCostCurve{2, {{1, 1.0}, {2, 1.2}, {4, 1.6}, {8, 2.4}, {16, 4.0}}}});
+}
+
+}  // namespace
+
+TEST_CASE("step cost: a measured row count reads its own curve", "[decoding][step_cost]") {
+  const StepCostProfile p = two_curves();
+  REQUIRE(p.curves().size() == 2);
+  CHECK(p.curves()[0].rows == 2);  // kept sorted by rows
+  CHECK(p.ms(1, 2) == Approx(1.0));
+  CHECK(p.ms(4, 2) == Approx(1.6));
+  CHECK(p.ms(3, 2) == Approx(1.4));  // linear between points
+  CHECK(p.ms(1, 16) == Approx(3.0));
+  CHECK(p.ms(2, 16) == Approx(4.0));
+  // 16 rows of one token cost what they were measured to cost, not 2 rows of 8 tokens (2.4 ms).
+  CHECK(p.ms(1, 16) != Approx(p.ms(8, 2)));
+}
+
+TEST_CASE("step cost: between measured row counts the cost is linear in rows", "[decoding][step_cost]") {
+  const StepCostProfile p = two_curves();
+  // 9 rows: half way from 2 to 16.
+  CHECK(p.ms(1, 9) == Approx(2.0));
+  CHECK(p.ms(2, 9) == Approx(2.6));
+  CHECK(p.ms(4, 9) == Approx(3.8));
+}
+
+TEST_CASE("step cost: beyond the measured rows the nearest curve scales its token axis", "[decoding][step_cost]") {
+  const StepCostProfile p = two_curves();
+  CHECK(p.ms(1, 32) == Approx(4.0));  // 32 rows of 1 token = 16 rows of 2
+  CHECK(p.ms(2, 32) == Approx(6.0));
+  CHECK(p.ms(1, 1) == Approx(1.0));   // fewer rows than measured: never below the smallest step
+  // One curve (the layout of earlier versions) scales for every other row count.
+  const StepCostProfile one("one", 2, {{1, 1.0}, {8, 2.4}, {16, 4.0}});
+  CHECK(one.ms(1, 16) == Approx(2.4));
+  CHECK(one.ms(2, 16) == Approx(4.0));
+}
+
+TEST_CASE("step cost: JSON round trip, and the one-curve layout of earlier versions still reads",
+          "[decoding][step_cost]") {
+  const StepCostProfile p = two_curves();
+  const nlohmann::json j = p.to_json();
+  REQUIRE(j.contains("curves"));
+  const StepCostProfile back = StepCostProfile::from_json(j, "f.json");
+  CHECK(back.to_json() == j);
+  CHECK(back.ms(2, 9) == Approx(2.6));
+
+  const nlohmann::json legacy = {{"name", "old"}, {"rows", 2}, {"points", {{1, 1.5}, {4, 2.5}}}};
+  const StepCostProfile old = StepCostProfile::from_json(legacy, "old.json");
+  REQUIRE(old.curves().size() == 1);
+  CHECK(old.curves()[0].rows == 2);
+  CHECK(old.ms(4, 2) == Approx(2.5));
+  CHECK_THAT(old.summary(), Catch::StartsWith("old rows=2 1:1.5,4:2.5"));
+  CHECK_THAT(p.summary(), Catch::Contains("; rows=16 1:3,2:4,4:6"));
+}
+
+TEST_CASE("step cost: bad profiles name the file, the curve and what is wrong", "[decoding][step_cost]") {
+  const auto error_of = [](const nlohmann::json& j) {
+    try {
+      StepCostProfile::from_json(j, "p.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const nlohmann::json good_points = {{1, 1.0}, {2, 2.0}};
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 2}, {"points", good_points}},
+                                                  {{"rows", 2}, {"points", good_points}}}}}),
+             Catch::Contains("two curves for rows=2"));
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 4}, {"points", {{2, 1.0}, {1, 2.0}}}}}}}),
+             Catch::Contains("rows=4: point 1"));
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", "two"}, {"points", good_points}}}}}),
+             Catch::Contains("p.json: /curves/0/rows"));
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", nlohmann::json::array()}}),
+             Catch::Contains("no curves"));
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 2}, {"points", {{1, -1.0}}}}}}}),
+             Catch::Contains("positive finite ms"));
+}
+
+TEST_CASE("window planner: the curve of the batch's own row count decides the window", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd");
+  sjd.auto_window = true;
+  // At 2 rows a draft costs as much as an AR step; at 16 rows (a full batch whose
+  // attention dominates) drafts are nearly free.
+  std::vector<std::pair<int, double>> steep, flat;
+  for (int t = 1; t <= 64; t *= 2) steep.emplace_back(t, 1.0 * t), flat.emplace_back(t, 3.0 + 0.001 * t);
+  const StepCostProfile p("test", {StepCostCurve{2, steep}, StepCostCurve{16, flat}});
+  const int alone = sjd::decoding::WindowPlanner(sjd, p, 2).next(false, 256).chain;
+  const int batched = sjd::decoding::WindowPlanner(sjd, p, 16).next(false, 256).chain;
+  INFO("chain alone " << alone << ", in a batch of 8 " << batched);
+  CHECK(alone == 0);
+  CHECK(batched >= 8);
+  // The same profile read as one curve (scaled from 2 rows) would refuse windows at 16 rows too.
+  const StepCostProfile scaled("test", 2, steep);
+  CHECK(sjd::decoding::WindowPlanner(sjd, scaled, 16).next(false, 256).chain == 0);
+}
