@@ -25,23 +25,17 @@ void KvCache::write(int64_t layer, int64_t row, const at::Tensor& k, const at::T
   v_[static_cast<size_t>(layer)][row].narrow(1, start, count).copy_(v);
 }
 
-at::Tensor KvCache::slots(const std::vector<at::Tensor>& buffers, int64_t layer, const std::vector<int64_t>& rows,
+at::Tensor KvCache::slots(const std::vector<at::Tensor>& buffers, int64_t layer, int64_t first, int64_t rows,
                           int64_t count) const {
-  const at::Tensor& all = buffers[static_cast<size_t>(layer)];
-  // Consecutive rows (every row, or a batch's live rows in one run) are a view; others are gathered.
-  bool consecutive = !rows.empty();
-  for (size_t i = 1; consecutive && i < rows.size(); ++i) consecutive = rows[i] == rows[0] + static_cast<int64_t>(i);
-  if (consecutive) return all.narrow(0, rows[0], static_cast<int64_t>(rows.size())).narrow(2, 0, count);
-  const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(all.device());
-  return all.index_select(0, index).narrow(2, 0, count);
+  return buffers[static_cast<size_t>(layer)].narrow(0, first, rows).narrow(2, 0, count);
 }
 
-at::Tensor KvCache::keys(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const {
-  return slots(k_, layer, rows, count);
+at::Tensor KvCache::keys(int64_t layer, int64_t first, int64_t rows, int64_t count) const {
+  return slots(k_, layer, first, rows, count);
 }
 
-at::Tensor KvCache::values(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const {
-  return slots(v_, layer, rows, count);
+at::Tensor KvCache::values(int64_t layer, int64_t first, int64_t rows, int64_t count) const {
+  return slots(v_, layer, first, rows, count);
 }
 
 void KvCache::commit(const std::vector<int64_t>& kept, uint8_t valid) {

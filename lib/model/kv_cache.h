@@ -23,10 +23,11 @@ class KvCache {
   // Writes k, v ([kv_heads, count, head_dim]) of `layer` for `row` at slots
   // length(row) .. length(row) + count - 1. Throws if past the capacity.
   void write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v);
-  // Keys/values of slots [0, count) of the given rows: [rows.size(), kv_heads, count, head_dim]
+  // Keys/values of slots [0, count) of rows [first, first + rows), a view (nothing is
+  // copied): [rows, kv_heads, count, head_dim]
   // (a view when `rows` are consecutive, e.g. every row or a batch's live rows in one run).
-  at::Tensor keys(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
-  at::Tensor values(int64_t layer, const std::vector<int64_t>& rows, int64_t count) const;
+  at::Tensor keys(int64_t layer, int64_t first, int64_t rows, int64_t count) const;
+  at::Tensor values(int64_t layer, int64_t first, int64_t rows, int64_t count) const;
   // Key validity of a row's committed slots (1: later tokens may attend; prompt
   // slots may be masked out for every later query: LlamaGen caption padding, CFG dummies).
   const std::vector<uint8_t>& key_valid(int64_t row) const { return valid_[static_cast<size_t>(row)]; }
@@ -40,7 +41,7 @@ class KvCache {
   void rollback(int64_t row, int64_t new_length);
 
  private:
-  at::Tensor slots(const std::vector<at::Tensor>& buffers, int64_t layer, const std::vector<int64_t>& rows,
+  at::Tensor slots(const std::vector<at::Tensor>& buffers, int64_t layer, int64_t first, int64_t rows,
                    int64_t count) const;
 
   std::vector<at::Tensor> k_, v_;  // per layer

@@ -227,17 +227,34 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
   const at::Tensor k = qk.narrow(2, heads, kv_heads).transpose(1, 2);
   const at::Tensor vt = v.transpose(1, 2);
   for (size_t i = 0; i < rows.size(); ++i) cache_.write(layer, rows[i], k[static_cast<int64_t>(i)], vt[static_cast<int64_t>(i)]);
+  // Each run of consecutive cache rows attends in one call, reading its keys in place: the rows
+  // of a batch with finished sequences between live ones are not copied out of the cache.
+  std::vector<at::Tensor> parts;
+  for (size_t begin = 0; begin < rows.size();) {
+    size_t end = begin + 1;
+    while (end < rows.size() && rows[end] == rows[end - 1] + 1) ++end;
+    const int64_t first = static_cast<int64_t>(begin), count = static_cast<int64_t>(end - begin);
+    parts.push_back(attend(layer, rows[begin], q.narrow(0, first, count), bias.narrow(0, first, count)));
+    begin = end;
+  }
+  const at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+  return project(out.transpose(1, 2).reshape({batch, width, heads * dim}), w.o);
+}
+
+at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias) {
+  const int64_t batch = q.size(0);
+  const int64_t heads = config_.num_heads, kv_heads = config_.num_kv_heads, dim = config_.head_dim;
   const int64_t count = bias.size(3);
-  at::Tensor keys = cache_.keys(layer, rows, count);  // [rows, kv_heads, S, D]
-  at::Tensor values = cache_.values(layer, rows, count);
+  at::Tensor keys = cache_.keys(layer, first_row, batch, count);  // [rows, kv_heads, S, D]
+  at::Tensor values = cache_.values(layer, first_row, batch, count);
   if (kv_heads != heads) {
     const int64_t group = heads / kv_heads;
     keys = keys.unsqueeze(2).expand({batch, kv_heads, group, count, dim}).reshape({batch, heads, count, dim});
     values = values.unsqueeze(2).expand({batch, kv_heads, group, count, dim}).reshape({batch, heads, count, dim});
   }
   at::Tensor out;
-  if (!h.is_cpu()) {
-    // GPU: the fused attention kernel, every row in one call, the bias added to the scores.
+  if (!q.is_cpu()) {
+    // GPU: the fused attention kernel, the run's rows in one call, the bias added to the scores.
     out = at::scaled_dot_product_attention(q, keys, values, bias.to(q.scalar_type()));
   } else {
     // CPU: the exact math path the CPU tests' tolerances were set against.
@@ -245,7 +262,7 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
     const at::Tensor probs = at::softmax(scores.to(at::kFloat) + bias, -1);  // [rows, heads, W, S]
     out = at::matmul(probs.to(values.scalar_type()), values);
   }
-  return project(out.transpose(1, 2).reshape({batch, width, heads * dim}), w.o);
+  return out;  // [rows, heads, W, D]
 }
 
 at::Tensor Transformer::output_logits(const at::Tensor& x) const {

@@ -66,6 +66,8 @@ class Transformer : public TokenModel {
   // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's
   // committed slots, then its window; keys = longest committed row + W.
   at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask);
+  // softmax(q k^T + bias) v for q.size(0) consecutive cache rows from `first_row` (read in place).
+  at::Tensor attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias);
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
                        const at::Tensor& bias);
   at::Tensor output_logits(const at::Tensor& x) const;

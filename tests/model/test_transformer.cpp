@@ -292,3 +292,31 @@ TEST_CASE("the restricted output head gives bit-identical logits for the tokens 
   model.start({prompt_of({1, 2, 3})}, 16, 8);
   CHECK(at::equal(model.forward({3}, chain({4, 5})), full));
 }
+
+TEST_CASE("rows with finished rows between them attend as each row alone", "[model]") {
+  // A batch's live rows need not be consecutive in the cache (sequences finish in any order):
+  // each run of consecutive rows reads its keys in place, and every row's logits equal its own run.
+  Transformer model = tiny_transformer(tiny_config(true), 3);
+  const std::vector<RowPrompt> prompts = {prompt_of({1, 2, 3}), prompt_of({4, 5}), prompt_of({6, 7, 8, 9}),
+                                          prompt_of({2, 4}), prompt_of({3, 1, 5})};
+  const DraftTree drafts = chain({7, 8});
+  const auto alone = [&](size_t i) {
+    model.reserve(1, 16, 16);
+    model.open_row(0, prompts[i]);
+    const int64_t root = prompts[i].tokens.back();
+    return model.forward_rows({RowWindow{0, root, &drafts}});
+  };
+  std::vector<at::Tensor> expected;
+  for (size_t i = 0; i < prompts.size(); ++i) expected.push_back(alone(i));
+
+  model.reserve(static_cast<int64_t>(prompts.size()), 16, 16);
+  for (size_t i = 0; i < prompts.size(); ++i) model.open_row(static_cast<int64_t>(i), prompts[i]);
+  const std::vector<int64_t> live = {0, 2, 3};  // rows 1 and 4 finished
+  std::vector<RowWindow> windows;
+  for (int64_t r : live) windows.push_back({r, prompts[static_cast<size_t>(r)].tokens.back(), &drafts});
+  const at::Tensor batched = model.forward_rows(windows);
+  for (size_t w = 0; w < live.size(); ++w) {
+    INFO("row " << live[w]);
+    CHECK(at::allclose(batched[static_cast<int64_t>(w)], expected[static_cast<size_t>(live[w])][0], 1e-5, 1e-5));
+  }
+}
