@@ -304,7 +304,14 @@ BenchReport run_bench(const BenchOptions& options) {
     t.batch = b;
     t.ar_ms = forward_ms(model::DraftTree{});
     t.window_ms = forward_ms(chain);
-    t.auto_chain = decoding::WindowPlanner(sjd, report.step_cost, 2 * b).next(false, static_cast<int>(layout.length())).chain;
+    // Planned on this batch's own two measured points (the batch-1 curve scaled would misjudge
+    // both the AR step and the window: every row's attention reads its own KV cache).
+    std::vector<decoding::StepCostCurve> curves = report.step_cost.curves();
+    if (b > 1) {
+      curves.push_back({2 * b, {{1, t.ar_ms}, {1 + BatchTiming::kBatchWindow, std::max(t.window_ms, t.ar_ms)}}});
+    }
+    const decoding::StepCostProfile batch_cost(report.step_cost.name(), std::move(curves));
+    t.auto_chain = decoding::WindowPlanner(sjd, batch_cost, 2 * b).next(false, static_cast<int>(layout.length())).chain;
     report.batches.push_back(t);
   }
   return report;
