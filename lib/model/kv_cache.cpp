@@ -14,15 +14,35 @@ KvCache::KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacit
   }
 }
 
-void KvCache::write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v) {
-  const int64_t start = length(row);
-  const int64_t count = k.size(1);
-  if (start + count > capacity_) {
-    throw std::out_of_range("KV cache: writing " + std::to_string(count) + " slots at " + std::to_string(start) +
-                            " exceeds the capacity " + std::to_string(capacity_));
+KvCache::StepSlots KvCache::step_slots(const std::vector<int64_t>& rows, int64_t width) const {
+  const size_t cells = rows.size() * static_cast<size_t>(width);
+  std::vector<int64_t> host(2 * cells);  // the row indices, then the slot indices
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t start = length(rows[i]);
+    if (start + width > capacity_) {
+      throw std::out_of_range("KV cache: writing " + std::to_string(width) + " slots at " + std::to_string(start) +
+                              " of row " + std::to_string(rows[i]) + " exceeds the capacity " +
+                              std::to_string(capacity_));
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      host[i * static_cast<size_t>(width) + static_cast<size_t>(j)] = rows[i];
+      host[cells + i * static_cast<size_t>(width) + static_cast<size_t>(j)] = start + j;
+    }
   }
-  k_[static_cast<size_t>(layer)][row].narrow(1, start, count).copy_(k);
-  v_[static_cast<size_t>(layer)][row].narrow(1, start, count).copy_(v);
+  const at::Device device = k_.empty() ? at::Device(at::kCPU) : k_[0].device();
+  const at::Tensor both = at::tensor(host, at::TensorOptions().dtype(at::kLong)).to(device);
+  const int64_t n = static_cast<int64_t>(cells);
+  return {both.narrow(0, 0, n), both.narrow(0, n, n)};
+}
+
+void KvCache::write(int64_t layer, const StepSlots& where, const at::Tensor& k, const at::Tensor& v) {
+  // The buffers seen as [rows, capacity, kv_heads, head_dim], indexed by (row, slot).
+  const int64_t n = where.rows.size(0);
+  const auto scatter = [&](at::Tensor& buffer, const at::Tensor& values) {
+    buffer.transpose(1, 2).index_put_({where.rows, where.slots}, values.reshape({n, values.size(2), values.size(3)}));
+  };
+  scatter(k_[static_cast<size_t>(layer)], k);
+  scatter(v_[static_cast<size_t>(layer)], v);
 }
 
 at::Tensor KvCache::slots(const std::vector<at::Tensor>& buffers, int64_t layer, int64_t first, int64_t rows,

@@ -20,9 +20,17 @@ class KvCache {
   int64_t capacity() const { return capacity_; }
   int64_t length(int64_t row) const { return length_[static_cast<size_t>(row)]; }
 
-  // Writes k, v ([kv_heads, count, head_dim]) of `layer` for `row` at slots
-  // length(row) .. length(row) + count - 1. Throws if past the capacity.
-  void write(int64_t layer, int64_t row, const at::Tensor& k, const at::Tensor& v);
+  // Where a step's new keys go: slots length(row) .. length(row) + width - 1 of each
+  // of `rows`, as (row, slot) index tensors on the cache's device. Made once per
+  // step and used by every layer. Throws if a row would run past the capacity.
+  struct StepSlots {
+    at::Tensor rows;   // [rows.size() * width]
+    at::Tensor slots;  // [rows.size() * width]
+  };
+  StepSlots step_slots(const std::vector<int64_t>& rows, int64_t width) const;
+  // Writes k, v ([rows, width, kv_heads, head_dim], in the order of step_slots' rows)
+  // of `layer` at those slots: one scatter per buffer for the whole batch, not a copy per row.
+  void write(int64_t layer, const StepSlots& where, const at::Tensor& k, const at::Tensor& v);
   // Keys/values of slots [0, count) of rows [first, first + rows), a view (nothing is
   // copied): [rows, kv_heads, count, head_dim]
   // (a view when `rows` are consecutive, e.g. every row or a batch's live rows in one run).
@@ -45,6 +53,7 @@ class KvCache {
                    int64_t count) const;
 
   std::vector<at::Tensor> k_, v_;  // per layer
+  std::vector<int64_t> index_host_;  // step_slots' staging buffer
   std::vector<int64_t> length_;
   std::vector<std::vector<uint8_t>> valid_;  // per row: validity of the committed slots (host: masks are built there)
   int64_t capacity_ = 0;

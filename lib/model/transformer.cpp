@@ -214,7 +214,7 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
 }
 
 at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
-                                  const RopeFactors& rope, const at::Tensor& bias) {
+                                  const RopeFactors& rope, const at::Tensor& bias, const KvCache::StepSlots& slots) {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const int64_t batch = h.size(0), width = h.size(1);
   const int64_t heads = config_.num_heads, kv_heads = config_.num_kv_heads, dim = config_.head_dim;
@@ -224,9 +224,7 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
   if (config_.qk_norm) qk = head_layer_norm(qk, w.qk_norm_w, w.qk_norm_b, config_.qk_norm_eps);
   qk = rope_.apply(qk, rope);
   const at::Tensor q = qk.narrow(2, 0, heads).transpose(1, 2);  // [rows, heads, W, D]
-  const at::Tensor k = qk.narrow(2, heads, kv_heads).transpose(1, 2);
-  const at::Tensor vt = v.transpose(1, 2);
-  for (size_t i = 0; i < rows.size(); ++i) cache_.write(layer, rows[i], k[static_cast<int64_t>(i)], vt[static_cast<int64_t>(i)]);
+  cache_.write(layer, slots, qk.narrow(2, heads, kv_heads), v);
   // Each run of consecutive cache rows attends in one call, reading its keys in place: the rows
   // of a batch with finished sequences between live ones are not copied out of the cache.
   std::vector<at::Tensor> parts;
@@ -280,10 +278,11 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
   const int64_t batch = hidden.size(0), width = hidden.size(1);
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
+  const KvCache::StepSlots slots = cache_.step_slots(rows, width);
   at::Tensor x = hidden;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    x = x + attention(l, rows, rms_norm(x, w.attn_norm, config_.norm_eps), rope, bias);
+    x = x + attention(l, rows, rms_norm(x, w.attn_norm, config_.norm_eps), rope, bias, slots);
     const at::Tensor gate_up = project(rms_norm(x, w.mlp_norm, config_.norm_eps), w.gate_up);
     const int64_t inner = config_.intermediate_size;
     x = x + project(at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner), w.down);

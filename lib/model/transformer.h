@@ -68,8 +68,9 @@ class Transformer : public TokenModel {
   at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask);
   // softmax(q k^T + bias) v for q.size(0) consecutive cache rows from `first_row` (read in place).
   at::Tensor attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias);
+  // One layer's attention; the new keys and values go to `slots` (the step's, made once for every layer).
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
-                       const at::Tensor& bias);
+                       const at::Tensor& bias, const KvCache::StepSlots& slots);
   at::Tensor output_logits(const at::Tensor& x) const;
   // x [..., in] times a projection weight in this model's layout -> [..., out].
   at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;

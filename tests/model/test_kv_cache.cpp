@@ -1,0 +1,57 @@
+// The static KV cache: a step's keys land after each row's own committed length.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "model/kv_cache.h"
+
+using sjd::model::KvCache;
+
+namespace {
+
+// Distinct values for every (row, slot, head, dim): [rows, width, kv_heads, head_dim].
+at::Tensor step_values(int64_t rows, int64_t width, int64_t heads, int64_t dim, double offset) {
+  return at::arange(rows * width * heads * dim, at::kFloat).reshape({rows, width, heads, dim}) + offset;
+}
+
+// Commits `count` placeholder slots to a row (its length grows by count).
+void grow(KvCache& cache, int64_t row, int64_t count) {
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < count; ++i) kept.push_back(i);
+  cache.commit_row(row, kept, std::vector<uint8_t>(kept.size(), 1));
+}
+
+}  // namespace
+
+TEST_CASE("a step's keys and values go after each row's own length and nowhere else", "[model]") {
+  const int64_t heads = 2, dim = 3, width = 2;
+  KvCache cache(/*layers=*/2, /*rows=*/4, heads, /*capacity=*/8, dim, at::kFloat);
+  grow(cache, 0, 1);
+  grow(cache, 1, 5);
+  grow(cache, 3, 3);
+  const std::vector<int64_t> rows = {3, 0, 1};  // any order, row 2 not in the step
+  const at::Tensor k = step_values(3, width, heads, dim, 0.0);
+  const at::Tensor v = step_values(3, width, heads, dim, 1000.0);
+  cache.write(1, cache.step_slots(rows, width), k, v);
+
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t row = rows[i], start = cache.length(row);
+    INFO("row " << row);
+    // The cache is [rows, kv_heads, slots, head_dim]; the step's values are [rows, width, kv_heads, head_dim].
+    const at::Tensor written_k = cache.keys(1, row, 1, start + width)[0].narrow(1, start, width);
+    const at::Tensor written_v = cache.values(1, row, 1, start + width)[0].narrow(1, start, width);
+    CHECK(at::equal(written_k, k[static_cast<int64_t>(i)].transpose(0, 1)));
+    CHECK(at::equal(written_v, v[static_cast<int64_t>(i)].transpose(0, 1)));
+    // The committed slots before the window are untouched.
+    CHECK(cache.keys(1, row, 1, start + width)[0].narrow(1, 0, start).abs().sum().item<float>() == 0.0f);
+  }
+  CHECK(cache.keys(1, 2, 1, 8).abs().sum().item<float>() == 0.0f);  // a row outside the step
+  CHECK(cache.keys(0, 0, 4, 8).abs().sum().item<float>() == 0.0f);  // another layer
+}
+
+TEST_CASE("a step past a row's capacity is refused and names the row", "[model]") {
+  KvCache cache(1, 2, 1, 4, 2, at::kFloat);
+  grow(cache, 1, 3);
+  CHECK_NOTHROW(cache.step_slots({0, 1}, 1));
+  CHECK_THROWS_WITH(cache.step_slots({0, 1}, 2), Catch::Contains("of row 1") && Catch::Contains("capacity 4"));
+}
