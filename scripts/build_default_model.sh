@@ -44,8 +44,8 @@ stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" -
 # model draws 64 px images (size token <reserved08802>); its top-k keeps a quarter of the
 # 512 codes, as Lumina-mGPT's 2000 of 8192 does.
 rm -f "$out"/*
-for f in config.json model.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json; do
-  cp "$work/hf/$f" "$out/$f"
+for f in config.json model.safetensors.index.json tokenizer.json tokenizer_config.json "$work"/hf/model*.safetensors; do
+  cp "$work/hf/$(basename "$f")" "$out/"
 done
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --out "$out" \
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \

@@ -2,7 +2,18 @@
 """Trains the default model's transformer: captions -> VQ image codes, in the Lumina-mGPT layout.
 
   scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
-      [--scenes 16000] [--steps 3000] [--seed 0] [--threads 1]
+      [--scenes 16000] [--steps 3000] [--seed 0] [--threads 1] [--device cuda]
+      [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704]
+      [--state-dir DIR --time-limit SECONDS]
+
+--time-limit stops training at the first step that ends past the limit and saves the whole
+training state (weights, optimiser, schedule, data order and random streams) in --state-dir,
+in files of at most 15 MiB (what a device machine's ten-minute command can bring back); the
+same command run again with that folder resumes where it stopped, and the finished weights
+are bit-identical to an uninterrupted run on the same device. --compact-state keeps the
+optimiser's moments in bfloat16 (a third smaller, for carrying back to a device machine; the
+weights then depend on where the pauses fell). Exit code 0: finished (the folder is
+written); 75: paused, run again to continue.
 
 Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
 vocabulary.json). Encodes --scenes training scenes to 16x16 codes (cached in
@@ -26,6 +37,7 @@ train_report.json (losses, timings). Deterministic for a given seed and thread c
 """
 import argparse
 import hashlib
+import io
 import json
 import math
 import os
@@ -55,6 +67,7 @@ ARCH = {
     "max_position_embeddings": 512,
 }
 QK_NORM_EPS = 1e-5
+SHARD_BYTES = 15 * 1024 * 1024  # safetensors shards small enough for a device machine to bring back
 UNCOND_FRACTION = 0.1
 DOWNSAMPLE = 2 ** (len(train_vq.CONFIG["ch_mult"]) - 1)
 GRID = scenes.IMAGE_SIZE // DOWNSAMPLE
@@ -244,7 +257,7 @@ def code_loss(model, ids, targets, layout):
     return F.cross_entropy(logits.float(), targets[keep])
 
 
-def hf_config(vocabulary_map, vocab_size, vq_config):
+def hf_config(arch, vocabulary_map, vocab_size, vq_config):
     c = {
         "architectures": ["ChameleonForConditionalGeneration"],
         "model_type": "chameleon",
@@ -263,7 +276,7 @@ def hf_config(vocabulary_map, vocab_size, vq_config):
         "eos_token_id": vocabulary_map["</s>"],
         "torch_dtype": "bfloat16",
     }
-    c.update(ARCH)
+    c.update(arch)
     c["vq_config"] = {
         "embed_dim": vq_config["embed_dim"],
         "num_embeddings": vq_config["n_embed"],
@@ -287,9 +300,23 @@ def write_hf_folder(out_dir, model, text_dir, layout):
     """The release format: config.json, one safetensors shard and its index, tokenizer files.
     Weights are stored in bfloat16, as Lumina-mGPT's are (and the model was trained under bf16 autocast)."""
     tensors = {k: v.detach().to("cpu", torch.bfloat16).contiguous() for k, v in sorted(model.state_dict().items())}
-    save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
+    shards = [[]]  # tensor names per shard, each shard at most SHARD_BYTES (a larger tensor alone)
+    for name, t in tensors.items():
+        size = sum(tensors[n].nbytes for n in shards[-1])
+        if shards[-1] and size + t.nbytes > SHARD_BYTES:
+            shards.append([])
+        shards[-1].append(name)
+    for old in os.listdir(out_dir):  # shards of an earlier run with another count
+        if old.startswith("model") and old.endswith(".safetensors"):
+            os.remove(os.path.join(out_dir, old))
+    weight_map = {}
+    for i, names in enumerate(shards):
+        # One shard keeps the v1 name; more follow the release's model-0000i-of-0000n naming.
+        file = "model.safetensors" if len(shards) == 1 else f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file({n: tensors[n] for n in names}, os.path.join(out_dir, file), metadata={"format": "pt"})
+        weight_map.update({n: file for n in names})
     total = sum(t.numel() * t.element_size() for t in tensors.values())
-    index = {"metadata": {"total_size": total}, "weight_map": {k: "model.safetensors" for k in tensors}}
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
         json.dump(index, f, indent=2)
         f.write("\n")
@@ -301,8 +328,67 @@ def write_hf_folder(out_dir, model, text_dir, layout):
                    "pad_token": "<pad>", "unk_token": "<unk>", "add_bos_token": False}, f, indent=2)
         f.write("\n")
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(hf_config(vocabulary_map, layout["vocab_size"], train_vq.CONFIG), f, indent=2, ensure_ascii=False)
+        json.dump(hf_config(model.arch, vocabulary_map, layout["vocab_size"], train_vq.CONFIG), f, indent=2,
+                  ensure_ascii=False)
         f.write("\n")
+
+
+PAUSED = 75  # exit code: stopped at --time-limit with the state saved; run again to continue
+STATE_PART_BYTES = 15 * 1024 * 1024
+
+
+def compact_moments(optimizer_state):
+    """AdamW's moments in bfloat16 (load_state_dict casts them back to the parameters' dtype)."""
+    state = {i: {k: v.to(torch.bfloat16) if k in ("exp_avg", "exp_avg_sq") else v for k, v in entry.items()}
+             for i, entry in optimizer_state["state"].items()}
+    return {"state": state, "param_groups": optimizer_state["param_groups"]}
+
+
+def save_state(state_dir, state):
+    """torch.save of `state`, split into parts of at most STATE_PART_BYTES, then a manifest
+    naming them with their digests (written last: a state without one is incomplete)."""
+    os.makedirs(state_dir, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getvalue()
+    parts = []
+    for i, first in enumerate(range(0, len(data), STATE_PART_BYTES)):
+        name = f"state.part{i:03d}"
+        chunk = data[first:first + STATE_PART_BYTES]
+        with open(os.path.join(state_dir, name + ".tmp"), "wb") as f:
+            f.write(chunk)
+        os.replace(os.path.join(state_dir, name + ".tmp"), os.path.join(state_dir, name))
+        parts.append({"file": name, "bytes": len(chunk), "sha256": hashlib.sha256(chunk).hexdigest()})
+    manifest = {"step": state["step"], "settings": state["settings"], "parts": parts}
+    with open(os.path.join(state_dir, "state.json.tmp"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(os.path.join(state_dir, "state.json.tmp"), os.path.join(state_dir, "state.json"))
+
+
+def load_state(state_dir, settings):
+    """The state save_state wrote, or None when the folder has none; refuses a state made with
+    other settings or a part that is missing or altered (naming the file)."""
+    path = os.path.join(state_dir, "state.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    if manifest["settings"] != settings:
+        changed = sorted(k for k in set(settings) | set(manifest["settings"])
+                         if settings.get(k) != manifest["settings"].get(k))
+        raise SystemExit(f"{path}: saved with other settings ({', '.join(changed)}); use another --state-dir")
+    data = bytearray()
+    for part in manifest["parts"]:
+        part_path = os.path.join(state_dir, part["file"])
+        if not os.path.exists(part_path):
+            raise SystemExit(f"{part_path}: missing (a part of the saved training state)")
+        with open(part_path, "rb") as f:
+            chunk = f.read()
+        if hashlib.sha256(chunk).hexdigest() != part["sha256"]:
+            raise SystemExit(f"{part_path}: its digest does not match {path}")
+        data += chunk
+    return torch.load(io.BytesIO(bytes(data)), map_location="cpu", weights_only=False)
 
 
 def main(argv=None):
@@ -318,7 +404,22 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda")
     parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--hidden-size", type=int, default=ARCH["hidden_size"])
+    parser.add_argument("--layers", type=int, default=ARCH["num_hidden_layers"])
+    parser.add_argument("--heads", type=int, default=ARCH["num_attention_heads"])
+    parser.add_argument("--intermediate-size", type=int, default=ARCH["intermediate_size"])
+    parser.add_argument("--state-dir", help="save the training state here at --time-limit, and resume from it")
+    parser.add_argument("--time-limit", type=float, help="seconds of training before pausing (needs --state-dir)")
+    parser.add_argument("--compact-state", action="store_true",
+                        help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
+                             "then depends on where it paused)")
     args = parser.parse_args(argv)
+    if args.time_limit is not None and not args.state_dir:
+        parser.error("--time-limit needs --state-dir (where the paused state goes)")
+    if args.hidden_size % args.heads:
+        parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
+    arch = dict(ARCH, hidden_size=args.hidden_size, num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                num_key_value_heads=args.heads, intermediate_size=args.intermediate_size)
     device = torch.device(args.device)
 
     os.makedirs(args.out_dir, exist_ok=True)
@@ -330,7 +431,7 @@ def main(argv=None):
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"]))
                for i in range(args.scenes)]
 
-    model = ChameleonLM(ARCH, layout["vocab_size"]).to(device)  # initialised on the CPU: the same on every device
+    model = ChameleonLM(arch, layout["vocab_size"]).to(device)  # initialised on the CPU: the same on every device
     params = sum(p.numel() for p in model.parameters())
     print(f"transformer: {params / 1e6:.2f} M parameters; {args.scenes} scenes; {args.steps} steps of "
           f"{args.batch_size}", flush=True)
@@ -343,8 +444,34 @@ def main(argv=None):
         0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, s / args.steps)))))
     rng = np.random.default_rng(np.random.SeedSequence([args.seed, 11]))
     order = rng.permutation(args.scenes)
-    cursor, losses, start = 0, [], time.time()
-    for step in range(args.steps):
+    cursor, losses, first_step, train_seconds = 0, [], 0, 0.0
+    # Everything that decides the weights: a state saved under other values cannot be resumed.
+    settings = {"arch": arch, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
+                "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads}
+    saved = load_state(args.state_dir, settings) if args.state_dir else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        order, cursor, losses = saved["order"], saved["cursor"], saved["losses"]
+        first_step, train_seconds = saved["step"], saved["train_seconds"]
+        print(f"resumed from {args.state_dir} at step {first_step}", flush=True)
+    start = time.time() - train_seconds
+    limit = time.time() + args.time_limit if args.time_limit is not None else None
+    for step in range(first_step, args.steps):
+        if limit is not None and step > first_step and time.time() >= limit:
+            optimizer_state = optimizer.state_dict()
+            if args.compact_state:
+                optimizer_state = compact_moments(optimizer_state)
+            save_state(args.state_dir, {
+                "step": step, "settings": settings, "model": model.state_dict(), "optimizer": optimizer_state,
+                "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+                "order": order, "cursor": cursor, "losses": losses, "train_seconds": time.time() - start})
+            print(f"paused at step {step} of {args.steps} ({time.time() - start:.0f} s of training); the state is in "
+                  f"{args.state_dir}: run the same command again to continue", flush=True)
+            return PAUSED
         if cursor + args.batch_size > len(order):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
@@ -366,7 +493,7 @@ def main(argv=None):
     train_seconds = time.time() - start
 
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
-    report = {"parameters": params, "arch": ARCH, "scenes": args.scenes, "steps": args.steps,
+    report = {"parameters": params, "arch": arch, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION,
               "final_loss": round(float(np.mean(losses[-20:])), 4),

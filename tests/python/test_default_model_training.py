@@ -85,6 +85,65 @@ def test_transformer_training_is_deterministic_for_a_seed(stages, hf_dir, tmp_pa
     assert json.loads((tmp_path / "same" / "train_report.json").read_text())["device"] == "cpu"
 
 
+def test_training_paused_at_its_time_limit_resumes_to_the_same_weights(stages, tmp_path):
+    # --time-limit 0 pauses after every step that is not the first of its call: 4 steps take three paused
+    # calls and a finishing one. 24 caption draws after the first pause make a lost random stream show.
+    size = ("--steps", "4", "--batch-size", "8")
+    assert train_transformer(stages, tmp_path / "straight", 0, *size) == 0
+    state = tmp_path / "state"
+    codes = [train_transformer(stages, tmp_path / "resumed", 0, *size, "--state-dir", str(state), "--time-limit", "0")
+             for _ in range(4)]
+    assert codes == [train_default_model.PAUSED] * 3 + [0]
+    manifest = json.loads((state / "state.json").read_text())
+    assert manifest["step"] == 3 and all(part["bytes"] <= train_default_model.STATE_PART_BYTES
+                                         for part in manifest["parts"])
+    straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert straight.keys() == resumed.keys() and all(torch.equal(straight[k], resumed[k]) for k in straight)
+
+
+def test_a_compact_training_state_is_smaller_and_resumes_close_to_the_straight_run(stages, hf_dir, tmp_path):
+    sizes = {}
+    for name, extra in (("exact", ()), ("compact", ("--compact-state",))):
+        state = tmp_path / name
+        assert train_transformer(stages, tmp_path / f"{name}-hf", 0, "--state-dir", str(state), "--time-limit", "0",
+                                 *extra) == train_default_model.PAUSED
+        sizes[name] = sum(part["bytes"] for part in json.loads((state / "state.json").read_text())["parts"])
+        assert train_transformer(stages, tmp_path / f"{name}-hf", 0, "--state-dir", str(state), *extra) == 0
+    assert sizes["compact"] < 0.75 * sizes["exact"]
+    straight = load_file(str(hf_dir / "model.safetensors"))
+    compact = load_file(str(tmp_path / "compact-hf" / "model.safetensors"))
+    assert all(torch.allclose(straight[k].float(), compact[k].float(), atol=2e-2) for k in straight)
+
+
+def test_a_saved_training_state_is_refused_for_other_settings_or_altered_parts(stages, tmp_path):
+    state = tmp_path / "state"
+    assert train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state), "--time-limit", "0") == \
+        train_default_model.PAUSED
+    with pytest.raises(SystemExit, match="other settings .*lr"):
+        train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state), "--lr", "1e-4")
+    part = state / "state.part000"
+    part.write_bytes(part.read_bytes()[:-1] + b"x")
+    with pytest.raises(SystemExit, match="state.part000: its digest does not match"):
+        train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state))
+
+
+def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages, tmp_path, monkeypatch):
+    monkeypatch.setattr(train_default_model, "SHARD_BYTES", 1024 * 1024)
+    assert train_transformer(stages, tmp_path / "hf", 0) == 0
+    index = json.loads((tmp_path / "hf" / "model.safetensors.index.json").read_text())
+    files = sorted(set(index["weight_map"].values()))
+    assert len(files) > 1 and files[0] == f"model-00001-of-{len(files):05d}.safetensors"
+    assert not (tmp_path / "hf" / "model.safetensors").exists()
+    names = set()
+    for file in files:
+        shard = load_file(str(tmp_path / "hf" / file))
+        assert sum(t.nbytes for t in shard.values()) <= 1024 * 1024 or len(shard) == 1
+        assert all(index["weight_map"][n] == file for n in shard)
+        names |= set(shard)
+    assert names == set(index["weight_map"])
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_both_stages_train_on_a_gpu(stages, tmp_path):
     assert train_vq.main(["--out-dir", str(tmp_path / "vq"), "--steps", "2", "--batch-size", "2",
@@ -121,3 +180,32 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
                          timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert run.returncode == 0, run.stderr
     assert "(64x64)" in run.stdout and png.stat().st_size > 0
+
+
+def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bundle(tmp_path):
+    # scripts/device_train.sh as a GPU session runs it, on the CPU at toy size: the first call pauses the
+    # transformer after a step, the second resumes from the first's output folder and exports the bundle.
+    script = SCRIPTS / "device_train.sh"
+    env = dict(os.environ, DEVICE="cpu", VQ_STEPS="2", LM_SCENES="24", LM_STEPS="2", LM_BATCH="2", TIME_LIMIT="0",
+               OMP_NUM_THREADS="1")
+    first = subprocess.run([str(script), str(tmp_path / "first")], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 75, first.stdout + first.stderr
+    assert "paused at step 1 of 2" in (tmp_path / "first" / "transformer.log").read_text()
+    assert not (tmp_path / "first" / "bundle").exists()
+    second = subprocess.run([str(script), str(tmp_path / "second"), str(tmp_path / "first")], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    log = (tmp_path / "second" / "transformer.log").read_text()
+    assert "resumed from" in log and "at step 1" in log
+    assert "== text-tokenizer" not in second.stdout and "== vq" not in second.stdout  # reused from the first call
+    bundle = json.loads((tmp_path / "second" / "bundle" / "bundle.json").read_text())
+    assert bundle["defaults"]["init"] == "repeat-up" and bundle["family"] == "lumina-mgpt"
+    assert all(f.stat().st_size < 16 * 1024 * 1024 for f in (tmp_path / "second").rglob("*") if f.is_file())
+
+
+def test_device_train_refuses_a_from_dir_that_is_not_a_folder(tmp_path):
+    run = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out"), str(tmp_path / "missing")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "is not a folder" in run.stderr
+    assert not (tmp_path / "out").exists()
