@@ -1,31 +1,35 @@
 #!/usr/bin/env bash
 # Trains a default-model candidate on a GPU machine (issue 15) in ten-minute commands:
 # the stages of scripts/build_default_model.sh with --device cuda, the transformer
-# paused at a time limit with its whole training state saved, and resumed by the
-# next call from the state the previous one brought back. Needs only the machine's
+# paused before the call's time runs out with its training state saved, and resumed by
+# the next call from what the previous one brought back. Needs only the machine's
 # python3 (torch, numpy, safetensors, tokenizers); no build of sjd.
 #
 #   scripts/device_train.sh OUT_DIR [FROM_DIR]
 #
-# OUT_DIR   gets what this call made, every file under 16 MiB: text/ (tokenizer),
-#           vq/ (vqgan.ckpt, vqgan.yaml, report), state/ (the paused transformer's
-#           training state, in parts), hf/ (the encoded training scenes, codes.npz;
-#           then the release files once training has finished), bundle/ (the sjd
-#           bundle), a log per stage and stage_seconds.txt.
-# FROM_DIR  an earlier call's OUT_DIR, brought back and carried with this call: its
-#           text, VQ, encoded scenes and training state are reused (copied to
-#           OUT_DIR first), so training continues where it paused.
-# Exit code 0: the bundle is in OUT_DIR/bundle; 75: paused, call again with
-# FROM_DIR = this OUT_DIR; anything else: a stage failed (its log is in OUT_DIR).
+# OUT_DIR   what comes back from the machine, within its limits (at most 8 files of
+#           under 16 MiB): summary.txt (stage times, the last log lines) and
+#           train.tar.gz.partNN, a tar of the work folder: when paused, the text
+#           tokenizer, the VQGAN and the transformer's training state (the encoded
+#           scenes are left out to keep a carried folder small: the next call encodes
+#           them again); when finished, the sjd bundle, the release files and reports.
+# FROM_DIR  a folder holding an earlier call's train.tar.gz.part* (its OUT_DIR, brought
+#           back and carried with this call): unpacked first, so the tokenizer and VQGAN
+#           are reused and training continues where it paused.
+# Exit code 0: finished, bundle/ is in the tar; 75: paused, call again with FROM_DIR;
+# 2: bad arguments; 1: a stage failed (summary.txt has the end of its log).
+#
+# Unpack here: cat OUT_DIR/train.tar.gz.part* | tar -xz -C DEST   (DEST/bundle is the bundle)
 #
 # Environment (defaults: the v1 model's settings): DEVICE (cuda), SEED (0),
 #   VQ_STEPS (1200), LM_SCENES (16000), LM_STEPS (3000), LM_BATCH (16), LM_LR (3e-3),
 #   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704),
-#   TIME_LIMIT (seconds of transformer training in this call, default 420),
-#   PYTHON (python3).
+#   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
+#   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: scripts/device_train.sh OUT_DIR [FROM_DIR]" >&2; exit 2; }
 out=$1
@@ -33,56 +37,71 @@ from=${2:-}
 python=${PYTHON:-python3}
 device=${DEVICE:-cuda}
 seed=${SEED:-0}
-if [ -n "$from" ] && [ ! -d "$from" ]; then
-  echo "device_train: FROM_DIR $from is not a folder (an earlier call's OUT_DIR)" >&2
+work=${WORK:-/tmp/sjd-train}
+budget=${CALL_SECONDS:-540}
+part_bytes=$((15 * 1024 * 1024))
+if [ -n "$from" ] && ! ls "$from"/train.tar.gz.part* > /dev/null 2>&1; then
+  echo "device_train: FROM_DIR $from holds no train.tar.gz.part* (an earlier call's OUT_DIR)" >&2
   exit 2
 fi
-mkdir -p "$out"
-if [ -n "$from" ] && [ "$(realpath "$from")" != "$(realpath "$out")" ]; then
-  cp -r "$from"/. "$out"/
+mkdir -p "$out" "$work"
+rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
+if [ -n "$from" ]; then
+  cat "$from"/train.tar.gz.part* | tar -xz -C "$work" || { echo "device_train: cannot unpack $from" >&2; exit 2; }
 fi
 export PYTHONUNBUFFERED=1
+summary=$out/summary.txt
 
-stage() {  # stage NAME command...: runs a stage into OUT_DIR/NAME.log, records its wall time
+stage() {  # stage NAME command...: runs a stage into WORK/NAME.log, records its wall time
   local name=$1 start code
   shift
   start=$(date +%s)
   echo "== $name"
-  "$@" > "$out/$name.log" 2>&1
+  "$@" > "$work/$name.log" 2>&1
   code=$?
-  echo "$name $(( $(date +%s) - start )) s (exit $code)" | tee -a "$out/stage_seconds.txt"
-  tail -n 3 "$out/$name.log"
+  { echo "$name: $(( $(date +%s) - start )) s, exit $code"; tail -n 4 "$work/$name.log"; } | tee -a "$summary"
   return $code
 }
 
-if [ ! -f "$out/text/tokenizer.json" ]; then
-  stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$out/text" --seed "$seed" || exit 1
+pack() {  # pack PATH...: the given paths of the work folder into OUT_DIR, in parts under 16 MiB
+  tar -czf - -C "$work" "$@" | split -b "$part_bytes" -d -a 2 - "$out/train.tar.gz.part"
+  local parts
+  parts=$(ls "$out"/train.tar.gz.part* | wc -l)
+  echo "packed $* into $parts part(s), $(du -cb "$out"/train.tar.gz.part* | tail -1 | cut -f1) bytes" | tee -a "$summary"
+  # The machine brings back at most 8 files, 64 MiB together (summary.txt is one).
+  [ "$parts" -le 7 ] || { echo "device_train: $parts parts will not all come back" | tee -a "$summary" >&2; exit 1; }
+}
+
+if [ ! -f "$work/text/tokenizer.json" ]; then
+  stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed" || exit 1
 fi
-if [ ! -f "$out/vq/vqgan.ckpt" ]; then
-  stage vq "$python" scripts/train_vq.py --out-dir "$out/vq" --seed "$seed" --device "$device" \
+if [ ! -f "$work/vq/vqgan.ckpt" ]; then
+  stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" \
     ${VQ_STEPS:+--steps "$VQ_STEPS"} || exit 1
 fi
-stage transformer "$python" scripts/train_default_model.py --vq-dir "$out/vq" --text-dir "$out/text" \
-  --out-dir "$out/hf" --seed "$seed" --device "$device" --state-dir "$out/state" --compact-state \
-  --time-limit "${TIME_LIMIT:-420}" --scenes "${LM_SCENES:-16000}" --steps "${LM_STEPS:-3000}" \
+# What is left of the call's budget, less a minute for the export and the packing.
+limit=$(( budget - ($(date +%s) - started) - 60 ))
+[ "$limit" -ge 0 ] || limit=0
+stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
+  --out-dir "$work/hf" --seed "$seed" --device "$device" --state-dir "$work/state" --compact-state \
+  --time-limit "$limit" --scenes "${LM_SCENES:-16000}" --steps "${LM_STEPS:-3000}" \
   --batch-size "${LM_BATCH:-16}" --lr "${LM_LR:-3e-3}" --hidden-size "${HIDDEN:-256}" --layers "${LAYERS:-4}" \
   --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}"
 code=$?
-# The encoded scenes (hf/codes.npz, 8 MB for 16000 scenes) come back for the next call unless they are too big.
-if [ -n "$(find "$out/hf" -name codes.npz -size +16383k)" ]; then
-  rm "$out/hf/codes.npz"
-  echo "device_train: hf/codes.npz is 16 MiB or more; the next call encodes the scenes again"
+if [ $code -eq 75 ]; then
+  pack text vq state
+  echo "device_train: paused; call again with FROM_DIR holding $out's parts"
+  exit 75
 fi
-[ $code -eq 75 ] && { echo "device_train: paused; call again with FROM_DIR = $out"; exit 75; }
 [ $code -eq 0 ] || exit 1
 
 # The bundle, as build_default_model.sh makes it (the exporter adds bundle.json and the VQ decoder).
-bundle=$out/bundle
+bundle=$work/bundle
 rm -rf "$bundle" && mkdir -p "$bundle"
-cp "$out"/hf/config.json "$out"/hf/model.safetensors.index.json "$out"/hf/tokenizer.json \
-   "$out"/hf/tokenizer_config.json "$out"/hf/model*.safetensors "$bundle"/
+cp "$work"/hf/config.json "$work"/hf/model.safetensors.index.json "$work"/hf/tokenizer.json \
+   "$work"/hf/tokenizer_config.json "$work"/hf/model*.safetensors "$bundle"/
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$bundle" --out "$bundle" \
-  --vqgan-ckpt "$out/vq/vqgan.ckpt" --vqgan-yaml "$out/vq/vqgan.yaml" \
+  --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
   --resolutions 64 --resolution 64 --top-k 128 --cfg 2.0 --name sjd-default-scenes || exit 1
 "$python" - "$bundle/bundle.json" <<'PY' || exit 1
 import json, sys
@@ -94,7 +113,5 @@ with open(path, "w") as f:
     json.dump(bundle, f, indent=2)
     f.write("\n")
 PY
-# Every file must come back from the device machine: none may reach 16 MiB.
-too_big=$(find "$out" -type f -size +16383k)
-[ -z "$too_big" ] || { echo "device_train: files of 16 MiB or more will not come back: $too_big" >&2; exit 1; }
-echo "device_train: bundle in $bundle"
+pack bundle hf/train_report.json vq/vq_report.json $(cd "$work" && ls ./*.log)
+echo "device_train: finished; the bundle is bundle/ in $out's parts"

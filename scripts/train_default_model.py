@@ -6,7 +6,8 @@
       [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704]
       [--state-dir DIR --time-limit SECONDS]
 
---time-limit stops training at the first step that ends past the limit and saves the whole
+--time-limit (seconds from the start, encoding included) stops training at the first step that
+ends past the limit (every run makes at least one step) and saves the whole
 training state (weights, optimiser, schedule, data order and random streams) in --state-dir,
 in files of at most 15 MiB (what a device machine's ten-minute command can bring back); the
 same command run again with that folder resumes where it stopped, and the finished weights
@@ -414,6 +415,7 @@ def main(argv=None):
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
     args = parser.parse_args(argv)
+    began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
     if args.time_limit is not None and not args.state_dir:
         parser.error("--time-limit needs --state-dir (where the paused state goes)")
     if args.hidden_size % args.heads:
@@ -459,7 +461,7 @@ def main(argv=None):
         first_step, train_seconds = saved["step"], saved["train_seconds"]
         print(f"resumed from {args.state_dir} at step {first_step}", flush=True)
     start = time.time() - train_seconds
-    limit = time.time() + args.time_limit if args.time_limit is not None else None
+    limit = began + args.time_limit if args.time_limit is not None else None
     for step in range(first_step, args.steps):
         if limit is not None and step > first_step and time.time() >= limit:
             optimizer_state = optimizer.state_dict()

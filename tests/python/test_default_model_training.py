@@ -183,29 +183,35 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
 
 
 def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bundle(tmp_path):
-    # scripts/device_train.sh as a GPU session runs it, on the CPU at toy size: the first call pauses the
-    # transformer after a step, the second resumes from the first's output folder and exports the bundle.
+    # scripts/device_train.sh as a GPU session runs it, on the CPU at toy size: the first call has no time
+    # left and pauses the transformer after a step; the second resumes from the first's packed output and
+    # exports the bundle. Each call's output is what a device machine brings back: at most 8 files.
     script = SCRIPTS / "device_train.sh"
-    env = dict(os.environ, DEVICE="cpu", VQ_STEPS="2", LM_SCENES="24", LM_STEPS="2", LM_BATCH="2", TIME_LIMIT="0",
-               OMP_NUM_THREADS="1")
-    first = subprocess.run([str(script), str(tmp_path / "first")], env=env, capture_output=True, text=True,
-                           timeout=600)
+    env = dict(os.environ, DEVICE="cpu", VQ_STEPS="2", LM_SCENES="24", LM_STEPS="2", LM_BATCH="2",
+               CALL_SECONDS="0", OMP_NUM_THREADS="1")
+    first = subprocess.run([str(script), str(tmp_path / "first")], capture_output=True, text=True, timeout=600,
+                           env=dict(env, WORK=str(tmp_path / "work1")))
     assert first.returncode == 75, first.stdout + first.stderr
-    assert "paused at step 1 of 2" in (tmp_path / "first" / "transformer.log").read_text()
-    assert not (tmp_path / "first" / "bundle").exists()
-    second = subprocess.run([str(script), str(tmp_path / "second"), str(tmp_path / "first")], env=env,
-                            capture_output=True, text=True, timeout=600)
+    assert "paused at step 1 of 2" in (tmp_path / "first" / "summary.txt").read_text()
+    second = subprocess.run([str(script), str(tmp_path / "second"), str(tmp_path / "first")], capture_output=True,
+                            text=True, timeout=600, env=dict(env, WORK=str(tmp_path / "work2")))
     assert second.returncode == 0, second.stdout + second.stderr
-    log = (tmp_path / "second" / "transformer.log").read_text()
-    assert "resumed from" in log and "at step 1" in log
     assert "== text-tokenizer" not in second.stdout and "== vq" not in second.stdout  # reused from the first call
-    bundle = json.loads((tmp_path / "second" / "bundle" / "bundle.json").read_text())
+    for folder in ("first", "second"):
+        files = list((tmp_path / folder).iterdir())
+        assert len(files) <= 8 and all(f.is_file() and f.stat().st_size < 16 * 1024 * 1024 for f in files)
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    parts = sorted((tmp_path / "second").glob("train.tar.gz.part*"))
+    subprocess.run(["tar", "-xz", "-C", str(unpacked)], input=b"".join(p.read_bytes() for p in parts), check=True)
+    assert "resumed from" in (unpacked / "transformer.log").read_text()
+    bundle = json.loads((unpacked / "bundle" / "bundle.json").read_text())
     assert bundle["defaults"]["init"] == "repeat-up" and bundle["family"] == "lumina-mgpt"
-    assert all(f.stat().st_size < 16 * 1024 * 1024 for f in (tmp_path / "second").rglob("*") if f.is_file())
+    assert json.loads((unpacked / "hf" / "train_report.json").read_text())["steps"] == 2
 
 
-def test_device_train_refuses_a_from_dir_that_is_not_a_folder(tmp_path):
-    run = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out"), str(tmp_path / "missing")],
+def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
+    run = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out"), str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
-    assert run.returncode == 2 and "is not a folder" in run.stderr
+    assert run.returncode == 2 and "holds no train.tar.gz.part*" in run.stderr
     assert not (tmp_path / "out").exists()
