@@ -17,7 +17,10 @@
 #           back and carried with this call): unpacked first, so the tokenizer and VQGAN
 #           are reused and training continues where it paused.
 # Exit code 0: finished, bundle/ is in the tar; 75: paused, call again with FROM_DIR;
-# 2: bad arguments; 1: a stage failed (summary.txt has the end of its log).
+# 2: bad arguments, an unreadable FROM_DIR or a work folder made with other settings;
+# 1: a stage or the packing failed (summary.txt has the end of its log).
+# On a machine still warm, a call without FROM_DIR continues from the work folder itself;
+# a sweep on one machine gives each setting its own WORK.
 #
 # Unpack here: cat OUT_DIR/train.tar.gz.part* | tar -xz -C DEST   (DEST/bundle is the bundle)
 #
@@ -44,13 +47,32 @@ if [ -n "$from" ] && ! ls "$from"/train.tar.gz.part* > /dev/null 2>&1; then
   echo "device_train: FROM_DIR $from holds no train.tar.gz.part* (an earlier call's OUT_DIR)" >&2
   exit 2
 fi
-mkdir -p "$out" "$work"
+if [ -n "$from" ] && [ "$(realpath -m "$from")" = "$(realpath -m "$out")" ]; then
+  echo "device_train: OUT_DIR and FROM_DIR must differ (OUT_DIR is emptied first)" >&2
+  exit 2
+fi
+# Everything the work folder's contents depend on: a folder made with other settings is refused,
+# so that a warm machine never continues another run's tokenizer, VQGAN or state.
+settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-16000} steps=${LM_STEPS:-3000}"
+settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
+settings+=" intermediate=${INTERMEDIATE:-704}"
+mkdir -p "$out"
 rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
+mkdir -p "$work"
 if [ -n "$from" ]; then
+  # Only what this script makes: WORK may be any folder.
+  (cd "$work" 2>/dev/null && rm -rf text vq state hf bundle settings.txt ./*.log)
   cat "$from"/train.tar.gz.part* | tar -xz -C "$work" || { echo "device_train: cannot unpack $from" >&2; exit 2; }
 fi
+if [ -f "$work/settings.txt" ] && [ "$(cat "$work/settings.txt")" != "$settings" ]; then
+  echo "device_train: $work was made with other settings ($(cat "$work/settings.txt")); give this run" \
+       "another WORK" >&2
+  exit 2
+fi
+echo "$settings" > "$work/settings.txt"
 export PYTHONUNBUFFERED=1
 summary=$out/summary.txt
+echo "settings: $settings" > "$summary"
 
 stage() {  # stage NAME command...: runs a stage into WORK/NAME.log, records its wall time
   local name=$1 start code
@@ -64,12 +86,17 @@ stage() {  # stage NAME command...: runs a stage into WORK/NAME.log, records its
 }
 
 pack() {  # pack PATH...: the given paths of the work folder into OUT_DIR, in parts under 16 MiB
-  tar -czf - -C "$work" "$@" | split -b "$part_bytes" -d -a 2 - "$out/train.tar.gz.part"
-  local parts
+  local parts bytes
+  tar -czf - -C "$work" "$@" | split -b "$part_bytes" -d -a 2 - "$out/train.tar.gz.part" ||
+    { echo "device_train: packing $* failed" | tee -a "$summary" >&2; exit 1; }
   parts=$(ls "$out"/train.tar.gz.part* | wc -l)
-  echo "packed $* into $parts part(s), $(du -cb "$out"/train.tar.gz.part* | tail -1 | cut -f1) bytes" | tee -a "$summary"
-  # The machine brings back at most 8 files, 64 MiB together (summary.txt is one).
-  [ "$parts" -le 7 ] || { echo "device_train: $parts parts will not all come back" | tee -a "$summary" >&2; exit 1; }
+  bytes=$(du -cb "$out"/train.tar.gz.part* | tail -1 | cut -f1)
+  echo "packed $* into $parts part(s), $bytes bytes" | tee -a "$summary"
+  # The machine brings back at most 8 files, 64 MiB together (summary.txt is one of them).
+  if [ "$parts" -gt 7 ] || [ "$bytes" -gt $((63 * 1024 * 1024)) ]; then
+    echo "device_train: $parts parts of $bytes bytes will not all come back" | tee -a "$summary" >&2
+    exit 1
+  fi
 }
 
 if [ ! -f "$work/text/tokenizer.json" ]; then
@@ -89,11 +116,17 @@ stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" -
   --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}"
 code=$?
 if [ $code -eq 75 ]; then
-  pack text vq state
+  pack settings.txt text vq state $(cd "$work" && ls -- *.log)
+  # A call carries at most 64 MiB of working tree, of which the tracked files take about 17 MB.
+  if [ "$(du -cb "$out"/train.tar.gz.part* | tail -1 | cut -f1)" -gt $((44 * 1024 * 1024)) ]; then
+    echo "device_train: these parts are too large to carry into another call next to the tracked tree;" \
+         "continue while this machine is warm (a call without FROM_DIR), or train a smaller model" | tee -a "$summary"
+  fi
   echo "device_train: paused; call again with FROM_DIR holding $out's parts"
   exit 75
 fi
 [ $code -eq 0 ] || exit 1
+rm -rf "$work/state"  # finished: nothing left to resume
 
 # The bundle, as build_default_model.sh makes it (the exporter adds bundle.json and the VQ decoder).
 bundle=$work/bundle
@@ -113,5 +146,5 @@ with open(path, "w") as f:
     json.dump(bundle, f, indent=2)
     f.write("\n")
 PY
-pack bundle hf/train_report.json vq/vq_report.json $(cd "$work" && ls ./*.log)
+pack bundle hf/train_report.json vq/vq_report.json $(cd "$work" && ls -- *.log)
 echo "device_train: finished; the bundle is bundle/ in $out's parts"

@@ -10,8 +10,9 @@
 ends past the limit (every run makes at least one step) and saves the whole
 training state (weights, optimiser, schedule, data order and random streams) in --state-dir,
 in files of at most 15 MiB (what a device machine's ten-minute command can bring back); the
-same command run again with that folder resumes where it stopped, and the finished weights
-are bit-identical to an uninterrupted run on the same device. --compact-state keeps the
+same command run again with that folder resumes where it stopped, and on the CPU the finished
+weights are bit-identical to an uninterrupted run (a GPU's own runs differ: its attention
+backward adds in no fixed order). --compact-state keeps the
 optimiser's moments in bfloat16 (a third smaller, for carrying back to a device machine; the
 weights then depend on where the pauses fell). Exit code 0: finished (the folder is
 written); 75: paused, run again to continue.
@@ -346,15 +347,16 @@ def compact_moments(optimizer_state):
 
 
 def save_state(state_dir, state):
-    """torch.save of `state`, split into parts of at most STATE_PART_BYTES, then a manifest
-    naming them with their digests (written last: a state without one is incomplete)."""
+    """torch.save of `state`, split into parts of at most STATE_PART_BYTES named after the step,
+    then a manifest naming them with their digests, then the files of earlier states go. The
+    manifest is replaced last, so a save cut short leaves the previous state whole."""
     os.makedirs(state_dir, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
     data = buffer.getvalue()
     parts = []
     for i, first in enumerate(range(0, len(data), STATE_PART_BYTES)):
-        name = f"state.part{i:03d}"
+        name = f"state.step{state['step']}.part{i:03d}"
         chunk = data[first:first + STATE_PART_BYTES]
         with open(os.path.join(state_dir, name + ".tmp"), "wb") as f:
             f.write(chunk)
@@ -365,6 +367,10 @@ def save_state(state_dir, state):
         json.dump(manifest, f, indent=2)
         f.write("\n")
     os.replace(os.path.join(state_dir, "state.json.tmp"), os.path.join(state_dir, "state.json"))
+    keep = {"state.json"} | {part["file"] for part in parts}
+    for name in os.listdir(state_dir):
+        if name.startswith("state.") and name not in keep:
+            os.remove(os.path.join(state_dir, name))
 
 
 def load_state(state_dir, settings):
@@ -416,8 +422,8 @@ def main(argv=None):
                              "then depends on where it paused)")
     args = parser.parse_args(argv)
     began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
-    if args.time_limit is not None and not args.state_dir:
-        parser.error("--time-limit needs --state-dir (where the paused state goes)")
+    if (args.time_limit is not None or args.compact_state) and not args.state_dir:
+        parser.error("--time-limit and --compact-state need --state-dir (where the paused state goes)")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
     arch = dict(ARCH, hidden_size=args.hidden_size, num_hidden_layers=args.layers, num_attention_heads=args.heads,
@@ -449,7 +455,10 @@ def main(argv=None):
     cursor, losses, first_step, train_seconds = 0, [], 0, 0.0
     # Everything that decides the weights: a state saved under other values cannot be resumed.
     settings = {"arch": arch, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
-                "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads}
+                "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads,
+                "compact_state": args.compact_state,
+                "vq": file_digest(os.path.join(args.vq_dir, "vqgan.ckpt")),
+                "tokenizer": file_digest(os.path.join(args.text_dir, "tokenizer.json"))}
     saved = load_state(args.state_dir, settings) if args.state_dir else None
     if saved is not None:
         model.load_state_dict(saved["model"])

@@ -53,7 +53,6 @@ class KvCache {
                    int64_t count) const;
 
   std::vector<at::Tensor> k_, v_;  // per layer
-  std::vector<int64_t> index_host_;  // step_slots' staging buffer
   std::vector<int64_t> length_;
   std::vector<std::vector<uint8_t>> valid_;  // per row: validity of the committed slots (host: masks are built there)
   int64_t capacity_ = 0;

@@ -30,8 +30,10 @@ TEST_CASE("a step's keys and values go after each row's own length and nowhere e
   grow(cache, 1, 5);
   grow(cache, 3, 3);
   const std::vector<int64_t> rows = {3, 0, 1};  // any order, row 2 not in the step
-  const at::Tensor k = step_values(3, width, heads, dim, 0.0);
-  const at::Tensor v = step_values(3, width, heads, dim, 1000.0);
+  // As the transformer hands them over: views into one [rows, W, q + k + v heads, D] projection.
+  const at::Tensor qkv = step_values(3, width, 3 * heads, dim, 0.0);
+  const at::Tensor k = qkv.narrow(2, heads, heads), v = qkv.narrow(2, 2 * heads, heads);
+  REQUIRE_FALSE(k.is_contiguous());
   cache.write(1, cache.step_slots(rows, width), k, v);
 
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -42,8 +44,9 @@ TEST_CASE("a step's keys and values go after each row's own length and nowhere e
     const at::Tensor written_v = cache.values(1, row, 1, start + width)[0].narrow(1, start, width);
     CHECK(at::equal(written_k, k[static_cast<int64_t>(i)].transpose(0, 1)));
     CHECK(at::equal(written_v, v[static_cast<int64_t>(i)].transpose(0, 1)));
-    // The committed slots before the window are untouched.
+    // The committed slots before the window and the free ones after it are untouched.
     CHECK(cache.keys(1, row, 1, start + width)[0].narrow(1, 0, start).abs().sum().item<float>() == 0.0f);
+    CHECK(cache.keys(1, row, 1, 8)[0].narrow(1, start + width, 8 - start - width).abs().sum().item<float>() == 0.0f);
   }
   CHECK(cache.keys(1, 2, 1, 8).abs().sum().item<float>() == 0.0f);  // a row outside the step
   CHECK(cache.keys(0, 0, 4, 8).abs().sum().item<float>() == 0.0f);  // another layer

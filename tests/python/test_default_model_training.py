@@ -97,23 +97,39 @@ def test_training_paused_at_its_time_limit_resumes_to_the_same_weights(stages, t
     manifest = json.loads((state / "state.json").read_text())
     assert manifest["step"] == 3 and all(part["bytes"] <= train_default_model.STATE_PART_BYTES
                                          for part in manifest["parts"])
+    assert sorted(p.name for p in state.iterdir()) == sorted(["state.json"] + [p["file"] for p in manifest["parts"]])
     straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
     resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
     assert straight.keys() == resumed.keys() and all(torch.equal(straight[k], resumed[k]) for k in straight)
+    report = lambda run: json.loads((tmp_path / run / "train_report.json").read_text())  # noqa: E731
+    assert report("resumed")["final_loss"] == report("straight")["final_loss"]
 
 
-def test_a_compact_training_state_is_smaller_and_resumes_close_to_the_straight_run(stages, hf_dir, tmp_path):
-    sizes = {}
-    for name, extra in (("exact", ()), ("compact", ("--compact-state",))):
+def test_a_compact_training_state_is_smaller_and_resumes_nearly_as_the_straight_run(stages, tmp_path):
+    size = ("--steps", "3", "--batch-size", "8")
+    assert train_transformer(stages, tmp_path / "straight", 0, *size) == 0
+    sizes, weights = {}, {}
+    for name, extra in (("exact", ()), ("compact", ("--compact-state",)), ("fresh", ("--compact-state",))):
         state = tmp_path / name
-        assert train_transformer(stages, tmp_path / f"{name}-hf", 0, "--state-dir", str(state), "--time-limit", "0",
-                                 *extra) == train_default_model.PAUSED
+        assert train_transformer(stages, tmp_path / f"{name}-hf", 0, *size, "--state-dir", str(state),
+                                 "--time-limit", "0", *extra) == train_default_model.PAUSED
         sizes[name] = sum(part["bytes"] for part in json.loads((state / "state.json").read_text())["parts"])
-        assert train_transformer(stages, tmp_path / f"{name}-hf", 0, "--state-dir", str(state), *extra) == 0
+        if name == "fresh":  # the broken variant: a resume that lost the optimiser's moments
+            saved = train_default_model.load_state(str(state), json.loads((state / "state.json").read_text())["settings"])
+            saved["optimizer"]["state"] = {}
+            train_default_model.save_state(str(state), saved)
+        while (code := train_transformer(stages, tmp_path / f"{name}-hf", 0, *size, "--state-dir", str(state),
+                                         "--time-limit", "0", *extra)) == train_default_model.PAUSED:
+            pass
+        assert code == 0
+        weights[name] = load_file(str(tmp_path / f"{name}-hf" / "model.safetensors"))
     assert sizes["compact"] < 0.75 * sizes["exact"]
-    straight = load_file(str(hf_dir / "model.safetensors"))
-    compact = load_file(str(tmp_path / "compact-hf" / "model.safetensors"))
-    assert all(torch.allclose(straight[k].float(), compact[k].float(), atol=2e-2) for k in straight)
+    straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
+
+    def changed(run):  # the share of (bf16) weights that differ from the straight run's
+        return sum(int((straight[k] != run[k]).sum()) for k in straight) / sum(t.numel() for t in straight.values())
+    assert changed(weights["exact"]) == 0.0
+    assert changed(weights["compact"]) < 0.3 < changed(weights["fresh"])  # measured: 0.08 and 0.86
 
 
 def test_a_saved_training_state_is_refused_for_other_settings_or_altered_parts(stages, tmp_path):
@@ -122,9 +138,11 @@ def test_a_saved_training_state_is_refused_for_other_settings_or_altered_parts(s
         train_default_model.PAUSED
     with pytest.raises(SystemExit, match="other settings .*lr"):
         train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state), "--lr", "1e-4")
-    part = state / "state.part000"
-    part.write_bytes(part.read_bytes()[:-1] + b"x")
-    with pytest.raises(SystemExit, match="state.part000: its digest does not match"):
+    part = state / json.loads((state / "state.json").read_text())["parts"][0]["file"]
+    data = bytearray(part.read_bytes())
+    data[-1] ^= 1
+    part.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match=f"{part.name}: its digest does not match"):
         train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state))
 
 
@@ -208,6 +226,10 @@ def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bund
     bundle = json.loads((unpacked / "bundle" / "bundle.json").read_text())
     assert bundle["defaults"]["init"] == "repeat-up" and bundle["family"] == "lumina-mgpt"
     assert json.loads((unpacked / "hf" / "train_report.json").read_text())["steps"] == 2
+    # The work folder now belongs to this run: another setting must not continue its tokenizer, VQGAN or state.
+    other = subprocess.run([str(script), str(tmp_path / "third")], capture_output=True, text=True, timeout=60,
+                           env=dict(env, WORK=str(tmp_path / "work2"), LM_STEPS="3"))
+    assert other.returncode == 2 and "made with other settings" in other.stderr
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
