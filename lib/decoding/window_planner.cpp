@@ -31,6 +31,12 @@ int window_nodes(const WindowShape& s) {
 WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows)
     : method_(method), profile_(std::move(profile)), rows_(std::max(rows, 1)), by_age_(kAgeBins), tree_(kMaxAutoK) {
   if (profile_.empty()) profile_ = StepCostProfile::generic();
+  const int most = 1 + window_nodes(largest());
+  cheapest_from_.assign(static_cast<size_t>(most) + 1, 0.0);
+  cheapest_from_[static_cast<size_t>(most)] = profile_.ms(most, rows_);
+  for (int t = most - 1; t >= 1; --t) {
+    cheapest_from_[static_cast<size_t>(t)] = std::min(profile_.ms(t, rows_), cheapest_from_[static_cast<size_t>(t) + 1]);
+  }
 }
 
 WindowShape WindowPlanner::largest() const {
@@ -95,10 +101,21 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
   const int chain_hi = method_.auto_window ? max_chain : best.chain;
   const bool auto_tree = tree_now && method_.auto_tree;
   const std::vector<double> rate = rates_by_age();  // once per step: the search below reads it ~10^5 times
+  const int k_lo = auto_tree ? 1 : best.tree_k, k_hi = auto_tree ? kMaxAutoK : best.tree_k;
+  // No window commits more than (1 + a) / (1 - a) tokens a step, a being the best acceptance any
+  // draft or tree level can have: each reach is a product of such rates, the steady chain's sum and
+  // a tree's gain each stay under a / (1 - a). (The margin covers rounding in the sums.)
+  double a = *std::max_element(rate.begin(), rate.end());
+  const double single_best = a;
+  for (int k = std::max(k_lo, 2); k <= k_hi; ++k) a = std::max(a, tree_acceptance(k, single_best));
+  const double most_tokens = (1.0 + a) / (1.0 - a) * (1.0 + 1e-9);
   double best_rate = -1.0;
   for (int chain = chain_lo; chain <= chain_hi; ++chain) {
+    // Steps only get dearer from here on (cheapest_from_ grows with t): stop once even the most
+    // tokens could not beat the best found.
+    if (chain > chain_lo && most_tokens / cheapest_from_[static_cast<size_t>(1 + chain)] < best_rate) break;
     const double tokens = steady_tokens(chain, rate);
-    for (int k = auto_tree ? 1 : best.tree_k; k <= (auto_tree ? kMaxAutoK : best.tree_k); ++k) {
+    for (int k = k_lo; k <= k_hi; ++k) {
       const int d_lo = k > 1 ? (auto_tree ? 1 : best.tree_depth) : 0;
       const int d_hi = std::min(k > 1 ? (auto_tree ? kMaxAutoDepth : best.tree_depth) : 0, chain);
       for (int depth = d_lo; depth <= d_hi; ++depth) {

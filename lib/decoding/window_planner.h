@@ -72,6 +72,9 @@ class WindowPlanner {
   const MethodConfig& method_;
   StepCostProfile profile_;
   int rows_;
+  // [t]: the cheapest step of t tokens or more (up to the largest window), so the search can stop
+  // at the first chain that could not pay even if every draft were accepted.
+  std::vector<double> cheapest_from_;
   std::vector<Count> by_age_;  // [age]
   std::vector<Count> tree_;    // [k - 1]: tree levels verified with k candidates
 };

@@ -111,3 +111,16 @@ TEST_CASE("window planner: the curve of the batch's own row count decides the wi
   const StepCostProfile scaled("test", 2, steep);
   CHECK(sjd::decoding::WindowPlanner(sjd, scaled, 16).next(false, 256).chain == 0);
 }
+
+TEST_CASE("window planner: the search stops early only where no longer window could pay", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd");
+  sjd.auto_window = true;
+  // A profile (as a user's file may give) in which mid-sized windows are ruinous but 33 tokens
+  // or more cost about an AR step: the planner must look past the expensive middle.
+  const StepCostProfile dip("dip", 2, {{1, 1.0}, {2, 1000.0}, {32, 1000.0}, {33, 1.01}, {128, 1.01}});
+  CHECK(sjd::decoding::WindowPlanner(sjd, dip, 2).next(false, 256).chain >= 32);
+  // Free windows: the longest chain wins, as without any early stop.
+  const StepCostProfile free_windows("free", 2, {{1, 1.0}, {256, 1.0}});
+  CHECK(sjd::decoding::WindowPlanner(sjd, free_windows, 2).next(false, 256).chain ==
+        sjd::decoding::WindowPlanner::kMaxAutoChain);
+}
