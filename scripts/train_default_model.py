@@ -15,7 +15,8 @@ weights are bit-identical to an uninterrupted run (a GPU's own runs differ: its 
 backward adds in no fixed order). --compact-state keeps the
 optimiser's moments in bfloat16 (a third smaller, for carrying back to a device machine; the
 weights then depend on where the pauses fell). Exit code 0: finished (the folder is
-written); 75: paused, run again to continue.
+written); 75: paused, run again to continue; 2: a saved state that cannot be resumed (other
+settings, or a part missing or altered: the message names it).
 
 Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
 vocabulary.json). Encodes --scenes training scenes to 16x16 codes (cached in
@@ -299,7 +300,8 @@ def hf_config(arch, vocabulary_map, vocab_size, vq_config):
 
 
 def write_hf_folder(out_dir, model, text_dir, layout):
-    """The release format: config.json, one safetensors shard and its index, tokenizer files.
+    """The release format: config.json, the safetensors shards (one while the weights fit in SHARD_BYTES)
+    and their index, tokenizer files.
     Weights are stored in bfloat16, as Lumina-mGPT's are (and the model was trained under bf16 autocast)."""
     tensors = {k: v.detach().to("cpu", torch.bfloat16).contiguous() for k, v in sorted(model.state_dict().items())}
     shards = [[]]  # tensor names per shard, each shard at most SHARD_BYTES (a larger tensor alone)
@@ -373,9 +375,13 @@ def save_state(state_dir, state):
             os.remove(os.path.join(state_dir, name))
 
 
+class StateError(Exception):
+    """A saved training state that cannot be resumed (main() exits with code 2)."""
+
+
 def load_state(state_dir, settings):
-    """The state save_state wrote, or None when the folder has none; refuses a state made with
-    other settings or a part that is missing or altered (naming the file)."""
+    """The state save_state wrote, or None when the folder has none; raises StateError for a state
+    made with other settings or a part that is missing or altered (naming the file)."""
     path = os.path.join(state_dir, "state.json")
     if not os.path.exists(path):
         return None
@@ -384,16 +390,16 @@ def load_state(state_dir, settings):
     if manifest["settings"] != settings:
         changed = sorted(k for k in set(settings) | set(manifest["settings"])
                          if settings.get(k) != manifest["settings"].get(k))
-        raise SystemExit(f"{path}: saved with other settings ({', '.join(changed)}); use another --state-dir")
+        raise StateError(f"{path}: saved with other settings ({', '.join(changed)}); use another --state-dir")
     data = bytearray()
     for part in manifest["parts"]:
         part_path = os.path.join(state_dir, part["file"])
         if not os.path.exists(part_path):
-            raise SystemExit(f"{part_path}: missing (a part of the saved training state)")
+            raise StateError(f"{part_path}: missing (a part of the saved training state)")
         with open(part_path, "rb") as f:
             chunk = f.read()
         if hashlib.sha256(chunk).hexdigest() != part["sha256"]:
-            raise SystemExit(f"{part_path}: its digest does not match {path}")
+            raise StateError(f"{part_path}: its digest does not match {path}")
         data += chunk
     return torch.load(io.BytesIO(bytes(data)), map_location="cpu", weights_only=False)
 
@@ -416,7 +422,9 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=ARCH["num_attention_heads"])
     parser.add_argument("--intermediate-size", type=int, default=ARCH["intermediate_size"])
     parser.add_argument("--state-dir", help="save the training state here at --time-limit, and resume from it")
-    parser.add_argument("--time-limit", type=float, help="seconds of training before pausing (needs --state-dir)")
+    parser.add_argument("--time-limit", type=float,
+                        help="seconds from the start (encoding the scenes included) before pausing at the next step "
+                             "(needs --state-dir)")
     parser.add_argument("--compact-state", action="store_true",
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
@@ -459,7 +467,11 @@ def main(argv=None):
                 "compact_state": args.compact_state,
                 "vq": file_digest(os.path.join(args.vq_dir, "vqgan.ckpt")),
                 "tokenizer": file_digest(os.path.join(args.text_dir, "tokenizer.json"))}
-    saved = load_state(args.state_dir, settings) if args.state_dir else None
+    try:
+        saved = load_state(args.state_dir, settings) if args.state_dir else None
+    except StateError as e:
+        print(f"train_default_model: {e}", file=sys.stderr)
+        return 2
     if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])

@@ -31,9 +31,8 @@ class KvCache {
   // Writes k, v ([rows, width, kv_heads, head_dim], in the order of step_slots' rows)
   // of `layer` at those slots: one scatter per buffer for the whole batch, not a copy per row.
   void write(int64_t layer, const StepSlots& where, const at::Tensor& k, const at::Tensor& v);
-  // Keys/values of slots [0, count) of rows [first, first + rows), a view (nothing is
-  // copied): [rows, kv_heads, count, head_dim]
-  // (a view when `rows` are consecutive, e.g. every row or a batch's live rows in one run).
+  // Keys/values of slots [0, count) of the consecutive rows [first, first + rows), a view
+  // (nothing is copied): [rows, kv_heads, count, head_dim].
   at::Tensor keys(int64_t layer, int64_t first, int64_t rows, int64_t count) const;
   at::Tensor values(int64_t layer, int64_t first, int64_t rows, int64_t count) const;
   // Key validity of a row's committed slots (1: later tokens may attend; prompt
