@@ -179,6 +179,11 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     record["tokens"] = out.stats.tokens;
     record["step_compression"] = out.stats.step_compression();
     record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps
+    // Where that time went, as `generate` prints it; a batch's shared steps count in full for each of its images.
+    nlohmann::json stages = decoding::to_json(out.stats)["seconds"];
+    stages["vq"] = out.vq_seconds;
+    stages["write"] = write_seconds;
+    record["seconds_by_stage"] = stages;
     record_file_checksum(record, file);
     ++summary.generated;
     summary.compression_sum += out.stats.step_compression();

@@ -77,6 +77,19 @@ TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prom
   CHECK(std::filesystem::exists(out / "00002_a-green-ring.png"));
   CHECK(count_lines(out / "manifest.jsonl") == 3);
   CHECK_THAT(read_file(out / "manifest.jsonl"), Catch::Contains("\"status\":\"failed\""));
+  // Each image says where its time went, as generate does; a batch of one adds up to at most its seconds.
+  std::ifstream lines(out / "manifest.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record["status"] != "ok") continue;
+    INFO(line);
+    double sum = 0.0;
+    for (const char* stage : {"prefill", "forward", "pipeline", "verify", "vq", "write"}) {
+      CHECK(record["seconds_by_stage"][stage].get<double>() > 0.0);
+      sum += record["seconds_by_stage"][stage].get<double>();
+    }
+    CHECK(sum <= record["seconds"].get<double>());
+  }
 
   std::filesystem::remove(out / "00001_a-blue-square.png");
   const auto before = std::filesystem::last_write_time(out / "00000_a-red-apple.png");
