@@ -17,7 +17,8 @@
 #           back and carried with this call): unpacked first, so the tokenizer and VQGAN
 #           are reused and training continues where it paused.
 # Exit code 0: finished, bundle/ is in the tar; 75: paused, call again with FROM_DIR;
-# 2: bad arguments, an unreadable FROM_DIR or a work folder made with other settings;
+# 2: bad arguments, an unreadable FROM_DIR, a work folder made with other settings, or a saved
+#    state that cannot be resumed (transformer.log names what differs or is altered);
 # 1: a stage or the packing failed (summary.txt has the end of its log).
 # On a machine still warm, a call without FROM_DIR continues from the work folder itself;
 # a sweep on one machine gives each setting its own WORK.
@@ -125,6 +126,7 @@ if [ $code -eq 75 ]; then
   echo "device_train: paused; call again with FROM_DIR holding $out's parts"
   exit 75
 fi
+[ $code -eq 2 ] && exit 2  # a saved state made with other settings, or altered (transformer.log says which)
 [ $code -eq 0 ] || exit 1
 rm -rf "$work/state"  # finished: nothing left to resume
 
