@@ -48,24 +48,6 @@ void check_prompt_tokens(const std::vector<model::RowPrompt>& rows, int64_t voca
   }
 }
 
-// ATen splits reductions (convolutions, normalisations) by the intra-op thread
-// count, so the decoded floats -- and, near a rounding boundary, a PNG byte --
-// would depend on OMP_NUM_THREADS. The VQ decode always runs on this many
-// threads, so the same tokens give the same bytes on any machine of the same
-// CPU kind (docs/security.md states the promise).
-constexpr int kVqDecodeThreads = 4;
-
-class FixedThreadCount {
- public:
-  explicit FixedThreadCount(int threads) : saved_(at::get_num_threads()) { at::set_num_threads(threads); }
-  ~FixedThreadCount() { at::set_num_threads(saved_); }
-  FixedThreadCount(const FixedThreadCount&) = delete;
-  FixedThreadCount& operator=(const FixedThreadCount&) = delete;
-
- private:
-  int saved_;
-};
-
 bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity& capacity) {
   for (const auto& row : request.rows) {
     if (static_cast<int64_t>(row.tokens.size()) > capacity.prompt_tokens) return false;
@@ -149,10 +131,8 @@ GenerationOutput Generator::finish(const GenerationSettings& settings, const dec
   out.stats = std::move(result.stats);
   const auto vq_start = Clock::now();
   out.codes = family(settings.resolution).layout().codes(out.tokens);
-  {
-    const FixedThreadCount threads(kVqDecodeThreads);
-    out.image = vq_->decode(out.codes);
-  }
+  // The same bytes on any thread count (vq/group_norm.h), so the decode uses the threads the run has.
+  out.image = vq_->decode(out.codes);
   out.vq_seconds = since(vq_start);
   return out;
 }

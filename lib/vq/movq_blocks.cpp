@@ -1,5 +1,7 @@
 #include "vq/movq_blocks.h"
 
+#include "vq/thread_invariant_ops.h"
+
 #include <cmath>
 
 namespace sjd::vq {
@@ -19,7 +21,7 @@ at::Tensor CausalConv3d::operator()(const at::Tensor& x) const {
   // constant_pad_nd takes (W front, W back, H front, H back, T front, T back).
   const at::Tensor padded = at::constant_pad_nd(
       x, {pad_w - pad_w / 2, pad_w / 2, pad_h - pad_h / 2, pad_h / 2, kCausalTimePad, 0}, 0.0);
-  return at::conv3d(padded, weight, bias);
+  return convolution(padded, weight, bias, /*padding=*/{0, 0, 0});
 }
 
 BatchNorm3d BatchNorm3d::load(const io::WeightMap& weights, const std::string& prefix, int64_t channels) {

@@ -1,5 +1,7 @@
 #include "vq/taming_blocks.h"
 
+#include "vq/thread_invariant_ops.h"
+
 #include <cmath>
 
 namespace sjd::vq {
@@ -23,7 +25,7 @@ Conv2d Conv2d::load(const io::WeightMap& weights, const std::string& prefix, int
 
 at::Tensor Conv2d::operator()(const at::Tensor& x) const {
   const int64_t pad = weight.size(2) / 2;
-  return at::conv2d(x, weight, bias, /*stride=*/{1, 1}, /*padding=*/{pad, pad});
+  return convolution(x, weight, bias, /*padding=*/{pad, pad});
 }
 
 GroupNorm GroupNorm::load(const io::WeightMap& weights, const std::string& prefix, int64_t channels) {
@@ -31,7 +33,7 @@ GroupNorm GroupNorm::load(const io::WeightMap& weights, const std::string& prefi
 }
 
 at::Tensor GroupNorm::operator()(const at::Tensor& x) const {
-  return at::group_norm(x, kGroups, weight, bias, kNormEps);
+  return group_norm(x, kGroups, weight, bias, kNormEps);
 }
 
 ResnetBlock ResnetBlock::load(const io::WeightMap& weights, const std::string& prefix, int64_t in, int64_t out) {

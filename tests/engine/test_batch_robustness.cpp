@@ -149,13 +149,15 @@ TEST_CASE("batch: a second process with other settings is refused while the firs
 
 TEST_CASE("generate: the PNG bytes do not depend on the thread count", "[cli][robustness]") {
   TempDir dir("threads");
-  // Seed 1 of this prompt differed by one channel value between 1 and 2 threads before the VQ decode
-  // ran on a fixed thread count.
+  // Seed 1 of this prompt differed by one channel value between 1 and 2 threads while the VQ decode used
+  // ATen's group norm and 1x1 convolution (vq/thread_invariant_ops.h).
   const std::string g =
       "generate --model " + shell_quoted(default_model()) + " -p 'a red circle on the left' --seed 1 -o ";
   REQUIRE(run_sjd_env("OMP_NUM_THREADS=1", g + shell_quoted(dir / "one.png")).exit_code == 0);
   REQUIRE(run_sjd_env("OMP_NUM_THREADS=2", g + shell_quoted(dir / "two.png")).exit_code == 0);
+  REQUIRE(run_sjd_env("OMP_NUM_THREADS=3", g + shell_quoted(dir / "three.png")).exit_code == 0);
   CHECK(read_file(dir / "one.png") == read_file(dir / "two.png"));
+  CHECK(read_file(dir / "one.png") == read_file(dir / "three.png"));
 }
 
 TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the others are made",
