@@ -108,7 +108,7 @@ int run_inspect(const InspectArgs& args) {
     transformer.start(rows, 0, static_cast<int64_t>(window.size()) + 1);
     std::vector<int64_t> roots;
     for (const auto& r : rows) roots.push_back(r.tokens.back());
-    io::write_safetensors(args.out, {{"logits", transformer.forward(roots, window)}});
+    io::write_safetensors(args.out, {{"logits", transformer.forward(roots, window).to(at::kCPU)}});
     std::cout << "wrote logits [rows, 1 + window, vocab] to " << args.out << "\n";
     return 0;
   }

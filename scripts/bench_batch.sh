@@ -5,6 +5,7 @@
 # Each row is one batch run over the same held-out captions (the whole process:
 # prefill, decode, VQ decode and PNG writes); the best of `reps` runs is kept.
 # Usage: scripts/bench_batch.sh [N captions, default 16] [repetitions, default 2]
+# Environment: BATCH_SIZES (default "1 2 4 8 16"), THREADS (default "1 2").
 # Figures only: nothing here asserts a speed. On a shared machine run it when quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +18,10 @@ python3 scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompt
 echo "bench_batch: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc --all) cores; ${count} held-out captions," \
      "best of ${reps}"
 printf "%-8s %-34s %3s %9s %10s %12s\n" threads method B images/s vs-B=1 compression
-for threads in 1 2; do
+for threads in ${THREADS:-1 2}; do
   for method in "ar" "scd-mc" "sjd-pac" "sjd-pac -L 8 --pd-k 2 --pd-depth 1"; do
     base=""
-    for b in 1 2 4 8 16; do
+    for b in ${BATCH_SIZES:-1 2 4 8 16}; do
       best=0 compression=0
       for _ in $(seq "$reps"); do
         rm -rf "$out/run"

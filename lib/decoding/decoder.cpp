@@ -60,7 +60,9 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
       row += rows;
     }
     const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings);
+    // The pipeline runs where the logits are; the verifier on the CPU (a CUDA model's
+    // probabilities come over in one copy; docs/gpu.md: the device verifier is not wired in yet).
+    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings).to(at::kCPU);
     int64_t slot = 0;
     for (int64_t width : widths) {
       // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.

@@ -118,7 +118,7 @@ class StepFixture {
     for (int i = 0; i < warmup + iterations; ++i) {
       at::Tensor logits, probs;
       StepTiming t;
-      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.window_logits(model::shared_window(roots, nodes_)); });
+      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.forward_rows(model::shared_window(roots, nodes_)); });
       t.pipeline_ms = timed_ms(placement_.device, [&] { probs = pipeline(logits); });
       t.verify_ms = timed_ms(placement_.device, [&] { verify(probs, static_cast<uint32_t>(i)); });
       t.kv_ms = timed_ms(placement_.device, [&] {
@@ -293,10 +293,10 @@ BenchReport run_bench(const BenchOptions& options) {
     for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
     const auto forward_ms = [&](const model::DraftTree& nodes) {
       const auto windows = model::shared_window(roots, nodes);
-      for (int i = 0; i < options.warmup; ++i) model.window_logits(windows);
+      for (int i = 0; i < options.warmup; ++i) model.forward_rows(windows);
       double best = std::numeric_limits<double>::infinity();
       for (int i = 0; i < options.iterations; ++i) {
-        best = std::min(best, timed_ms(device, [&] { model.window_logits(windows); }));
+        best = std::min(best, timed_ms(device, [&] { model.forward_rows(windows); }));
       }
       return best;
     };

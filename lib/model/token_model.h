@@ -64,7 +64,7 @@ class TokenModel {
   // their state: a batch refills a finished row while the others go on.
   virtual void open_row(int64_t row, const RowPrompt& prompt) = 0;
 
-  // Logits [windows, 1 + widest window's nodes, V] (float32, on the CPU): for
+  // Logits [windows, 1 + widest window's nodes, V] (float32, on the model's device): for
   // window w, slot 0 predicts the token after its root and slot 1 + i the
   // token after node i, each conditioned on that row's committed prefix, the
   // root and node i's ancestors. Slots past a window's own nodes are padding

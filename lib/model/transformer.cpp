@@ -117,10 +117,6 @@ void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
   pending_valid_[r] = prompt.key_valid.back();
 }
 
-at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
-  return window_logits(windows).to(at::kCPU);  // a no-op for a CPU model
-}
-
 void Transformer::lay_out_windows(const std::vector<RowWindow>& windows, int64_t width) {
   const size_t cells = windows.size() * static_cast<size_t>(width);
   step_tokens_.resize(cells);
@@ -156,7 +152,7 @@ void Transformer::lay_out_windows(const std::vector<RowWindow>& windows, int64_t
   }
 }
 
-at::Tensor Transformer::window_logits(const std::vector<RowWindow>& windows) {
+at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   int64_t width = 1;
   std::vector<int64_t> rows;
   for (const RowWindow& w : windows) {

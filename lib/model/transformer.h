@@ -37,10 +37,7 @@ class Transformer : public TokenModel {
 
   void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) override;
   void open_row(int64_t row, const RowPrompt& prompt) override;
-  // Logits on the CPU, for the decoding loop's CPU pipeline and verifier.
   at::Tensor forward_rows(const std::vector<RowWindow>& windows) override;
-  // The same logits left on the model's device (the CUDA pipeline and the bench read them there).
-  at::Tensor window_logits(const std::vector<RowWindow>& windows);
   void commit_row(int64_t row, const std::vector<int>& path) override;
   // Only these token ids get logits from the output head; every other logit is
   // the lowest float (the pipeline masks those tokens anyway). Empty: all.

@@ -6,6 +6,10 @@
 #include <string>
 #include <unordered_map>
 
+#ifdef SJD_WITH_CUDA
+#include "sampling/cuda_ops.h"
+#endif
+
 namespace sjd::sampling {
 namespace {
 
@@ -50,6 +54,15 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotC
   if (logits.dim() != 3 || logits.size(1) != static_cast<int64_t>(constraints.size())) {
     throw std::invalid_argument("logits pipeline: expected [rows, " + std::to_string(constraints.size()) +
                                 ", V] logits, got " + std::to_string(logits.dim()) + " dims");
+  }
+  if (logits.is_cuda()) {
+    // The fused kernel takes the same inputs on the device (tests/cuda holds it to this reference).
+#ifdef SJD_WITH_CUDA
+    return cuda::run_logits_pipeline(logits, cuda::upload_constraints(constraints, logits.size(2), logits.device()),
+                                     settings);
+#else
+    throw std::invalid_argument("logits pipeline: the logits are on a CUDA device, but this build of sjd has no CUDA");
+#endif
   }
   const int64_t slots = logits.size(1), vocab = logits.size(2);
   const ConstraintTable table = make_constraint_table(constraints, vocab);

@@ -39,7 +39,8 @@ ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constra
 
 // Every slot at once, as tensor operations over [slots, V].
 // logits: [rows, slots, V] (row 0 conditional, row 1 unconditional when CFG is
-// on). Returns probabilities [slots, V], float32, contiguous, on the CPU.
+// on). Returns probabilities [slots, V], float32, contiguous, on the logits'
+// device: this CPU reference, or on CUDA the fused kernel (cuda_ops.h).
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
                                const PipelineSettings& settings);
 

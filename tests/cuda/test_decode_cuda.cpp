@@ -1,0 +1,110 @@
+// The decoding loop with a model whose logits are on the device: the logits
+// pipeline runs there (the fused kernel, reached through
+// sampling::run_logits_pipeline) and the verifier on the CPU. Greedy decoding
+// must give the CPU's tokens (the kernel's greedy point masses are exact), and
+// batching on the device must give every sequence its batch-1 tokens.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <optional>
+
+#include "decoding/decoder.h"
+#include "device_cases.h"
+#include "sampling/cuda_ops.h"
+#include "sampling/logits_pipeline.h"
+#include "table_model.h"
+
+using namespace sjd;
+
+namespace {
+
+// The tests' table model, with its logits handed over on the CUDA device.
+class DeviceTableModel : public testing::TableModel {
+ public:
+  DeviceTableModel() : TableModel(testing::TableModelSpec{}) {}
+  at::Tensor forward_rows(const std::vector<model::RowWindow>& windows) override {
+    return TableModel::forward_rows(windows).to(cuda_testing::device());
+  }
+};
+
+// Three rows of four image tokens, each ended by the forced newline 4.
+family::TokenLayout layout() {
+  std::vector<int64_t> forced;
+  for (int r = 0; r < 3; ++r) forced.insert(forced.end(), {-1, -1, -1, -1, 4});
+  return family::TokenLayout(6, forced, 3, 4, 1, 3);
+}
+
+decoding::DecodeRequest request_for(const std::string& method, int index) {
+  decoding::DecodeRequest r;
+  r.method = decoding::make_method(method);
+  r.method.window = 5;
+  r.method.pd_k = 3;
+  r.method.pd_depth = 2;
+  r.rows = testing::table_rows(/*cfg=*/true, index % 4);
+  r.pipeline.cfg_scale = 2.0;
+  r.pipeline.temperature = r.method.greedy ? 0.0 : 1.0;
+  r.seed = 200 + static_cast<uint64_t>(index);
+  r.id = index;
+  return r;
+}
+
+std::map<int64_t, std::vector<int64_t>> run_batched(model::TokenModel& model, const std::string& method, int count,
+                                                    int sequences) {
+  decoding::BatchCapacity capacity;
+  capacity.sequences = sequences;
+  capacity.rows_per_sequence = 2;
+  capacity.prompt_tokens = 4;
+  capacity.prompt_position = 3;
+  capacity.window_nodes = 200;
+  std::map<int64_t, std::vector<int64_t>> out;
+  int next = 0;
+  decoding::decode_batch(
+      model, layout(), capacity,
+      [&]() -> std::optional<decoding::DecodeRequest> {
+        if (next == count) return std::nullopt;
+        return request_for(method, next++);
+      },
+      [&](const decoding::DecodeRequest& request, decoding::DecodeResult result) {
+        out[request.id] = std::move(result.tokens);
+      });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the logits pipeline takes CUDA logits to the fused kernel and leaves the probabilities there", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  const at::Tensor logits = at::randn({2, 5, 300}).to(device);
+  const std::vector<sampling::SlotConstraint> constraints(5);
+  sampling::PipelineSettings settings;
+  settings.cfg_scale = 3.0;
+  settings.top_k = 40;
+  const at::Tensor probs = sampling::run_logits_pipeline(logits, constraints, settings);
+  CHECK(probs.is_cuda());
+  const at::Tensor kernel = sampling::cuda::run_logits_pipeline(
+      logits, sampling::cuda::upload_constraints(constraints, 300, device), settings);
+  CHECK(at::equal(probs, kernel));
+}
+
+TEST_CASE("decoding with device logits: greedy tokens equal the CPU's", "[cuda]") {
+  for (int i = 0; i < 4; ++i) {
+    testing::TableModel on_cpu({});
+    DeviceTableModel on_device;
+    INFO("request " << i);
+    CHECK(decoding::decode(on_device, layout(), request_for("jacobi", i)).tokens ==
+          decoding::decode(on_cpu, layout(), request_for("jacobi", i)).tokens);
+  }
+}
+
+TEST_CASE("decoding with device logits: every sequence of a batch gets its batch-1 tokens", "[cuda]") {
+  const int count = 7;
+  for (const std::string method : {"ar", "sjd", "scd-mc", "sjd-pac"}) {
+    DeviceTableModel single;
+    std::map<int64_t, std::vector<int64_t>> alone;
+    for (int i = 0; i < count; ++i) alone[i] = decoding::decode(single, layout(), request_for(method, i)).tokens;
+    DeviceTableModel batched_model;
+    INFO(method);
+    CHECK(run_batched(batched_model, method, count, 3) == alone);
+    for (const auto& [id, tokens] : alone) CHECK(static_cast<int64_t>(tokens.size()) == layout().length());
+  }
+}
