@@ -39,6 +39,16 @@ bool same_pipeline(const sampling::PipelineSettings& a, const sampling::Pipeline
   return a.cfg_scale == b.cfg_scale && a.cfg_mix == b.cfg_mix && a.temperature == b.temperature && a.top_k == b.top_k;
 }
 
+// The pipeline runs where the logits are, the verifier on the CPU: a CUDA model's probabilities
+// come over in one copy per step (docs/gpu.md: the device verifier is not wired in yet), into
+// page-locked memory, which the copy fills at the link's full speed (a pageable buffer takes a
+// staged copy at a fraction of it; the caching host allocator reuses the block every step).
+at::Tensor to_host(const at::Tensor& probs) {
+  if (probs.is_cpu()) return probs;
+  at::Tensor host = at::empty(probs.sizes(), probs.options().device(at::kCPU).pinned_memory(true));
+  return host.copy_(probs);
+}
+
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
 // (each sequence's rows in order): one pipeline call for every run of sequences
 // with the same pipeline settings.
@@ -60,9 +70,7 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
       row += rows;
     }
     const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-    // The pipeline runs where the logits are; the verifier on the CPU (a CUDA model's
-    // probabilities come over in one copy; docs/gpu.md: the device verifier is not wired in yet).
-    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings).to(at::kCPU);
+    const at::Tensor all = to_host(sampling::run_logits_pipeline(joined, constraints, settings));
     int64_t slot = 0;
     for (int64_t width : widths) {
       // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.
