@@ -5,7 +5,8 @@
 # Each row is one batch run over the same held-out captions (the whole process:
 # prefill, decode, VQ decode and PNG writes); the best of `reps` runs is kept.
 # Usage: scripts/bench_batch.sh [N captions, default 16] [repetitions, default 2]
-# Environment: BATCH_SIZES (default "1 2 4 8 16"), THREADS (default "1 2").
+# Environment: BATCH_SIZES (default "1 2 4 8 16"; the vs-B=1 column compares with the first), THREADS
+# (default "1 2").
 # Figures only: nothing here asserts a speed. On a shared machine run it when quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,7 @@
 #include "decoding/decoder.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -39,16 +41,6 @@ bool same_pipeline(const sampling::PipelineSettings& a, const sampling::Pipeline
   return a.cfg_scale == b.cfg_scale && a.cfg_mix == b.cfg_mix && a.temperature == b.temperature && a.top_k == b.top_k;
 }
 
-// The pipeline runs where the logits are, the verifier on the CPU: a CUDA model's probabilities
-// come over in one copy per step (docs/gpu.md: the device verifier is not wired in yet), into
-// page-locked memory, which the copy fills at the link's full speed (a pageable buffer takes a
-// staged copy at a fraction of it; the caching host allocator reuses the block every step).
-at::Tensor to_host(const at::Tensor& probs) {
-  if (probs.is_cpu()) return probs;
-  at::Tensor host = at::empty(probs.sizes(), probs.options().device(at::kCPU).pinned_memory(true));
-  return host.copy_(probs);
-}
-
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
 // (each sequence's rows in order): one pipeline call for every run of sequences
 // with the same pipeline settings.
@@ -70,7 +62,7 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
       row += rows;
     }
     const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-    const at::Tensor all = to_host(sampling::run_logits_pipeline(joined, constraints, settings));
+    const at::Tensor all = probabilities_to_host(sampling::run_logits_pipeline(joined, constraints, settings));
     int64_t slot = 0;
     for (int64_t width : widths) {
       // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.
@@ -83,6 +75,15 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
 }
 
 }  // namespace
+
+at::Tensor probabilities_to_host(const at::Tensor& probs) {
+  if (probs.is_cpu()) return probs;
+  // Page-locked memory: the copy runs at the link's full speed (into pageable memory it is staged
+  // at a fraction of it). Freed blocks go back to Torch's caching host allocator, so after the
+  // first steps no new page-locked memory is allocated; drafts' q's keep rows of theirs alive.
+  at::Tensor host = at::empty(probs.sizes(), probs.options().device(at::kCPU).pinned_memory(true));
+  return host.copy_(probs);  // waits for the copy
+}
 
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
                     const Mutants& mutants) {
@@ -148,6 +149,9 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     if (windows.empty()) return;
     const auto t0 = Clock::now();
     const at::Tensor logits = model.forward_rows(windows);
+    if (!logits.is_cpu()) {  // a device runs the forward queued: wait for it, so its time is the forward's
+      c10::impl::getDeviceGuardImpl(logits.device().type())->synchronizeDevice(logits.device().index());
+    }
     const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it
 
     // One logits pipeline over every sequence's slots (its operations are per slot), then

@@ -49,6 +49,11 @@ struct DecodeResult {
   RunStats stats;
 };
 
+// Probabilities from the logits pipeline, where the CPU verifier reads them: a
+// CPU tensor as it is, a device tensor copied over (the decoding loop and the
+// step-cost calibration both pay this copy once per step).
+at::Tensor probabilities_to_host(const at::Tensor& probs);
+
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,
                     const Mutants& mutants = {});
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "decoding/decoder.h"
 #include "engine/cost_profiles.h"
 #include "engine/device.h"
 #include "sampling/logits_pipeline.h"
@@ -75,7 +76,7 @@ decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSett
       synchronize(device);
       const auto start = std::chrono::steady_clock::now();
       const at::Tensor logits = model.forward(roots, chain);
-      sampling::run_logits_pipeline(logits, constraints, pipeline);
+      decoding::probabilities_to_host(sampling::run_logits_pipeline(logits, constraints, pipeline));
       const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i >= options.warmup) ms.push_back(elapsed);
     }

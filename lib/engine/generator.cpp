@@ -131,7 +131,7 @@ GenerationOutput Generator::finish(const GenerationSettings& settings, const dec
   out.stats = std::move(result.stats);
   const auto vq_start = Clock::now();
   out.codes = family(settings.resolution).layout().codes(out.tokens);
-  // The same bytes on any thread count (vq/group_norm.h), so the decode uses the threads the run has.
+  // The same bytes on any thread count (vq/thread_invariant_ops.h), so the decode uses the threads the run has.
   out.image = vq_->decode(out.codes);
   out.vq_seconds = since(vq_start);
   return out;

@@ -64,8 +64,8 @@ at::Tensor AttnBlock::operator()(const at::Tensor& x) const {
   // [B, C, H, W] -> [B, HW, C]: one row per position.
   auto rows = [&](const at::Tensor& t) { return t.reshape({batch, channels, height * width}).transpose(1, 2); };
   const at::Tensor query = rows(q(h)), key = rows(k(h)), value = rows(v(h));
-  const at::Tensor scores = at::bmm(query, key.transpose(1, 2)) / std::sqrt(static_cast<double>(channels));
-  const at::Tensor attended = at::bmm(at::softmax(scores, /*dim=*/-1), value);  // [B, HW, C]
+  const at::Tensor scores = batched_matmul(query, key.transpose(1, 2)) / std::sqrt(static_cast<double>(channels));
+  const at::Tensor attended = batched_matmul(at::softmax(scores, /*dim=*/-1), value);  // [B, HW, C]
   return x + proj_out(attended.transpose(1, 2).reshape({batch, channels, height, width}));
 }
 

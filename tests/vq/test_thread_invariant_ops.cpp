@@ -1,6 +1,8 @@
 // The VQ decoders' group norm and convolution give the same floats on any
 // intra-op thread count, on inputs where ATen's own ops do not (the broken
-// variant each test rejects), and stay within float rounding of ATen's result.
+// variant each test rejects: should a Torch upgrade make ATen's op agree with
+// itself, pick an input where it does not), and stay within float rounding of
+// ATen's result.
 // The whole decode is checked end to end in tests/engine/test_batch_robustness.cpp.
 #include <catch2/catch.hpp>
 
@@ -15,15 +17,17 @@ using namespace sjd::vq;
 
 namespace {
 
-// The op's output at 1, 2 and 3 intra-op threads (the test process runs on one).
+// The op's output at 1, 2 and 3 intra-op threads (the test process runs on one, and gets it back).
 std::vector<at::Tensor> at_thread_counts(const std::function<at::Tensor()>& op) {
-  const int saved = at::get_num_threads();
+  struct Restore {
+    int threads;
+    ~Restore() { at::set_num_threads(threads); }
+  } restore{at::get_num_threads()};
   std::vector<at::Tensor> outputs;
   for (int threads : {1, 2, 3}) {
     at::set_num_threads(threads);
     outputs.push_back(op());
   }
-  at::set_num_threads(saved);
   return outputs;
 }
 
@@ -78,4 +82,19 @@ TEST_CASE("convolution: 3x3 with padding and the 3-D kernels match ATen at every
     CHECK(all_equal(ours3));
     CHECK(max_difference(ours3[0], at::conv3d(x3, w3, b3)) < 1e-4f);
   }
+}
+
+TEST_CASE("batched matmul: the same floats at 1, 2 and 3 threads, where at::bmm's differ", "[vq][threads]") {
+  at::manual_seed(7);
+  // The attention's probabilities times values at 32x32 positions, one image: a long sum over positions.
+  const at::Tensor probs = at::softmax(at::randn({1, 1024, 1024}), -1), values = at::randn({1, 1024, 128});
+  const auto ours = at_thread_counts([&] { return batched_matmul(probs, values); });
+  const auto aten = at_thread_counts([&] { return at::bmm(probs, values); });
+  CHECK(all_equal(ours));
+  CHECK_FALSE(all_equal(aten));  // MKL sums a long K in another order on one thread
+  CHECK(ours[0].sizes() == at::IntArrayRef{1, 1024, 128});
+  CHECK(max_difference(ours[0], aten[0]) < 1e-5f);
+  // The scores' shape (K = channels), two images, with a transposed right-hand side as the attention passes it.
+  const at::Tensor query = at::randn({2, 300, 64}), key = at::randn({2, 300, 64});
+  CHECK(max_difference(batched_matmul(query, key.transpose(1, 2)), at::bmm(query, key.transpose(1, 2))) < 1e-4f);
 }
