@@ -233,6 +233,17 @@ print(f"{same}/{max(len(a), len(b))} tokens equal" + ("" if first is None else f
 PY
 }
 
+# Where a generate run verified its windows and where its time went (its --stats file).
+stats_summary() {
+  "$PYTHON" - "$1" <<'PY' 2>/dev/null
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s.get("seconds", {})
+print(f"verifier {s.get('verifier', '?')}; " +
+      ", ".join(f"{k} {t[k]:.3f} s" for k in ("prefill", "forward", "pipeline", "verify") if k in t))
+PY
+}
+
 stage_run() {
   local log=$out/run.log model=models/default
   md "## run ($model, --device $device)"
@@ -248,7 +259,7 @@ stage_run() {
         --device "$device" --dtype "$dtype" -o "$work/generate-$method-$dtype.png" \
         --tokens "$work/generate-$method-$dtype.tokens.json" --stats "$work/generate-$method-$dtype.stats.json"
       row "generate --method $method --dtype $dtype" \
-        "$(grep -o 'step compression [0-9.]*' "$log" | tail -1)"
+        "$(grep -o 'step compression [0-9.]*' "$log" | tail -1); $(stats_summary "$work/generate-$method-$dtype.stats.json")"
     done
   done
   # The same f32 runs on the CPU: CUDA's matmuls round differently, so a difference

@@ -42,8 +42,8 @@ bool same_pipeline(const sampling::PipelineSettings& a, const sampling::Pipeline
 }
 
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
-// (each sequence's rows in order): one pipeline call for every run of sequences
-// with the same pipeline settings.
+// (each sequence's rows in order), on the logits' device: one pipeline call for every
+// run of sequences with the same pipeline settings.
 std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vector<SequenceDecoder*>& sequences) {
   std::vector<at::Tensor> probs;
   int64_t row = 0;
@@ -62,7 +62,7 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
       row += rows;
     }
     const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-    const at::Tensor all = probabilities_to_host(sampling::run_logits_pipeline(joined, constraints, settings));
+    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings);
     int64_t slot = 0;
     for (int64_t width : widths) {
       // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.
@@ -72,6 +72,14 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
     begin = end;
   }
   return probs;
+}
+
+// Where a sequence's windows are verified: on the model's GPU, unless the request asks for
+// the CPU or a test mutant is on (they exist only in the CPU verifier).
+at::Device verification_device(const model::TokenModel& model, const DecodeRequest& request,
+                               const Mutants& mutants) {
+  const at::Device device = model.device();
+  return device.is_cuda() && !request.verify_on_host && !mutants.any() ? device : at::Device(at::kCPU);
 }
 
 }  // namespace
@@ -125,7 +133,8 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     std::optional<DecodeRequest> request = next();
     if (!request) return;
     const auto t0 = Clock::now();
-    auto sequence = std::make_unique<SequenceDecoder>(layout, std::move(*request), mutants);
+    const at::Device verify_on = verification_device(model, *request, mutants);
+    auto sequence = std::make_unique<SequenceDecoder>(layout, std::move(*request), mutants, verify_on);
     check_fits(*sequence, capacity);
     for (int64_t r = 0; r < rows_per_sequence; ++r) {
       model.open_row(slot * rows_per_sequence + r, sequence->request().rows[static_cast<size_t>(r)]);
@@ -150,6 +159,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     const auto t0 = Clock::now();
     const at::Tensor logits = model.forward_rows(windows);
     if (!logits.is_cpu()) {  // a device runs the forward queued: wait for it, so its time is the forward's
+      // (the step waits at its end anyway, for the verification's read)
       c10::impl::getDeviceGuardImpl(logits.device().type())->synchronizeDevice(logits.device().index());
     }
     const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it

@@ -2,7 +2,9 @@
 // The one generation loop: prefill, then per step build each sequence's window
 // from its drafts, run the model over every window at once, the logits
 // pipeline and the window verifier per sequence, commit, until the layout is
-// complete. AR is the window with no drafts. decode() is a batch of one.
+// complete. AR is the window with no drafts. decode() is a batch of one. With a
+// model on a GPU the pipeline and the verification run there too
+// (decoding/device_verifier.h): a step reads back only what it committed.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -40,6 +42,9 @@ struct DecodeRequest {
   int planned_batch = 1;
   // The caller's name for the request (a batch's prompt index), handed back with its result.
   int64_t id = 0;
+  // Verify on the CPU even when the model's logits are on a GPU (each step's probabilities are
+  // then copied over). The device verifier's tests compare it with this path.
+  bool verify_on_host = false;
   // Called after every step; may be empty. It must not throw.
   std::function<void(const StepProgress&)> on_step;
 };
@@ -50,8 +55,8 @@ struct DecodeResult {
 };
 
 // Probabilities from the logits pipeline, where the CPU verifier reads them: a
-// CPU tensor as it is, a device tensor copied over (the decoding loop and the
-// step-cost calibration both pay this copy once per step).
+// CPU tensor as it is, a device tensor copied over (what a sequence verified on
+// the CPU pays once per step when its model runs on a GPU).
 at::Tensor probabilities_to_host(const at::Tensor& probs);
 
 DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout, const DecodeRequest& request,

@@ -1,19 +1,22 @@
 #include "decoding/draft_book.h"
 
+#include <stdexcept>
 #include <vector>
 
 #include "sampling/categorical.h"
 #include "sampling/rejection.h"
+#include "sampling/tensor_draws.h"
 
 namespace sjd::decoding {
 
 using sampling::Purpose;
 
 DraftBook::DraftBook(const family::TokenLayout& layout, const MethodConfig& method, const Mutants& mutants,
-                     uint64_t seed, uint32_t sequence)
-    : layout_(layout), method_(method), mutants_(mutants), seed_(seed), sequence_(sequence) {
+                     uint64_t seed, uint32_t sequence, at::Device device)
+    : layout_(layout), method_(method), mutants_(mutants), seed_(seed), sequence_(sequence), device_(device) {
   const at::Tensor mask = layout_.image_mask().to(at::kFloat);
-  uniform_image_q_ = (mask / mask.sum()).contiguous();
+  uniform_image_q_host_ = (mask / mask.sum()).contiguous();
+  uniform_image_q_ = uniform_image_q_host_.to(device_);
 }
 
 sampling::RngKey DraftBook::key(uint32_t step, int64_t position, Purpose purpose) const {
@@ -21,7 +24,7 @@ sampling::RngKey DraftBook::key(uint32_t step, int64_t position, Purpose purpose
 }
 
 at::Tensor DraftBook::one_hot(int64_t token) const {
-  at::Tensor q = at::zeros({layout_.vocab_size()}, at::kFloat);
+  at::Tensor q = at::zeros({layout_.vocab_size()}, at::TensorOptions().dtype(at::kFloat).device(device_));
   q[token] = 1.0f;
   return q;
 }
@@ -53,11 +56,10 @@ Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t posit
     auto it = stale_p_.find(neighbour);
     if (it != stale_p_.end()) {
       const at::Tensor& p = it->second;
-      return {sampling::sample_token(p.data_ptr<float>(), p.numel(), init_key), p};
+      return {sampling::sample_from(p, init_key), p};
     }
   }
-  const int64_t token =
-      sampling::sample_token(uniform_image_q_.data_ptr<float>(), uniform_image_q_.numel(), init_key);
+  const int64_t token = sampling::sample_from(uniform_image_q_host_, init_key);
   return {token, mutants_.one_hot_random_init ? one_hot(token) : uniform_image_q_};
 }
 
@@ -90,6 +92,7 @@ void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<Tree
 
 Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step,
                              double weight) const {
+  if (!p.is_cpu()) throw std::logic_error("DraftBook::update_tail: p must be on the CPU (the device verifier drafts itself)");
   const float* pp = p.data_ptr<float>();
   const int64_t n = p.numel();
   switch (method_.tail) {
@@ -128,10 +131,7 @@ TreeLevel DraftBook::make_level(int64_t position, const Draft& first, int k, uin
   level.candidates.push_back(first.token);
   if (layout_.forced(position) >= 0) return level;  // a point mass has one candidate
   // The rest are drawn without replacement from q given that `first` came first.
-  at::Tensor rest = first.q.clone();
-  rest[first.token] = 0.0f;
-  const auto more = sampling::draw_without_replacement(rest.data_ptr<float>(), rest.numel(), k - 1,
-                                                       key(step, position, Purpose::kCandidates));
+  const auto more = sampling::draw_after(first.q, first.token, k - 1, key(step, position, Purpose::kCandidates));
   level.candidates.insert(level.candidates.end(), more.begin(), more.end());
   return level;
 }

@@ -2,7 +2,9 @@
 // The drafts ahead of the committed prefix: for each upcoming position the
 // draft token and the distribution q it was drawn from, the latest p seen for
 // positions (stale p, used by sample-left/up and by proactive drafting), and
-// the tree levels proactive drafting prepared for the next window.
+// the tree levels proactive drafting prepared for the next window. Its
+// distributions live on one device: the CPU for the CPU verifier, a GPU when the
+// window is verified there (decoding/device_verifier.h).
 #include <ATen/ATen.h>
 
 #include <deque>
@@ -32,7 +34,9 @@ struct TreeLevel {
 class DraftBook {
  public:
   DraftBook(const family::TokenLayout& layout, const MethodConfig& method, const Mutants& mutants, uint64_t seed,
-            uint32_t sequence);
+            uint32_t sequence, at::Device device = at::kCPU);
+
+  at::Device device() const { return device_; }
 
   // Makes sure positions first .. first + count - 1 have drafts, initialising new
   // ones by the method's scheme. `committed` is the generated prefix (size first).
@@ -48,7 +52,8 @@ class DraftBook {
   void replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree);
 
   // Draft for `position` from its fresh p, by the method's tail update; for
-  // maximal coupling `old` is the old draft coupled with p (may be null).
+  // maximal coupling `old` is the old draft coupled with p (may be null). CPU
+  // distributions only: the device verifier makes its tail drafts in its kernels.
   Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
   // Proactive drafting after a rejection: `k` candidates for each of the first
   // `depth` drafted positions, the current draft as candidate 0 (the next window's tree).
@@ -66,11 +71,13 @@ class DraftBook {
   Mutants mutants_;
   uint64_t seed_;
   uint32_t sequence_;
+  at::Device device_;
   int64_t first_ = 0;  // position of drafts_[0]
   std::deque<Draft> drafts_;
   std::vector<TreeLevel> tree_;
   std::map<int64_t, at::Tensor> stale_p_;
-  at::Tensor uniform_image_q_;
+  at::Tensor uniform_image_q_;        // on device_: the q of a uniformly drawn initial token
+  at::Tensor uniform_image_q_host_;   // the same values, drawn from on the CPU
 };
 
 }  // namespace sjd::decoding

@@ -1,7 +1,8 @@
 #pragma once
 // Deliberately wrong variants of the decoding pieces. Only the exactness tests
 // switch them on: each is a known way to lose losslessness (several are bugs
-// of public implementations), kept so the tests prove they can fail.
+// of public implementations), kept so the tests prove they can fail. They
+// exist on the CPU only: a decode with any of them verifies there.
 #include "sampling/rejection.h"
 
 namespace sjd::decoding {
@@ -12,6 +13,10 @@ struct Mutants {
   bool one_hot_random_init = false;   // record q = one-hot for a uniformly drawn initial token
   sampling::Mutant candidates = sampling::Mutant::kNone;  // e.g. skip residual renormalisation
   bool peeking_window = false;        // end the window before the first draft whose coming accept draw is >= 0.5
+
+  bool any() const {
+    return stale_q || longest_sibling || one_hot_random_init || candidates != sampling::Mutant::kNone || peeking_window;
+  }
 };
 
 }  // namespace sjd::decoding

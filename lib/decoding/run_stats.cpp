@@ -41,6 +41,7 @@ nlohmann::json to_json(const RunStats& s) {
           {"tree_windows", s.tree_windows},
           {"sibling_accepts", s.sibling_accepts},
           {"committed_at_step", s.committed_at_step},
+          {"verifier", s.verifier},
           {"windows", {{"mean_chain", s.mean_chain()},
                        {"mean_tree_k", s.mean_tree_k()},
                        {"mean_tree_depth", s.mean_tree_depth()},

@@ -21,6 +21,7 @@ struct RunStats {
   int64_t tree_k_sum = 0;          // over tree windows: candidates per level, and levels
   int64_t tree_depth_sum = 0;
   std::string cost_profile;        // the step-cost profile the window choice read (StepCostProfile::summary)
+  std::string verifier = "cpu";    // where the windows were verified: "cpu", or the GPU's name ("cuda:0")
   double prefill_seconds = 0.0;
   double forward_seconds = 0.0;
   double pipeline_seconds = 0.0;

@@ -11,39 +11,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// The window's draft nodes: the chain (spine) first, so accepting the spine
-// needs no KV copies; then, for tree levels, every other candidate under every
-// node of the level above. child_of[slot][k] is the node holding candidate k
-// under the node in `slot` (slot 0: the root).
-void build_window(const DraftBook& book, int chain, model::DraftTree& nodes,
-                  std::vector<std::vector<int>>& child_of) {
-  nodes.clear();
-  for (int i = 0; i < chain; ++i) nodes.push(book.drafts()[static_cast<size_t>(i)].token, i - 1);
-  child_of.assign(static_cast<size_t>(chain) + 1, {});
-  const auto& tree = book.tree();
-  std::vector<int> parents = {-1};  // nodes of the previous depth (-1: the root)
-  for (size_t d = 0; d < tree.size() && static_cast<int>(d) < chain; ++d) {
-    std::vector<int> level_nodes;
-    for (int parent : parents) {
-      const size_t parent_slot = static_cast<size_t>(parent + 1);
-      const bool spine_parent = parent == static_cast<int>(d) - 1;
-      for (size_t k = 0; k < tree[d].candidates.size(); ++k) {
-        int node;
-        if (spine_parent && k == 0) {
-          node = static_cast<int>(d);  // the spine node of this depth
-        } else {
-          node = static_cast<int>(nodes.size());
-          nodes.push(tree[d].candidates[k], parent);
-          child_of.emplace_back();  // slot of the new node (may reallocate child_of)
-        }
-        child_of[parent_slot].push_back(node);
-        level_nodes.push_back(node);
-      }
-    }
-    parents = std::move(level_nodes);
-  }
-}
-
 // The peeking mutant: a window shaped by this step's own accept draws (what an
 // automatic window must never do) keeps only drafts about to be tested with a
 // small uniform, which makes acceptance more likely than MRS allows.
@@ -58,7 +25,8 @@ int peeked_chain(const DecodeRequest& request, uint32_t step, int64_t first, int
 
 }  // namespace
 
-SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeRequest request, const Mutants& mutants)
+SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeRequest request, const Mutants& mutants,
+                                 at::Device verify_on)
     : layout_(layout),
       request_(std::move(request)),
       mutants_(mutants),
@@ -66,13 +34,18 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
       // Automatic windows are planned for the step of a whole batch: planned_batch sequences of these rows.
       planner_(request_.method, request_.cost_profile,
                static_cast<int>(request_.rows.size()) * std::max(request_.planned_batch, 1)),
-      book_(layout, request_.method, mutants_, request_.seed, request_.sequence),
-      verifier_(request_.method, mutants_, request_.seed, request_.sequence) {
+      book_(layout, request_.method, mutants_, request_.seed, request_.sequence, verify_on),
+      verifier_(request_.method, mutants_, request_.seed, request_.sequence),
+      device_verifier_(request_.method, request_.seed, request_.sequence) {
+  if (!verify_on.is_cpu() && mutants_.any()) {
+    throw std::invalid_argument("the test mutants exist only in the CPU verifier");
+  }
   const MethodConfig& method = request_.method;
   if (method.speculative() && !method.auto_window && method.window < 1) {
     throw std::invalid_argument("window must be at least 1");
   }
   result_.stats.cost_profile = planner_.profile().summary();
+  result_.stats.verifier = verify_on.str();
   for (const auto& row : request_.rows) roots_.push_back(row.tokens.back());
   shape_ = planner_.next(false, static_cast<int>(total_));
 }
@@ -110,12 +83,19 @@ const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, 
   const int64_t first = static_cast<int64_t>(committed.size());
   const int chain = report_.shape.chain;
   stats.forward_seconds += forward_seconds;
-  stats.pipeline_seconds += pipeline_seconds;
+  const bool on_device = !book_.device().is_cpu();
+  const auto copy_start = Clock::now();
+  const at::Tensor p = on_device ? probs : probabilities_to_host(probs);
+  stats.pipeline_seconds += pipeline_seconds + since(copy_start);  // the copy to the CPU verifier, if any
 
   const auto t0 = Clock::now();
-  const WindowInput input{first, total_, chain, &nodes_, &child_of_, probs, step_};
+  const WindowInput input{first, total_, chain, &nodes_, &child_of_, p, step_};
   const MethodConfig& method = request_.method;
-  outcome_ = method.speculative() ? verifier_.verify(input, book_) : verifier_.sample_one(input);
+  if (on_device) {
+    outcome_ = method.speculative() ? device_verifier_.verify(input, book_) : device_verifier_.sample_one(input);
+  } else {
+    outcome_ = method.speculative() ? verifier_.verify(input, book_) : verifier_.sample_one(input);
+  }
   stats.verify_seconds += since(t0);
 
   committed.insert(committed.end(), outcome_.tokens.begin(), outcome_.tokens.end());

@@ -5,10 +5,13 @@
 // other sequences' windows -- and hands the logits back (finish_window), which
 // runs the logits pipeline and the verifier and commits. A sequence's tokens
 // depend only on its own request and logits, never on what shares its batch.
+// It verifies where its draft book lives: on the CPU (WindowVerifier), or on
+// the GPU that computed its probabilities (DeviceVerifier).
 #include <cstdint>
 #include <vector>
 
 #include "decoding/decoder.h"
+#include "decoding/device_verifier.h"
 #include "decoding/draft_book.h"
 #include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
@@ -18,7 +21,9 @@ namespace sjd::decoding {
 class SequenceDecoder {
  public:
   // Holds references into itself (the planner, book and verifier read request_.method): not movable.
-  SequenceDecoder(const family::TokenLayout& layout, DecodeRequest request, const Mutants& mutants);
+  // `verify_on`: the device of the draft book and the verification (the CPU, or the model's GPU).
+  SequenceDecoder(const family::TokenLayout& layout, DecodeRequest request, const Mutants& mutants,
+                  at::Device verify_on = at::kCPU);
   SequenceDecoder(const SequenceDecoder&) = delete;
   SequenceDecoder& operator=(const SequenceDecoder&) = delete;
 
@@ -34,8 +39,9 @@ class SequenceDecoder {
   // The logits pipeline's constraint of each slot of the window (root first).
   std::vector<sampling::SlotConstraint> slot_constraints() const;
   // Verifies the window with its probabilities [1 + nodes, V] (the logits
-  // pipeline's output) and commits what it accepts; returns the accepted draft
-  // nodes (root to leaf) the model keeps. The seconds are this step's shares.
+  // pipeline's output, on any device: copied to the CPU when verified there)
+  // and commits what it accepts; returns the accepted draft nodes (root to
+  // leaf) the model keeps. The seconds are this step's shares.
   const std::vector<int>& finish_window(const at::Tensor& probs, double forward_seconds, double pipeline_seconds);
 
   void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
@@ -49,6 +55,7 @@ class SequenceDecoder {
   WindowPlanner planner_;
   DraftBook book_;
   const WindowVerifier verifier_;
+  DeviceVerifier device_verifier_;
   DecodeResult result_;
   std::vector<int64_t> roots_;
   model::DraftTree nodes_;

@@ -12,6 +12,35 @@ sampling::RngKey WindowVerifier::key(uint32_t step, int64_t position, Purpose pu
   return sampling::make_key(seed_, sequence_, step, position, purpose, sub);
 }
 
+void build_window(const DraftBook& book, int chain, model::DraftTree& nodes,
+                  std::vector<std::vector<int>>& child_of) {
+  nodes.clear();
+  for (int i = 0; i < chain; ++i) nodes.push(book.drafts()[static_cast<size_t>(i)].token, i - 1);
+  child_of.assign(static_cast<size_t>(chain) + 1, {});
+  const auto& tree = book.tree();
+  std::vector<int> parents = {-1};  // nodes of the previous depth (-1: the root)
+  for (size_t d = 0; d < tree.size() && static_cast<int>(d) < chain; ++d) {
+    std::vector<int> level_nodes;
+    for (int parent : parents) {
+      const size_t parent_slot = static_cast<size_t>(parent + 1);
+      const bool spine_parent = parent == static_cast<int>(d) - 1;
+      for (size_t k = 0; k < tree[d].candidates.size(); ++k) {
+        int node;
+        if (spine_parent && k == 0) {
+          node = static_cast<int>(d);  // the spine node of this depth
+        } else {
+          node = static_cast<int>(nodes.size());
+          nodes.push(tree[d].candidates[k], parent);
+          child_of.emplace_back();  // slot of the new node (may reallocate child_of)
+        }
+        child_of[parent_slot].push_back(node);
+        level_nodes.push_back(node);
+      }
+    }
+    parents = std::move(level_nodes);
+  }
+}
+
 WindowOutcome WindowVerifier::sample_one(const WindowInput& in) const {
   const at::Tensor p = in.probs[0];
   WindowOutcome out;

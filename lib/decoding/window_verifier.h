@@ -34,6 +34,13 @@ struct WindowInput {
   uint32_t step;
 };
 
+// The window of `chain` spine drafts and the book's tree levels as draft nodes:
+// the chain (spine) first, so accepting the spine needs no KV copies; then, for
+// tree levels, every other candidate under every node of the level above.
+// child_of[slot][k] is the node holding candidate k under the node in `slot`
+// (slot 0: the root).
+void build_window(const DraftBook& book, int chain, model::DraftTree& nodes, std::vector<std::vector<int>>& child_of);
+
 class WindowVerifier {
  public:
   WindowVerifier(const MethodConfig& method, const Mutants& mutants, uint64_t seed, uint32_t sequence)

@@ -53,6 +53,8 @@ class TokenModel {
  public:
   virtual ~TokenModel() = default;
   virtual int64_t vocab_size() const = 0;
+  // Where forward_rows leaves its logits.
+  virtual at::Device device() const { return at::kCPU; }
 
   // Makes room for `rows` cache rows, each holding at most `tokens_per_row`
   // slots (prompt, generated tokens and one window) at positions below

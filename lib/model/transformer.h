@@ -32,7 +32,7 @@ class Transformer : public TokenModel {
   const TransformerConfig& config() const { return config_; }
   int64_t vocab_size() const override { return config_.vocab_size; }
   // Where the weights, the KV cache and every activation live.
-  at::Device device() const { return weights_.embed.device(); }
+  at::Device device() const override { return weights_.embed.device(); }
   at::ScalarType dtype() const { return weights_.embed.scalar_type(); }
 
   void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) override;

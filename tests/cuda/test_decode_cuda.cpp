@@ -1,8 +1,10 @@
 // The decoding loop with a model whose logits are on the device: the logits
 // pipeline runs there (the fused kernel, reached through
-// sampling::run_logits_pipeline) and the verifier on the CPU. Greedy decoding
-// must give the CPU's tokens (the kernel's greedy point masses are exact), and
-// batching on the device must give every sequence its batch-1 tokens.
+// sampling::run_logits_pipeline) and so does the verification
+// (decoding::DeviceVerifier). On the same device probabilities every method must
+// commit what the CPU verifier commits; greedy decoding must give the CPU's tokens
+// (the kernel's greedy point masses are exact); and batching on the device must
+// give every sequence its batch-1 tokens.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -22,6 +24,7 @@ namespace {
 class DeviceTableModel : public testing::TableModel {
  public:
   DeviceTableModel() : TableModel(testing::TableModelSpec{}) {}
+  at::Device device() const override { return cuda_testing::device(); }
   at::Tensor forward_rows(const std::vector<model::RowWindow>& windows) override {
     return TableModel::forward_rows(windows).to(cuda_testing::device());
   }
@@ -84,6 +87,47 @@ TEST_CASE("the logits pipeline takes CUDA logits to the fused kernel and leaves 
   const at::Tensor kernel = sampling::cuda::run_logits_pipeline(
       logits, sampling::cuda::upload_constraints(constraints, 300, device), settings);
   CHECK(at::equal(probs, kernel));
+}
+
+TEST_CASE("decoding with device verification commits what the CPU verifier commits on the same probabilities",
+          "[cuda]") {
+  struct Variant {
+    std::string method;
+    decoding::InitScheme init;
+    sampling::RelaxKind relax;
+  };
+  const std::vector<Variant> variants = {
+      {"ar", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
+      {"jacobi", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
+      {"sjd", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
+      {"sjd", decoding::InitScheme::kSampleUp, sampling::RelaxKind::kNone},   // initial drafts from stale device p
+      {"sjd", decoding::InitScheme::kRepeatLeft, sampling::RelaxKind::kCool},  // lossy, one-hot initial q
+      {"scd-mc", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
+      {"scd-gs", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
+      {"sjd-pac", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},  // candidate draws on the device
+  };
+  for (const Variant& v : variants) {
+    int64_t tree_windows = 0;
+    for (int i = 0; i < 6; ++i) {
+      decoding::DecodeRequest on_device = request_for(v.method, i);
+      if (v.method != "ar") on_device.method.init = v.init;
+      on_device.method.relax.kind = v.relax;
+      decoding::DecodeRequest on_host = on_device;
+      on_host.verify_on_host = true;
+      DeviceTableModel model_a, model_b;
+      const decoding::DecodeResult got = decoding::decode(model_a, layout(), on_device);
+      const decoding::DecodeResult expected = decoding::decode(model_b, layout(), on_host);
+      INFO(on_device.method.describe() << ", request " << i);
+      CHECK(got.stats.verifier.rfind("cuda", 0) == 0);
+      CHECK(expected.stats.verifier == "cpu");
+      CHECK(got.tokens == expected.tokens);
+      CHECK(got.stats.committed_at_step == expected.stats.committed_at_step);
+      CHECK(got.stats.tree_windows == expected.stats.tree_windows);
+      CHECK(got.stats.sibling_accepts == expected.stats.sibling_accepts);
+      tree_windows += got.stats.tree_windows;
+    }
+    if (v.method == "sjd-pac") CHECK(tree_windows > 0);  // the tree path was exercised
+  }
 }
 
 TEST_CASE("decoding with device logits: greedy tokens equal the CPU's", "[cuda]") {

@@ -78,35 +78,6 @@ decoding::Draft make_draft(int64_t vocab, int s, int64_t position) {
   return {sampling::sample_race(q.data_ptr<float>(), vocab, key(0, position, sampling::Purpose::kInit)), q};
 }
 
-// The decoder's window layout (decoding/decoder.cpp): the spine first, then
-// every other candidate of each tree level under every node of the level above.
-void build_window(const decoding::DraftBook& book, int chain, model::DraftTree& nodes,
-                  std::vector<std::vector<int>>& child_of) {
-  nodes.clear();
-  for (int i = 0; i < chain; ++i) nodes.push(book.drafts()[static_cast<size_t>(i)].token, i - 1);
-  child_of.assign(static_cast<size_t>(chain) + 1, {});
-  std::vector<int> parents = {-1};
-  for (size_t d = 0; d < book.tree().size() && static_cast<int>(d) < chain; ++d) {
-    std::vector<int> level_nodes;
-    for (int parent : parents) {
-      const bool spine_parent = parent == static_cast<int>(d) - 1;
-      for (size_t k = 0; k < book.tree()[d].candidates.size(); ++k) {
-        int node;
-        if (spine_parent && k == 0) {
-          node = static_cast<int>(d);
-        } else {
-          node = static_cast<int>(nodes.size());
-          nodes.push(book.tree()[d].candidates[k], parent);
-          child_of.emplace_back();
-        }
-        child_of[static_cast<size_t>(parent + 1)].push_back(node);
-        level_nodes.push_back(node);
-      }
-    }
-    parents = std::move(level_nodes);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("spine MRS and tail drafts on the device make the CPU's decisions", "[cuda]") {
@@ -276,7 +247,7 @@ TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree 
       book.fill(committed, chain, step);
       model::DraftTree nodes;
       std::vector<std::vector<int>> child_of;
-      build_window(book, chain, nodes, child_of);
+      decoding::build_window(book, chain, nodes, child_of);
       tree_windows += book.tree().empty() ? 0 : 1;
       // p favours the drafted tokens in about half the windows, so long accepts happen too.
       at::Tensor probs = cuda_testing::random_probs(1 + static_cast<int64_t>(nodes.size()), vocab, 1000 + step, 0.2);

@@ -46,6 +46,7 @@ TEST_CASE("generate: automatic windows are the default, recorded in stats and PN
   CHECK_THAT(s["method"].get<std::string>(), Catch::Contains("L=auto") && Catch::Contains("K=auto"));
   CHECK(s["settings"]["window"] == "auto");
   CHECK(s["windows"]["chain_at_step"].size() == s["steps"].get<size_t>());
+  CHECK(s["verifier"] == "cpu");  // where the windows were verified
   // The bundle's own measured CPU profile, named in the stats and in the PNG.
   CHECK_THAT(s["windows"]["cost_profile"].get<std::string>(), Catch::Contains("sjd-default-scenes cpu-f32"));
   bool png_names_profile = false;

@@ -1,0 +1,116 @@
+#include "decoding/device_verifier.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace sjd::decoding {
+
+WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::WindowResult& result,
+                                  DraftBook& book) {
+  const auto& drafts = book.drafts();
+  WindowOutcome out;
+  out.path = result.path;
+  out.tokens = result.tokens;
+  out.rejected = result.rejected;
+  out.tree_window = !book.tree().empty();
+  out.sibling_accepts = result.sibling_accepts;
+
+  // Each committed position's p is its slot's on the accepted path (the root's, then the one
+  // after each accepted node)...
+  const int64_t first = in.first_position;
+  int slot = 0;
+  for (size_t i = 0; i < out.tokens.size(); ++i) {
+    book.remember_p(first + static_cast<int64_t>(i), in.probs[slot]);
+    if (i < out.path.size()) slot = out.path[i] + 1;
+  }
+  // ... and every later spine slot's p becomes the q of its position's next draft.
+  const int begin = static_cast<int>(out.tokens.size());
+  int end = begin;
+  while (end <= in.chain_length && first + end < in.total_length) ++end;
+  if (static_cast<size_t>(end - begin) != result.next_drafts.size()) {
+    throw std::logic_error("device verifier: the kernels drafted " + std::to_string(result.next_drafts.size()) +
+                           " positions, the window has " + std::to_string(end - begin) + " after the commit");
+  }
+  std::vector<Draft> next;
+  for (int s = begin; s < end; ++s) {
+    const at::Tensor p = in.probs[s];
+    book.remember_p(first + s, p);
+    const int age = (s < in.chain_length ? drafts[static_cast<size_t>(s)].age : 0) + 1;
+    next.push_back({result.next_drafts[static_cast<size_t>(s - begin)], p, age});
+  }
+  book.replace(first + static_cast<int64_t>(out.tokens.size()), std::move(next), {});
+  return out;
+}
+
+#ifdef SJD_WITH_CUDA
+
+namespace {
+
+kernels::TailDraw tail_draw(TailUpdate tail) {
+  switch (tail) {
+    case TailUpdate::kResample: return kernels::kTailResample;
+    case TailUpdate::kGreedy: return kernels::kTailGreedy;
+    case TailUpdate::kGumbelShared: return kernels::kTailGumbelShared;
+    case TailUpdate::kMaximalCoupling: return kernels::kTailMaximalCoupling;
+  }
+  throw std::logic_error("device verifier: unknown tail update");
+}
+
+}  // namespace
+
+sampling::cuda::StepKeys DeviceVerifier::keys(const WindowInput& in) const {
+  return {seed_, sequence_, in.step, in.first_position, in.total_length};
+}
+
+const sampling::cuda::DeviceRelaxation& DeviceVerifier::relaxation(int chain, at::Device device) {
+  auto it = relaxations_.find(chain);
+  if (it == relaxations_.end()) {
+    it = relaxations_.emplace(chain, sampling::cuda::upload_relaxation(method_.relax, chain, device)).first;
+  }
+  return it->second;
+}
+
+WindowOutcome DeviceVerifier::sample_one(const WindowInput& in) const {
+  const int64_t token = sampling::cuda::sample_slots(in.probs, {0}, keys(in)).item<int64_t>();
+  if (token < 0) {  // as sampling::sample_token: -1 must never reach the model
+    throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
+  }
+  WindowOutcome out;
+  out.tokens.push_back(token);
+  return out;
+}
+
+WindowOutcome DeviceVerifier::verify(const WindowInput& in, DraftBook& book) {
+  const auto& drafts = book.drafts();
+  const auto& tree = book.tree();
+  sampling::cuda::WindowSpec spec;
+  spec.chain = in.chain_length;
+  spec.node_tokens = in.nodes->tokens;
+  spec.node_depth = in.nodes->depth;
+  spec.child_of = *in.child_of;
+  spec.tail = tail_draw(method_.tail);
+  for (int i = 0; i < in.chain_length; ++i) {
+    const Draft& draft = drafts[static_cast<size_t>(i)];
+    spec.drafts.tokens.push_back(draft.token);
+    spec.drafts.q.push_back(draft.q);
+  }
+  for (const TreeLevel& level : tree) spec.levels.push_back({level.candidates, level.q});
+  const sampling::cuda::WindowResult result =
+      sampling::cuda::verify_window(in.probs, spec, keys(in), relaxation(in.chain_length, in.probs.device()));
+
+  return adopt_window_result(in, result, book);
+}
+
+#else  // no CUDA in this build: no tensor can be on a CUDA device, so nothing calls these
+
+WindowOutcome DeviceVerifier::sample_one(const WindowInput&) const {
+  throw std::invalid_argument("device verifier: this build of sjd has no CUDA");
+}
+
+WindowOutcome DeviceVerifier::verify(const WindowInput&, DraftBook&) {
+  throw std::invalid_argument("device verifier: this build of sjd has no CUDA");
+}
+
+#endif
+
+}  // namespace sjd::decoding

@@ -1,0 +1,22 @@
+#pragma once
+// The draft book's draws from a distribution held as a tensor, wherever it
+// lives: on the CPU the reference draws of categorical.h; on a CUDA device (the
+// book of a decode verified there) the same draws on the same Philox streams.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "sampling/philox.h"
+
+namespace sjd::sampling {
+
+// sample_token over q (float32 [V]).
+int64_t sample_from(const at::Tensor& q, const RngKey& key);
+
+// The candidates after `first`: up to `want` tokens drawn without replacement
+// from q with `first` removed (draw_without_replacement on stream `key`); fewer
+// when q has fewer tokens of positive mass.
+std::vector<int64_t> draw_after(const at::Tensor& q, int64_t first, int want, const RngKey& key);
+
+}  // namespace sjd::sampling

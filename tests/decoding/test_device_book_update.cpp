@@ -1,0 +1,139 @@
+// The draft-book side of the device verifier, on the CPU: given what the kernels
+// commit (here: what WindowVerifier committed), adopt_window_result must leave the
+// book as WindowVerifier::verify leaves it -- the same next drafts with the same
+// q's and ages, and the same stale p's, which sample-left/up initial drafts and
+// SJD-PAC's candidate draws read in later windows. tests/cuda holds the kernels
+// themselves to WindowVerifier.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "decoding/device_verifier.h"
+#include "decoding/window_verifier.h"
+
+using namespace sjd;
+
+namespace {
+
+constexpr uint64_t kSeed = 77;
+constexpr uint32_t kSequence = 2;
+
+// Probabilities [slots, V]; on odd steps most slots put most of their mass on the token
+// drafted after them, so accepted runs of every length happen, and drafts that survive
+// several windows (ages above 1), as well as early rejections.
+at::Tensor window_probs(const model::DraftTree& nodes, int64_t vocab, uint32_t step) {
+  at::manual_seed(900 + step);
+  const int64_t slots = 1 + static_cast<int64_t>(nodes.size());
+  at::Tensor p = at::softmax(2.0 * at::randn({slots, vocab}), -1);
+  if (step % 2 == 1) {
+    for (int64_t s = 0; s < slots; ++s) {
+      if ((s + step / 2) % 4 == 3) continue;
+      const int64_t peak = s < static_cast<int64_t>(nodes.size()) ? nodes.tokens[static_cast<size_t>(s)] : 0;
+      p[s].mul_(0.2);
+      p[s][peak] += 0.8f;
+    }
+  }
+  return p.contiguous();
+}
+
+void require_same_book(const decoding::DraftBook& expected, const decoding::DraftBook& got) {
+  REQUIRE(got.drafts().size() == expected.drafts().size());
+  for (size_t i = 0; i < expected.drafts().size(); ++i) {
+    INFO("draft " << i);
+    CHECK(got.drafts()[i].token == expected.drafts()[i].token);
+    CHECK(got.drafts()[i].age == expected.drafts()[i].age);
+    CHECK(at::equal(got.drafts()[i].q, expected.drafts()[i].q));
+  }
+  REQUIRE(got.tree().size() == expected.tree().size());
+  for (size_t d = 0; d < expected.tree().size(); ++d) {
+    CHECK(got.tree()[d].candidates == expected.tree()[d].candidates);
+    CHECK(at::equal(got.tree()[d].q, expected.tree()[d].q));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the device verifier's book update leaves the draft book as WindowVerifier does", "[decoding][device]") {
+  const int64_t vocab = 40, rows = 6, cols = 8;
+  const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(rows * cols), -1), rows, cols, 0,
+                                   vocab);
+  struct Variant {
+    std::string method;
+    decoding::InitScheme init;
+  };
+  for (const Variant& v : std::vector<Variant>{{"sjd", decoding::InitScheme::kRandom},
+                                               {"sjd", decoding::InitScheme::kSampleUp},
+                                               {"scd-mc", decoding::InitScheme::kRepeatUp},
+                                               {"scd-gs", decoding::InitScheme::kRandom},
+                                               {"jacobi", decoding::InitScheme::kRandom},
+                                               {"sjd-pac", decoding::InitScheme::kSampleLeft}}) {
+    decoding::MethodConfig method = decoding::make_method(v.method);
+    method.init = v.init;
+    method.window = 7;
+    method.pd_k = 3;
+    method.pd_depth = 2;
+    decoding::DraftBook cpu_book(layout, method, decoding::Mutants{}, kSeed, kSequence);
+    decoding::DraftBook adopted(layout, method, decoding::Mutants{}, kSeed, kSequence);
+    const decoding::WindowVerifier verifier(method, decoding::Mutants{}, kSeed, kSequence);
+    std::vector<int64_t> committed;
+    int tree_windows = 0, rejections = 0, oldest = 0;
+    for (uint32_t step = 0; static_cast<int64_t>(committed.size()) < layout.length(); ++step) {
+      INFO(method.describe() << ", step " << step);
+      const int64_t first = static_cast<int64_t>(committed.size());
+      const int chain = static_cast<int>(std::min<int64_t>(method.window, layout.length() - first));
+      cpu_book.fill(committed, chain, step);
+      adopted.fill(committed, chain, step);
+      require_same_book(cpu_book, adopted);  // initial drafts read the stale p's each book kept
+      model::DraftTree nodes;
+      std::vector<std::vector<int>> child_of;
+      decoding::build_window(cpu_book, chain, nodes, child_of);
+      tree_windows += cpu_book.tree().empty() ? 0 : 1;
+
+      const decoding::WindowInput input{first, layout.length(), chain, &nodes, &child_of,
+                                        window_probs(nodes, vocab, step), step};
+      const decoding::WindowOutcome expected = verifier.verify(input, cpu_book);
+      sampling::cuda::WindowResult kernels;  // what verify_window reads back
+      kernels.tokens = expected.tokens;
+      kernels.path = expected.path;
+      kernels.rejected = expected.rejected;
+      kernels.sibling_accepts = expected.sibling_accepts;
+      for (const auto& draft : cpu_book.drafts()) kernels.next_drafts.push_back(draft.token);
+      const decoding::WindowOutcome got = decoding::adopt_window_result(input, kernels, adopted);
+      CHECK(got.tokens == expected.tokens);
+      CHECK(got.path == expected.path);
+      CHECK(got.tree_window == expected.tree_window);
+      require_same_book(cpu_book, adopted);
+
+      committed.insert(committed.end(), expected.tokens.begin(), expected.tokens.end());
+      rejections += expected.rejected ? 1 : 0;
+      for (const auto& draft : cpu_book.drafts()) oldest = std::max(oldest, draft.age);
+      if (method.proactive_tree && expected.rejected) {  // the next window's tree, drawn from the books' q's
+        cpu_book.grow_tree(method.pd_k, method.pd_depth, step);
+        adopted.grow_tree(method.pd_k, method.pd_depth, step);
+      }
+    }
+    CHECK(rejections > 0);
+    CHECK(oldest > 1);
+    if (method.proactive_tree) CHECK(tree_windows > 0);
+  }
+}
+
+TEST_CASE("the device verifier's book update refuses a result that drafts the wrong number of positions",
+          "[decoding][device]") {
+  const int64_t vocab = 10;
+  const family::TokenLayout layout(vocab, std::vector<int64_t>(12, -1), 3, 4, 0, vocab);
+  const decoding::MethodConfig method = decoding::make_method("sjd");
+  decoding::DraftBook book(layout, method, decoding::Mutants{}, kSeed, kSequence);
+  book.fill({}, 4, 0);
+  model::DraftTree nodes;
+  std::vector<std::vector<int>> child_of;
+  decoding::build_window(book, 4, nodes, child_of);
+  const decoding::WindowInput input{0, layout.length(), 4, &nodes, &child_of, window_probs(nodes, vocab, 0), 0};
+  sampling::cuda::WindowResult kernels;
+  kernels.tokens = {3};  // rejected at the first draft: positions 1..4 get next drafts
+  kernels.rejected = true;
+  kernels.next_drafts = {1, 2, 3};
+  CHECK_THROWS_WITH(decoding::adopt_window_result(input, kernels, book),
+                    Catch::Contains("drafted 3 positions, the window has 4"));
+}
