@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "decoding/device_verifier.h"
 #include "decoding/draft_book.h"
 #include "decoding/method.h"
 #include "decoding/window_planner.h"
@@ -20,9 +21,6 @@
 #include "model/transformer.h"
 #include "sampling/categorical.h"
 #include "sampling/logits_pipeline.h"
-#ifdef SJD_WITH_CUDA
-#include "sampling/cuda_ops.h"
-#endif
 
 namespace sjd::engine {
 namespace {
@@ -75,7 +73,7 @@ int64_t weight_bytes(const model::TransformerWeights& w, bool include_embedding)
 }
 
 // One step kind, set up once at mid-image and run repeatedly: the drafts, the
-// window, constraints and (on a GPU) their device copies stay fixed.
+// window and its constraints stay fixed; each phase runs what the decoding loop runs.
 class StepFixture {
  public:
   StepFixture(model::Transformer& model, const BenchPreset& preset, const family::TokenLayout& layout, int window,
@@ -88,27 +86,14 @@ class StepFixture {
     settings_.top_k = preset.top_k;
     first_ = layout.length() / 2;
     for (int64_t t = 0; t < first_; ++t) committed_.push_back(layout.first_code_id() + (t * 31) % layout.codebook_size());
-    book_ = std::make_unique<decoding::DraftBook>(layout, method_, decoding::Mutants{}, seed, 0);
+    // The book where the decoding loop keeps it: on the GPU, whose verifier then runs there.
+    book_ = std::make_unique<decoding::DraftBook>(layout, method_, decoding::Mutants{}, seed, 0, placement.device);
     book_->fill(committed_, window, 0);
     for (int i = 0; i < window; ++i) nodes_.push(book_->drafts()[static_cast<size_t>(i)].token, i - 1);
     child_of_.assign(static_cast<size_t>(window) + 1, {});
     constraints_.push_back(layout.constraint(first_));
     for (size_t i = 0; i < nodes_.size(); ++i) constraints_.push_back(layout.constraint(first_ + nodes_.depth[i]));
     for (int i = 0; i < std::min(window, 4); ++i) path_.push_back(i);  // a typical accepted run on the spine
-#ifdef SJD_WITH_CUDA
-    if (!placement.device.is_cpu()) {
-      device_constraints_ = sampling::cuda::upload_constraints(constraints_, layout.vocab_size(), placement.device);
-      device_relax_ = sampling::cuda::upload_relaxation(method_.relax, std::max(window, 1), placement.device);
-      spec_.chain = window;
-      spec_.node_tokens = nodes_.tokens;
-      spec_.node_depth = nodes_.depth;
-      spec_.tail = kernels::kTailMaximalCoupling;
-      for (const auto& d : book_->drafts()) {
-        spec_.drafts.tokens.push_back(d.token);
-        spec_.drafts.q.push_back(d.q.to(placement.device));
-      }
-    }
-#endif
   }
 
   StepTiming run(int iterations, int warmup) {
@@ -131,38 +116,25 @@ class StepFixture {
       sum.verify_ms += t.verify_ms / iterations;
       sum.kv_ms += t.kv_ms / iterations;
     }
+    sum.attention = model_.attention_backend();
     return sum;
   }
 
  private:
-  at::Tensor pipeline(const at::Tensor& logits) {
-#ifdef SJD_WITH_CUDA
-    if (!placement_.device.is_cpu()) return sampling::cuda::run_logits_pipeline(logits, device_constraints_, settings_);
-#endif
-    return sampling::run_logits_pipeline(logits.to(at::kCPU), constraints_, settings_);
-  }
+  // What the decoding loop runs: on a GPU the fused kernel (constraints uploaded per step, as there).
+  at::Tensor pipeline(const at::Tensor& logits) { return sampling::run_logits_pipeline(logits, constraints_, settings_); }
 
-  // AR: the sample; a window: the whole verification, with the host reading its outcome.
+  // AR: the sample; a window: the whole verification, with the host reading its outcome. The
+  // decoding loop's verifiers: DeviceVerifier on a GPU (the kernels, one small read), else the CPU's.
   void verify(const at::Tensor& probs, uint32_t step) {
-#ifdef SJD_WITH_CUDA
-    if (!placement_.device.is_cpu()) {
-      sampling::cuda::StepKeys keys{seed_, 0, step, first_, layout_.length()};
-      if (window_ == 0) {
-        sampling::cuda::sample_slots(probs, {0}, keys).to(at::kCPU);
-      } else {
-        sampling::cuda::verify_window(probs, spec_, keys, device_relax_);
-      }
-      return;
-    }
-#endif
-    const decoding::WindowVerifier verifier(method_, decoding::Mutants{}, seed_, 0);
     const decoding::WindowInput input{first_, layout_.length(), window_, &nodes_, &child_of_, probs, step};
-    if (window_ == 0) {
-      verifier.sample_one(input);
+    decoding::DraftBook book = *book_;  // verification moves the book on; every repetition starts alike
+    if (!placement_.device.is_cpu()) {
+      if (window_ == 0) device_verifier_.sample_one(input); else device_verifier_.verify(input, book);
       return;
     }
-    decoding::DraftBook book = *book_;  // verification moves the book on; every repetition starts alike
-    verifier.verify(input, book);
+    const decoding::WindowVerifier verifier(method_, decoding::Mutants{}, seed_, 0);
+    if (window_ == 0) verifier.sample_one(input); else verifier.verify(input, book);
   }
 
   model::Transformer& model_;
@@ -179,11 +151,7 @@ class StepFixture {
   std::vector<std::vector<int>> child_of_;
   std::vector<sampling::SlotConstraint> constraints_;
   std::vector<int> path_;
-#ifdef SJD_WITH_CUDA
-  sampling::cuda::DeviceConstraints device_constraints_;
-  sampling::cuda::DeviceRelaxation device_relax_;
-  sampling::cuda::WindowSpec spec_;
-#endif
+  decoding::DeviceVerifier device_verifier_{method_, seed_, 0};
 };
 
 // The papers' step compression (docs/models.md) at the tool's default windows.
@@ -335,7 +303,7 @@ void step_line(std::ostringstream& out, const std::string& label, const StepTimi
   const double total = t.total_ms();
   out << std::left << std::setw(18) << label << std::right << std::setw(10) << total << " ms   forward "
       << share(t.forward_ms, total) << ", pipeline " << share(t.pipeline_ms, total) << ", verify "
-      << share(t.verify_ms, total) << ", kv " << share(t.kv_ms, total) << "\n";
+      << share(t.verify_ms, total) << ", kv " << share(t.kv_ms, total) << "; attention: " << t.attention << "\n";
 }
 
 }  // namespace
@@ -387,7 +355,8 @@ std::string format_report(const BenchReport& r) {
 nlohmann::json to_json(const BenchReport& r) {
   const auto step = [](const StepTiming& t) {
     return nlohmann::json{{"window", t.window},       {"total_ms", t.total_ms()}, {"forward_ms", t.forward_ms},
-                          {"pipeline_ms", t.pipeline_ms}, {"verify_ms", t.verify_ms}, {"kv_ms", t.kv_ms}};
+                          {"pipeline_ms", t.pipeline_ms}, {"verify_ms", t.verify_ms}, {"kv_ms", t.kv_ms},
+                          {"attention", t.attention}};
   };
   nlohmann::json windows = nlohmann::json::array();
   for (const auto& t : r.windows) windows.push_back(step(t));

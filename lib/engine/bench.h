@@ -45,6 +45,7 @@ struct StepTiming {
   double pipeline_ms = 0.0;
   double verify_ms = 0.0;
   double kv_ms = 0.0;
+  std::string attention;  // the forward's attention kernel (Transformer::attention_backend)
   double total_ms() const { return forward_ms + pipeline_ms + verify_ms + kv_ms; }
 };
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/SDPBackend.h>
 #include <c10/core/InferenceMode.h>
 
 namespace sjd::model {
@@ -205,8 +206,9 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
       for (int64_t j = 0; j < width; ++j) out[committed + j] = window[q * width + j] ? 0.0f : blocked;
     }
   }
+  // A GPU's fused kernel takes the bias in the activations' dtype: converted once here, not per layer.
   return at::from_blob(bias_host_.data(), {static_cast<int64_t>(rows.size()), 1, width, keys}, at::kFloat)
-      .to(device());
+      .to(device(), device().is_cpu() ? at::kFloat : dtype());
 }
 
 at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
@@ -235,28 +237,69 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
   return project(out.transpose(1, 2).reshape({batch, width, heads * dim}), w.o);
 }
 
+namespace {
+
+std::string sdp_backend_name(int64_t backend) {
+  switch (static_cast<at::SDPBackend>(backend)) {
+    case at::SDPBackend::math: return "math";
+    case at::SDPBackend::flash_attention: return "flash_attention";
+    case at::SDPBackend::efficient_attention: return "efficient_attention";
+    case at::SDPBackend::cudnn_attention: return "cudnn_attention";
+    case at::SDPBackend::overrideable: return "overrideable";
+    case at::SDPBackend::error: break;
+  }
+  return "none (" + std::to_string(backend) + ")";
+}
+
+// [rows, kv_heads, S, D] -> [rows, kv_heads * group, S, D]: each K/V head repeated for its query heads.
+at::Tensor repeat_heads(const at::Tensor& x, int64_t group) {
+  const int64_t rows = x.size(0), heads = x.size(1), count = x.size(2), dim = x.size(3);
+  return x.unsqueeze(2).expand({rows, heads, group, count, dim}).reshape({rows, heads * group, count, dim});
+}
+
+}  // namespace
+
+void Transformer::choose_attention_kernel(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                                          const at::Tensor& bias) {
+  // PyTorch's own dispatch decides (GPU, dtype, head size, bias alignment); asking it with
+  // enable_gqa says whether a fused kernel reads grouped K/V in place. Only the math
+  // fallback would lose by that, so repeated heads are kept for it.
+  const int64_t group = config_.num_heads / config_.num_kv_heads;
+  const int64_t math = static_cast<int64_t>(at::SDPBackend::math);
+  int64_t backend = at::_fused_sdp_choice(q, keys, values, bias, 0.0, false, std::nullopt, group > 1);
+  gqa_in_kernel_ = group > 1 && backend != math && backend >= 0;
+  if (group > 1 && !gqa_in_kernel_) {
+    backend = at::_fused_sdp_choice(q, repeat_heads(keys, group), repeat_heads(values, group), bias);
+  }
+  attention_backend_ = sdp_backend_name(backend);
+  if (group > 1) attention_backend_ += gqa_in_kernel_ ? ", GQA in the kernel" : ", K/V heads repeated for GQA";
+  attention_chosen_ = true;
+}
+
 at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias) {
   const int64_t batch = q.size(0);
-  const int64_t heads = config_.num_heads, kv_heads = config_.num_kv_heads, dim = config_.head_dim;
+  const int64_t group = config_.num_heads / config_.num_kv_heads, dim = config_.head_dim;
   const int64_t count = bias.size(3);
   at::Tensor keys = cache_.keys(layer, first_row, batch, count);  // [rows, kv_heads, S, D]
   at::Tensor values = cache_.values(layer, first_row, batch, count);
-  if (kv_heads != heads) {
-    const int64_t group = heads / kv_heads;
-    keys = keys.unsqueeze(2).expand({batch, kv_heads, group, count, dim}).reshape({batch, heads, count, dim});
-    values = values.unsqueeze(2).expand({batch, kv_heads, group, count, dim}).reshape({batch, heads, count, dim});
-  }
-  at::Tensor out;
   if (!q.is_cpu()) {
     // GPU: the fused attention kernel, the run's rows in one call, the bias added to the scores.
-    out = at::scaled_dot_product_attention(q, keys, values, bias.to(q.scalar_type()));
-  } else {
-    // CPU: the exact math path the CPU tests' tolerances were set against.
-    const at::Tensor scores = at::matmul(q, keys.transpose(2, 3)) / std::sqrt(static_cast<double>(dim));
-    const at::Tensor probs = at::softmax(scores.to(at::kFloat) + bias, -1);  // [rows, heads, W, S]
-    out = at::matmul(probs.to(values.scalar_type()), values);
+    if (!attention_chosen_) choose_attention_kernel(q, keys, values, bias);
+    if (gqa_in_kernel_) return at::scaled_dot_product_attention(q, keys, values, bias, 0.0, false, std::nullopt, true);
+    if (group > 1) {
+      keys = repeat_heads(keys, group);
+      values = repeat_heads(values, group);
+    }
+    return at::scaled_dot_product_attention(q, keys, values, bias);
   }
-  return out;  // [rows, heads, W, D]
+  // CPU: the exact math path the CPU tests' tolerances were set against.
+  if (group > 1) {
+    keys = repeat_heads(keys, group);
+    values = repeat_heads(values, group);
+  }
+  const at::Tensor scores = at::matmul(q, keys.transpose(2, 3)) / std::sqrt(static_cast<double>(dim));
+  const at::Tensor probs = at::softmax(scores.to(at::kFloat) + bias, -1);  // [rows, heads, W, S]
+  return at::matmul(probs.to(values.scalar_type()), values);  // [rows, heads, W, D]
 }
 
 at::Tensor Transformer::output_logits(const at::Tensor& x) const {
@@ -272,6 +315,8 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
                                        const std::vector<uint8_t>& window_mask) {
   c10::InferenceMode inference_mode;  // no autograd bookkeeping
   const int64_t batch = hidden.size(0), width = hidden.size(1);
+  attention_chosen_ = false;  // the kernel is chosen again for this forward's shapes
+  if (device().is_cpu()) attention_backend_ = "cpu math path";
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);

@@ -8,9 +8,11 @@
 // Every row (the CFG rows, later a batch) goes through each projection as one
 // matmul; the RoPE table is built once per image; the attention bias is built
 // once per forward on the host, where the key validity lives, and shared by
-// every layer.
+// every layer. On a GPU attention is PyTorch's fused kernel, given grouped K/V
+// as they are when it takes them (Emu3's GQA); the CPU keeps an exact math path.
 #include <ATen/ATen.h>
 
+#include <string>
 #include <vector>
 
 #include "model/kv_cache.h"
@@ -51,6 +53,12 @@ class Transformer : public TokenModel {
 
   KvCache& cache() { return cache_; }
 
+  // The attention kernel the last forward ran: "cpu math path" on the CPU; on a GPU the
+  // scaled_dot_product_attention backend PyTorch chose for its shapes and bias (e.g.
+  // "efficient_attention"), and for GQA whether the kernel took the grouped K/V as they
+  // are ("GQA in the kernel") or they were repeated to every query head first.
+  const std::string& attention_backend() const { return attention_backend_; }
+
  private:
   // Builds the step's host buffers (tokens, positions, window mask) for `windows`, padded to `width`.
   void lay_out_windows(const std::vector<RowWindow>& windows, int64_t width);
@@ -65,6 +73,9 @@ class Transformer : public TokenModel {
   at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask);
   // softmax(q k^T + bias) v for q.size(0) consecutive cache rows from `first_row` (read in place).
   at::Tensor attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias);
+  // On a GPU, once per forward: whether the fused kernel takes grouped K/V as they are, and its name.
+  void choose_attention_kernel(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                               const at::Tensor& bias);
   // One layer's attention; the new keys and values go to `slots` (the step's, made once for every layer).
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
                        const at::Tensor& bias, const KvCache::StepSlots& slots);
@@ -86,6 +97,9 @@ class Transformer : public TokenModel {
   std::vector<int64_t> step_tokens_, step_positions_;
   std::vector<uint8_t> step_mask_;
   std::vector<float> bias_host_;
+  bool attention_chosen_ = false;  // choose_attention_kernel ran for this forward
+  bool gqa_in_kernel_ = false;
+  std::string attention_backend_ = "none yet";
 };
 
 }  // namespace sjd::model
