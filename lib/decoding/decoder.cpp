@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "decoding/device_verifier.h"
 #include "decoding/sequence_decoder.h"
 
 namespace sjd::decoding {
@@ -75,11 +76,19 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
 }
 
 // Where a sequence's windows are verified: on the model's GPU, unless the request asks for
-// the CPU or a test mutant is on (they exist only in the CPU verifier).
+// the CPU, a test mutant is on (they exist only in the CPU verifier) or the method is beyond
+// the kernels' limits.
 at::Device verification_device(const model::TokenModel& model, const DecodeRequest& request,
                                const Mutants& mutants) {
   const at::Device device = model.device();
-  return device.is_cuda() && !request.verify_on_host && !mutants.any() ? device : at::Device(at::kCPU);
+  const bool on_device =
+      device.is_cuda() && !request.verify_on_host && !mutants.any() && device_kernels_take(request.method);
+  return on_device ? device : at::Device(at::kCPU);
+}
+
+// Waits for the device's queued work (engine::synchronize's call; decoding does not depend on engine).
+void synchronize(at::Device device) {
+  c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
 }
 
 }  // namespace
@@ -158,10 +167,9 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     if (windows.empty()) return;
     const auto t0 = Clock::now();
     const at::Tensor logits = model.forward_rows(windows);
-    if (!logits.is_cpu()) {  // a device runs the forward queued: wait for it, so its time is the forward's
-      // (the step waits at its end anyway, for the verification's read)
-      c10::impl::getDeviceGuardImpl(logits.device().type())->synchronizeDevice(logits.device().index());
-    }
+    // A device runs the forward queued: wait for it, so its time is the forward's (the step waits
+    // at its end anyway, for the verification's read).
+    if (!logits.is_cpu()) synchronize(logits.device());
     const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it
 
     // One logits pipeline over every sequence's slots (its operations are per slot), then
@@ -172,6 +180,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     }
     const auto t1 = Clock::now();
     const std::vector<at::Tensor> probs = run_pipelines(logits, order);
+    if (!logits.is_cpu()) synchronize(logits.device());  // the pipeline's own time, not the verifier's
     const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
 
     size_t next_probs = 0;

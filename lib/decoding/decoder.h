@@ -4,7 +4,9 @@
 // pipeline and the window verifier per sequence, commit, until the layout is
 // complete. AR is the window with no drafts. decode() is a batch of one. With a
 // model on a GPU the pipeline and the verification run there too
-// (decoding/device_verifier.h): a step reads back only what it committed.
+// (decoding/device_verifier.h): a step reads back what it committed and the
+// next drafts' tokens, not the probabilities (plus one row per initial draft
+// drawn from a stale p, and one read per tree level drawn).
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -1,5 +1,6 @@
 #include "decoding/device_verifier.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -40,6 +41,17 @@ WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::W
   }
   book.replace(first + static_cast<int64_t>(out.tokens.size()), std::move(next), {});
   return out;
+}
+
+bool device_kernels_take(const MethodConfig& method) {
+  const int k = !method.proactive_tree ? 1 : method.auto_tree ? WindowPlanner::kMaxAutoK : method.pd_k;
+  if (k - 1 > kernels::kMaxCandidates) return false;
+  const sampling::Relaxation& relax = method.relax;
+  if (relax.kind == sampling::RelaxKind::kLantern) {
+    const int64_t columns = relax.neighbours.defined() ? relax.neighbours.size(1) : relax.lantern_k;
+    if (std::min<int64_t>(relax.lantern_k, columns) > kernels::kMaxLanternNeighbours) return false;
+  }
+  return true;
 }
 
 #ifdef SJD_WITH_CUDA

@@ -10,18 +10,25 @@
 
 #include "decoding/draft_book.h"
 #include "decoding/method.h"
+#include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
 #include "sampling/cuda_ops.h"
 
 namespace sjd::decoding {
 
-// The book and the outcome as WindowVerifier::verify leaves them, from what the
+// The book and the outcome as WindowVerifier::verify leaves them (but for the
+// outcome's level_choice, which the kernels do not report), from what the
 // kernels committed (`result`): each committed position remembers the p of its
 // slot on the accepted path, and every later spine slot's p becomes the q of its
 // position's next draft (every tail update draws from the fresh p; the kernels
 // drew the tokens). Works on any device; a CPU test holds it to WindowVerifier.
 WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::WindowResult& result,
                                   DraftBook& book);
+
+// Whether the kernels take this method's windows: at most kernels::kMaxCandidates
+// candidates after the first per tree level, at most kernels::kMaxLanternNeighbours
+// LANTERN neighbours. A method beyond them is verified on the CPU.
+bool device_kernels_take(const MethodConfig& method);
 
 class DeviceVerifier {
  public:

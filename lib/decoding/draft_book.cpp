@@ -78,7 +78,9 @@ void DraftBook::fill(const std::vector<int64_t>& committed, int64_t count, uint3
 }
 
 void DraftBook::remember_p(int64_t position, const at::Tensor& p) {
-  if (method_.init == InitScheme::kSampleLeft || method_.init == InitScheme::kSampleUp) stale_p_[position] = p;
+  // A copy of the row: a view would keep its step's whole [slots, V] probabilities alive for a
+  // grid row of positions (hundreds of MiB of a GPU's memory per sequence for Lumina).
+  if (method_.init == InitScheme::kSampleLeft || method_.init == InitScheme::kSampleUp) stale_p_[position] = p.clone();
 }
 
 void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree) {

@@ -44,6 +44,8 @@ class DraftBook {
 
   const std::deque<Draft>& drafts() const { return drafts_; }
   const std::vector<TreeLevel>& tree() const { return tree_; }
+  // The remembered p per position (sample-left/up only; empty otherwise).
+  const std::map<int64_t, at::Tensor>& stale_p() const { return stale_p_; }
 
   // Remembers p for `position` (the latest distribution computed there).
   void remember_p(int64_t position, const at::Tensor& p);

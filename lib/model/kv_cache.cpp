@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "io/device_upload.h"
+
 namespace sjd::model {
 
 KvCache::KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim,
@@ -30,7 +32,7 @@ KvCache::StepSlots KvCache::step_slots(const std::vector<int64_t>& rows, int64_t
     }
   }
   const at::Device device = k_.empty() ? at::Device(at::kCPU) : k_[0].device();
-  const at::Tensor both = at::tensor(host, at::TensorOptions().dtype(at::kLong)).to(device);
+  const at::Tensor both = io::upload(at::tensor(host, at::TensorOptions().dtype(at::kLong)), device);
   const int64_t n = static_cast<int64_t>(cells);
   return {both.narrow(0, 0, n), both.narrow(0, n, n)};
 }

@@ -9,6 +9,8 @@
 #include <ATen/SDPBackend.h>
 #include <c10/core/InferenceMode.h>
 
+#include "io/device_upload.h"
+
 namespace sjd::model {
 namespace {
 
@@ -29,7 +31,8 @@ at::Tensor head_layer_norm(const at::Tensor& x, const at::Tensor& w, const at::T
 
 at::Tensor host_long(const std::vector<int64_t>& values, at::IntArrayRef shape, at::Device device) {
   // A read-only view of the host buffer (no copy on a CPU model; the buffer outlives the forward).
-  return at::from_blob(const_cast<int64_t*>(values.data()), shape, at::TensorOptions().dtype(at::kLong)).to(device);
+  return io::upload(at::from_blob(const_cast<int64_t*>(values.data()), shape, at::TensorOptions().dtype(at::kLong)),
+                    device);
 }
 
 }  // namespace
@@ -194,21 +197,25 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
   int64_t longest = 0;
   for (int64_t r : rows) longest = std::max(longest, cache_.length(r));
   const int64_t keys = longest + width;
+  // On a GPU each bias row starts at a multiple of 16 elements: the memory-efficient kernel
+  // otherwise pads (copies) a misaligned bias in every layer.
+  const int64_t stride = device().is_cpu() ? keys : (keys + 15) / 16 * 16;
   const float blocked = -std::numeric_limits<float>::infinity();
-  bias_host_.assign(rows.size() * static_cast<size_t>(width * keys), blocked);
+  bias_host_.assign(rows.size() * static_cast<size_t>(width * stride), blocked);
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::vector<uint8_t>& valid = cache_.key_valid(rows[i]);
     const int64_t committed = static_cast<int64_t>(valid.size());
     const uint8_t* window = window_mask.data() + i * static_cast<size_t>(width * width);
     for (int64_t q = 0; q < width; ++q) {
-      float* out = bias_host_.data() + (static_cast<int64_t>(i) * width + q) * keys;
+      float* out = bias_host_.data() + (static_cast<int64_t>(i) * width + q) * stride;
       for (int64_t j = 0; j < committed; ++j) out[j] = valid[static_cast<size_t>(j)] ? 0.0f : blocked;
       for (int64_t j = 0; j < width; ++j) out[committed + j] = window[q * width + j] ? 0.0f : blocked;
     }
   }
   // A GPU's fused kernel takes the bias in the activations' dtype: converted once here, not per layer.
-  return at::from_blob(bias_host_.data(), {static_cast<int64_t>(rows.size()), 1, width, keys}, at::kFloat)
-      .to(device(), device().is_cpu() ? at::kFloat : dtype());
+  const at::Tensor bias =
+      at::from_blob(bias_host_.data(), {static_cast<int64_t>(rows.size()), 1, width, stride}, at::kFloat);
+  return device().is_cpu() ? bias : io::upload(bias, device()).to(dtype()).narrow(3, 0, keys);
 }
 
 at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
@@ -267,9 +274,11 @@ void Transformer::choose_attention_kernel(const at::Tensor& q, const at::Tensor&
   const int64_t group = config_.num_heads / config_.num_kv_heads;
   const int64_t math = static_cast<int64_t>(at::SDPBackend::math);
   int64_t backend = at::_fused_sdp_choice(q, keys, values, bias, 0.0, false, std::nullopt, group > 1);
-  gqa_in_kernel_ = group > 1 && backend != math && backend >= 0;
+  gqa_in_kernel_ = group > 1 && backend != math;
   if (group > 1 && !gqa_in_kernel_) {
-    backend = at::_fused_sdp_choice(q, repeat_heads(keys, group), repeat_heads(values, group), bias);
+    // The kernel for repeated heads: asked with as many query heads as K/V heads (a view), which
+    // the dispatcher judges alike, rather than with a repeated copy of the cache.
+    backend = at::_fused_sdp_choice(q.narrow(1, 0, config_.num_kv_heads), keys, values, bias);
   }
   attention_backend_ = sdp_backend_name(backend);
   if (group > 1) attention_backend_ += gqa_in_kernel_ ? ", GQA in the kernel" : ", K/V heads repeated for GQA";

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "io/device_upload.h"
+
 namespace sjd::sampling::cuda {
 namespace {
 
@@ -35,7 +37,7 @@ void require_probs(const at::Tensor& probs, int64_t rows) {
 
 template <typename T>
 at::Tensor to_device(const std::vector<T>& values, at::Device device) {
-  return at::tensor(at::ArrayRef<T>(values)).to(device);
+  return io::upload(at::tensor(at::ArrayRef<T>(values)), device);
 }
 
 // A device array of row pointers (const float* const*), one per q tensor.
@@ -96,7 +98,7 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
   DeviceConstraints out;
   out.forced = to_device(forced, device);
   out.mask_of_slot = to_device(mask_of_slot, device);
-  if (!masks.empty()) out.masks = at::stack(masks).to(device);
+  if (!masks.empty()) out.masks = io::upload(at::stack(masks), device);
   return out;
 }
 

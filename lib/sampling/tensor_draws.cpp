@@ -18,6 +18,9 @@ int64_t sample_from(const at::Tensor& q, const RngKey& key) {
 }
 
 std::vector<int64_t> draw_after(const at::Tensor& q, int64_t first, int want, const RngKey& key) {
+  if (key.purpose != Purpose::kCandidates || key.sub != 0) {
+    throw std::invalid_argument("candidate draws: the key must be a kCandidates key of sub-stream 0");
+  }
   if (q.is_cuda()) {
 #ifdef SJD_WITH_CUDA
     const cuda::StepKeys keys{key.seed, key.sequence, key.step, 0, 0};

@@ -15,8 +15,9 @@ namespace sjd::sampling {
 int64_t sample_from(const at::Tensor& q, const RngKey& key);
 
 // The candidates after `first`: up to `want` tokens drawn without replacement
-// from q with `first` removed (draw_without_replacement on stream `key`); fewer
-// when q has fewer tokens of positive mass.
+// from q with `first` removed (draw_without_replacement on stream `key`, which
+// must be a kCandidates key of sub-stream 0: the kernel draws on that stream);
+// fewer when q has fewer tokens of positive mass.
 std::vector<int64_t> draw_after(const at::Tensor& q, int64_t first, int want, const RngKey& key);
 
 }  // namespace sjd::sampling

@@ -95,6 +95,7 @@ TEST_CASE("decoding with device verification commits what the CPU verifier commi
     std::string method;
     decoding::InitScheme init;
     sampling::RelaxKind relax;
+    bool automatic = false;  // --window auto (and K, D auto for sjd-pac)
   };
   const std::vector<Variant> variants = {
       {"ar", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
@@ -105,6 +106,9 @@ TEST_CASE("decoding with device verification commits what the CPU verifier commi
       {"scd-mc", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
       {"scd-gs", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},
       {"sjd-pac", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone},  // candidate draws on the device
+      {"sjd-pac", decoding::InitScheme::kSampleLeft, sampling::RelaxKind::kNone},  // stale p's of off-spine slots
+      {"sjd-pac", decoding::InitScheme::kRandom, sampling::RelaxKind::kNone, true},
+      {"scd-mc", decoding::InitScheme::kRandom, sampling::RelaxKind::kUniform},
   };
   for (const Variant& v : variants) {
     int64_t tree_windows = 0;
@@ -112,6 +116,8 @@ TEST_CASE("decoding with device verification commits what the CPU verifier commi
       decoding::DecodeRequest on_device = request_for(v.method, i);
       if (v.method != "ar") on_device.method.init = v.init;
       on_device.method.relax.kind = v.relax;
+      on_device.method.auto_window = v.automatic;
+      on_device.method.auto_tree = v.automatic && on_device.method.proactive_tree;
       decoding::DecodeRequest on_host = on_device;
       on_host.verify_on_host = true;
       DeviceTableModel model_a, model_b;

@@ -50,6 +50,20 @@ void require_same_book(const decoding::DraftBook& expected, const decoding::Draf
     CHECK(got.tree()[d].candidates == expected.tree()[d].candidates);
     CHECK(at::equal(got.tree()[d].q, expected.tree()[d].q));
   }
+  REQUIRE(got.stale_p().size() == expected.stale_p().size());
+  for (const auto& [position, p] : expected.stale_p()) {
+    INFO("stale p of position " << position);
+    REQUIRE(got.stale_p().count(position) == 1);
+    CHECK(at::equal(got.stale_p().at(position), p));
+  }
+}
+
+// Every few tree windows the root's p favours the first level's second candidate, so
+// off-spine paths get accepted (their slots' p's are then the ones remembered).
+void favour_sibling(at::Tensor& probs, const decoding::DraftBook& book, uint32_t step) {
+  if (book.tree().empty() || book.tree()[0].candidates.size() < 2 || step % 3 != 0) return;
+  probs[0].mul_(0.1);
+  probs[0][book.tree()[0].candidates[1]] += 0.9f;
 }
 
 }  // namespace
@@ -77,7 +91,7 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
     decoding::DraftBook adopted(layout, method, decoding::Mutants{}, kSeed, kSequence);
     const decoding::WindowVerifier verifier(method, decoding::Mutants{}, kSeed, kSequence);
     std::vector<int64_t> committed;
-    int tree_windows = 0, rejections = 0, oldest = 0;
+    int rejections = 0, oldest = 0, sibling_accepts = 0;
     for (uint32_t step = 0; static_cast<int64_t>(committed.size()) < layout.length(); ++step) {
       INFO(method.describe() << ", step " << step);
       const int64_t first = static_cast<int64_t>(committed.size());
@@ -88,10 +102,10 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
       model::DraftTree nodes;
       std::vector<std::vector<int>> child_of;
       decoding::build_window(cpu_book, chain, nodes, child_of);
-      tree_windows += cpu_book.tree().empty() ? 0 : 1;
 
-      const decoding::WindowInput input{first, layout.length(), chain, &nodes, &child_of,
-                                        window_probs(nodes, vocab, step), step};
+      at::Tensor probs = window_probs(nodes, vocab, step);
+      favour_sibling(probs, cpu_book, step);
+      const decoding::WindowInput input{first, layout.length(), chain, &nodes, &child_of, probs, step};
       const decoding::WindowOutcome expected = verifier.verify(input, cpu_book);
       sampling::cuda::WindowResult kernels;  // what verify_window reads back
       kernels.tokens = expected.tokens;
@@ -107,6 +121,7 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
 
       committed.insert(committed.end(), expected.tokens.begin(), expected.tokens.end());
       rejections += expected.rejected ? 1 : 0;
+      sibling_accepts += expected.sibling_accepts;
       for (const auto& draft : cpu_book.drafts()) oldest = std::max(oldest, draft.age);
       if (method.proactive_tree && expected.rejected) {  // the next window's tree, drawn from the books' q's
         cpu_book.grow_tree(method.pd_k, method.pd_depth, step);
@@ -115,7 +130,10 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
     }
     CHECK(rejections > 0);
     CHECK(oldest > 1);
-    if (method.proactive_tree) CHECK(tree_windows > 0);
+    if (method.proactive_tree) CHECK(sibling_accepts > 0);  // tree windows with off-spine paths were verified
+    if (method.init == decoding::InitScheme::kSampleUp || method.init == decoding::InitScheme::kSampleLeft) {
+      CHECK(!cpu_book.stale_p().empty());
+    }
   }
 }
 

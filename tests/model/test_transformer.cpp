@@ -280,3 +280,21 @@ TEST_CASE("rows with finished rows between them attend as each row alone", "[mod
     CHECK(at::allclose(batched[static_cast<int64_t>(w)], expected[static_cast<size_t>(live[w])][0], 1e-5, 1e-5));
   }
 }
+
+TEST_CASE("attention with enable_gqa gives query head h the K/V head h / group, as the repeated heads do", "[model]") {
+  // The GPU path hands grouped K/V to the fused kernel with enable_gqa where it can, and repeats
+  // them per query head (K/V head h feeds query heads h * group ... h * group + group - 1) where
+  // it cannot: both must be the same attention. The CPU's math kernel pins PyTorch's mapping.
+  at::manual_seed(5);
+  const at::Tensor q = at::randn({2, 4, 3, 8}), k = at::randn({2, 2, 5, 8}), v = at::randn({2, 2, 5, 8});
+  at::Tensor bias = at::zeros({2, 1, 3, 5});
+  bias.index_put_({0, 0, 0, 4}, -INFINITY);
+  const at::Tensor grouped = at::scaled_dot_product_attention(q, k, v, bias, 0.0, false, std::nullopt, true);
+  const auto repeated = [&](const at::Tensor& x) {
+    return x.unsqueeze(2).expand({2, 2, 2, 5, 8}).reshape({2, 4, 5, 8});  // the transformer's repeat_heads
+  };
+  CHECK(at::allclose(grouped, at::scaled_dot_product_attention(q, repeated(k), repeated(v), bias), 1e-6, 1e-6));
+  // The other plausible mapping (query head h uses K/V head h % kv_heads) is a different attention.
+  const at::Tensor tiled = at::scaled_dot_product_attention(q, k.repeat({1, 2, 1, 1}), v.repeat({1, 2, 1, 1}), bias);
+  CHECK_FALSE(at::allclose(grouped, tiled, 1e-3, 1e-3));
+}

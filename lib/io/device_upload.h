@@ -1,0 +1,22 @@
+#pragma once
+// Small host inputs of a GPU step (tokens, positions, the attention bias, cache
+// indices, the verifier's draft tokens and tables) sent without making the host
+// wait. A plain .to(device) of pageable memory synchronises with the stream: a
+// step with twenty such uploads would let the GPU run dry twenty times. The
+// values are staged in page-locked memory -- Torch's caching host allocator keeps
+// that block until the copy has run -- and copied asynchronously on the current
+// stream, in order with the kernels that read them. Header-only, so that every
+// area (model, sampling) can use it.
+#include <ATen/ATen.h>
+
+namespace sjd::io {
+
+// `host` (a CPU tensor) on `device`: itself for the CPU.
+inline at::Tensor upload(const at::Tensor& host, at::Device device) {
+  if (device.is_cpu()) return host;
+  at::Tensor staged = at::empty(host.sizes(), host.options().pinned_memory(true));
+  staged.copy_(host);
+  return staged.to(device, /*non_blocking=*/true);
+}
+
+}  // namespace sjd::io
