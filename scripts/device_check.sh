@@ -3,7 +3,8 @@
 # nvcc, CMake and ninja, but none of our Debian packages and no network), in
 # stages that each fit a time limit, so a ten-minute call can run some of them
 # and a second call the rest:
-#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench]   (default: all four)
+#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch]
+#   (default: the first four)
 # build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
 #        working tree) into SJD_DEPS_PREFIX and build everything with all cores
 #        through scripts/setup.sh
@@ -11,6 +12,9 @@
 # run    sjd generate / batch / compare on models/default with --device cuda in
 #        bf16 and f32, and the f32 tokens of CUDA against the CPU's
 # bench  scripts/bench_gpu.sh at each full-size preset, one preset at a time
+# batch  batched decoding on the GPU (issue 16): images/s of sjd batch against B
+#        (scripts/bench_batch.sh) and whether fixed windows give the same PNG
+#        bytes at B = 1 and B = 4 in bf16; its output goes to run.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
@@ -23,22 +27,22 @@
 #   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
-#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=150"),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench]" >&2; exit 2; }
+usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1; shift
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build test run bench)
 for s in "${stages[@]}"; do
-  case "$s" in build|test|run|bench) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+  case "$s" in build|test|run|bench|batch) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330)
+declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=150)
 for pair in ${SJD_CHECK_LIMITS:-}; do
   key=${pair%%=*} value=${pair#*=}
   [[ -n "${limit[$key]:-}" && "$value" =~ ^[0-9]+$ ]] ||
@@ -244,6 +248,25 @@ print(f"verifier {s.get('verifier', '?')}; " +
 PY
 }
 
+# pixels_agree DIR_A DIR_B: how many PNGs of A have B's pixels (decoded image data; the
+# text chunks name the batch size, so the files' bytes differ).
+pixels_agree() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import pathlib, struct, sys, zlib
+def pixels(path):
+    data, at, image = path.read_bytes(), 8, b""
+    while at < len(data):
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        image += data[at + 8:at + 8 + size] if kind == b"IDAT" else b""
+        at += 12 + size
+    return zlib.decompress(image)
+a, b = (pathlib.Path(p) for p in sys.argv[1:3])
+names = sorted(p.name for p in a.glob("*.png"))
+same = sum((b / n).exists() and pixels(a / n) == pixels(b / n) for n in names)
+print(f"{same} of {len(names)} images with the same pixels")
+PY
+}
+
 stage_run() {
   local log=$out/run.log model=models/default
   md "## run ($model, --device $device)"
@@ -313,6 +336,31 @@ stage_bench() {
   done
   tar -czf "$out/bench.tar.gz" -C "$work" $(cd "$work" && ls -d bench-* 2>/dev/null) 2>/dev/null
   md "- every preset's json and text: bench.tar.gz; output: bench.log"
+  cap_log "$log"
+  md ""
+}
+
+stage_batch() {
+  local log=$out/run.log   # the returned files are already eight: this stage shares the run stage's log
+  md "## batch (batched decoding on models/default, --device $device --dtype bf16)"
+  # Fixed windows: every sequence's tokens are its batch-1 tokens, so the pixels must match (on
+  # a GPU the batch-1 run's own bf16 rounding is the reference, as the issue allows).
+  write_prompts
+  local b
+  for b in 1 4; do
+    limited 60 "$log" "$build/sjd" batch --model models/default --prompts "$work/prompts.txt" \
+      --out-dir "$work/batch-b$b" --method scd-mc -L 8 --batch-size "$b" --device "$device" --dtype bf16
+  done
+  md "- scd-mc -L 8, bf16, B = 1 against B = 4: $(pixels_agree "$work/batch-b1" "$work/batch-b4")"
+  # Images per second against B; the share of the stage left after the check above.
+  limited "$(seconds_left)" "$log" env SJD="$build/sjd" DEVICE="$device" DTYPE=bf16 THREADS=1 \
+    BATCH_SIZES="1 4 16" bash -c 'scripts/bench_batch.sh 16 1 > "$1"' _ "$work/batch-table.txt"
+  md "- scripts/bench_batch.sh 16 1 (B = 1, 4, 16): $(verdict $rc) in ${took} s"
+  if [ -s "$work/batch-table.txt" ]; then
+    md '```'
+    cat "$work/batch-table.txt" >> "$results"
+    md '```'
+  fi
   cap_log "$log"
   md ""
 }
