@@ -44,6 +44,8 @@ for p in presets:
     same = abs(s["weights_checksum"] - e["weights_checksum"]) <= 1e-6 * max(1.0, abs(s["weights_checksum"]))
     steps = [("AR", s["ar_step"], e["ar_step_ms"])]
     steps += [(f"L={w['window']}", w, e["window_step_ms"].get(str(w["window"]))) for w in s["window_steps"]]
+    t = s["tree_step"]
+    steps.append((f"tree L={t['window']} K={t['tree_k']} D={t['tree_depth']} ({t['nodes']} nodes)", t, None))
     for label, t, eager in steps:
         pct = lambda x: f"{100 * x / t['total_ms']:.0f}%"
         eager_text = f"{eager:.2f}" if eager is not None else "-"

@@ -76,10 +76,12 @@ int64_t weight_bytes(const model::TransformerWeights& w, bool include_embedding)
 // window and its constraints stay fixed; each phase runs what the decoding loop runs.
 class StepFixture {
  public:
+  // `tree`: the window also holds a proactive draft tree of that shape (sjd-pac's window after a rejection).
   StepFixture(model::Transformer& model, const BenchPreset& preset, const family::TokenLayout& layout, int window,
-              const Placement& placement, uint64_t seed)
+              const Placement& placement, uint64_t seed, decoding::WindowShape tree = {})
       : model_(model), layout_(layout), placement_(placement), seed_(seed), window_(window) {
-    method_ = decoding::make_method(window > 0 ? "scd-mc" : "ar");  // coupling: the heaviest chain verification
+    // Coupling (scd-mc): the heaviest chain verification; sjd-pac for a tree.
+    method_ = decoding::make_method(window == 0 ? "ar" : tree.tree_k > 1 ? "sjd-pac" : "scd-mc");
     method_.window = window;
     settings_.cfg_scale = preset.cfg;
     settings_.cfg_mix = preset.cfg_mix;
@@ -89,8 +91,8 @@ class StepFixture {
     // The book where the decoding loop keeps it: on the GPU, whose verifier then runs there.
     book_ = std::make_unique<decoding::DraftBook>(layout, method_, decoding::Mutants{}, seed, 0, placement.device);
     book_->fill(committed_, window, 0);
-    for (int i = 0; i < window; ++i) nodes_.push(book_->drafts()[static_cast<size_t>(i)].token, i - 1);
-    child_of_.assign(static_cast<size_t>(window) + 1, {});
+    if (tree.tree_k > 1) book_->grow_tree(tree.tree_k, tree.tree_depth, 0);
+    decoding::build_window(*book_, window, nodes_, child_of_);
     constraints_.push_back(layout.constraint(first_));
     for (size_t i = 0; i < nodes_.size(); ++i) constraints_.push_back(layout.constraint(first_ + nodes_.depth[i]));
     for (int i = 0; i < std::min(window, 4); ++i) path_.push_back(i);  // a typical accepted run on the spine
@@ -99,6 +101,7 @@ class StepFixture {
   StepTiming run(int iterations, int warmup) {
     StepTiming sum;
     sum.window = window_;
+    sum.nodes = static_cast<int>(nodes_.size());
     const std::vector<int64_t> roots(static_cast<size_t>(model_.cache().rows()), committed_.back());
     for (int i = 0; i < warmup + iterations; ++i) {
       at::Tensor logits, probs;
@@ -195,7 +198,8 @@ BenchReport run_bench(const BenchOptions& options) {
   for (const auto& m : kPaperMethods) {
     if (m.window > 0) windows.insert(m.window);
   }
-  const int longest = *windows.rbegin();
+  const decoding::WindowShape tree{kPaperMethods[3].window, BenchReport::kTreeK, BenchReport::kTreeDepth};
+  const int longest = std::max(*windows.rbegin(), decoding::window_nodes(tree));
   const int64_t vocab = preset.transformer.vocab_size;
   const auto rows = [&](int64_t length) {
     return std::vector<model::RowPrompt>{prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};  // CFG pair
@@ -204,15 +208,19 @@ BenchReport run_bench(const BenchOptions& options) {
   report.prefill_seconds =
       timed_ms(device, [&] { model.start(rows(preset.prompt_tokens), preset.generated_tokens, longest); }) / 1e3;
 
-  // Steps at mid-image: the cache holds the prompt and half the image.
+  // Steps at mid-image: the cache holds the prompt and half the image, and is sized as a whole
+  // image's generation sizes it (prompt, image, the largest window), so the peak memory is that run's.
   const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(preset.grid * preset.grid), -1),
                                    preset.grid, preset.grid, preset.first_code_id, preset.codebook_size);
-  model.start(rows(preset.prompt_tokens + layout.length() / 2), 4 * longest, longest);
+  const int64_t half = layout.length() / 2;
+  model.start(rows(preset.prompt_tokens + half), layout.length() - half, longest);
   report.ar = StepFixture(model, preset, layout, 0, placement, options.seed).run(options.iterations, options.warmup);
   for (int w : windows) {
     report.windows.push_back(
         StepFixture(model, preset, layout, w, placement, options.seed).run(options.iterations, options.warmup));
   }
+  report.tree = StepFixture(model, preset, layout, tree.chain, placement, options.seed, tree)
+                    .run(options.iterations, options.warmup);
   report.weight_read_gb_per_s =
       static_cast<double>(report.weight_bytes_per_step) / (report.ar.forward_ms * 1e-3) / 1e9;
 
@@ -325,6 +333,10 @@ std::string format_report(const BenchReport& r) {
       << "steps at mid-image, CFG batch 2 (mean of the timed runs):\n";
   step_line(out, "ar step", r.ar);
   for (const auto& t : r.windows) step_line(out, "window L=" + std::to_string(t.window), t);
+  step_line(out, "tree L=" + std::to_string(r.tree.window) + " K=" + std::to_string(BenchReport::kTreeK) +
+                     " D=" + std::to_string(BenchReport::kTreeDepth),
+            r.tree);
+  out << "  (the tree window: " << r.tree.nodes << " draft nodes; sjd-pac runs it after a rejection)\n";
   out << "vq decode: ";
   if (r.vq_seconds < 0) {
     out << "not measured\n";
@@ -354,12 +366,15 @@ std::string format_report(const BenchReport& r) {
 
 nlohmann::json to_json(const BenchReport& r) {
   const auto step = [](const StepTiming& t) {
-    return nlohmann::json{{"window", t.window},       {"total_ms", t.total_ms()}, {"forward_ms", t.forward_ms},
-                          {"pipeline_ms", t.pipeline_ms}, {"verify_ms", t.verify_ms}, {"kv_ms", t.kv_ms},
-                          {"attention", t.attention}};
+    return nlohmann::json{{"window", t.window},           {"nodes", t.nodes},         {"total_ms", t.total_ms()},
+                          {"forward_ms", t.forward_ms},   {"pipeline_ms", t.pipeline_ms}, {"verify_ms", t.verify_ms},
+                          {"kv_ms", t.kv_ms},             {"attention", t.attention}};
   };
   nlohmann::json windows = nlohmann::json::array();
   for (const auto& t : r.windows) windows.push_back(step(t));
+  nlohmann::json tree = step(r.tree);
+  tree["tree_k"] = BenchReport::kTreeK;
+  tree["tree_depth"] = BenchReport::kTreeDepth;
   nlohmann::json batches = nlohmann::json::array();
   for (const auto& b : r.batches) {
     batches.push_back({{"batch", b.batch}, {"ar_ms", b.ar_ms}, {"ar_tokens_per_s", b.ar_tokens_per_s()},
@@ -382,6 +397,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"prefill_seconds", r.prefill_seconds},
           {"ar_step", step(r.ar)},
           {"window_steps", windows},
+          {"tree_step", tree},
           {"vq_seconds", r.vq_seconds},
           {"peak_memory", {{"bytes", r.peak.bytes}, {"what", r.peak.what}}},
           {"seconds_per_image", methods},

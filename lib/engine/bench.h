@@ -40,7 +40,8 @@ struct BatchTiming {
 
 // One step kind: where its milliseconds went (each phase timed to completion).
 struct StepTiming {
-  int window = 0;  // draft positions (0: an AR step)
+  int window = 0;  // draft positions on the spine (0: an AR step)
+  int nodes = 0;   // draft nodes in the window: the spine's, and a tree's other candidates
   double forward_ms = 0.0;
   double pipeline_ms = 0.0;
   double verify_ms = 0.0;
@@ -69,6 +70,10 @@ struct BenchReport {
   double prefill_seconds = 0.0;
   StepTiming ar;
   std::vector<StepTiming> windows;
+  // SJD-PAC's tree window after a rejection: the L = 64 spine and kTreeK candidates at each of the
+  // first kTreeDepth depths (the tool's defaults).
+  static constexpr int kTreeK = 4, kTreeDepth = 3;
+  StepTiming tree;
   double weight_read_gb_per_s = 0.0;  // weight bytes per AR forward / AR forward time
   PeakMemory peak;
   double vq_seconds = 0.0;            // -1: not measured

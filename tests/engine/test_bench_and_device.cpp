@@ -20,12 +20,18 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
   for (const char* field : {"preset: tiny", "copy bandwidth:", "weight-read bandwidth (AR forward):", "prefill:",
                             "ar step", "window L=16", "window L=32", "window L=64", "forward ", "pipeline ",
                             "verify ", "kv ", "vq decode:", "peak host RSS:", "seconds per image", "sjd-pac",
-                            "compression 4.5x", "weights checksum:", "auto window at batch 1"}) {
+                            "compression 4.5x", "weights checksum:", "auto window at batch 1", "tree L=64 K=4 D=3",
+                            "attention: cpu math path"}) {
     CHECK_THAT(r.out, Catch::Contains(field));
   }
   const auto j = nlohmann::json::parse(read_file(json));
   CHECK(j["preset"] == "tiny");
   CHECK(j["window_steps"].size() == 3);
+  CHECK(j["window_steps"][2]["nodes"] == 64);
+  // SJD-PAC's tree window: the spine of 64 and 3 + 15 + 63 other candidates at depths 1, 2, 3 (K = 4).
+  CHECK(j["tree_step"]["window"] == 64);
+  CHECK(j["tree_step"]["nodes"] == 64 + 81);
+  CHECK(j["tree_step"]["forward_ms"].get<double>() > 0.0);
   CHECK(j["seconds_per_image"].size() == 4);
   // The auto mode's pick from these step times: a window the planner may choose, the profile it read.
   CHECK(j["auto_window_chain"].get<int>() >= 0);
