@@ -193,6 +193,7 @@ BenchReport run_bench(const BenchOptions& options) {
                                 .sum()
                                 .item<double>();
   model::Transformer model(preset.transformer, std::move(weights));
+  report.step_graphs = model.step_graphs();
 
   std::set<int> windows(options.windows.begin(), options.windows.end());
   for (const auto& m : kPaperMethods) {
@@ -321,7 +322,8 @@ std::string format_report(const BenchReport& r) {
   out << std::fixed << std::setprecision(3);
   out << "preset: " << r.preset.name << " -- " << r.preset.description << "\n"
       << "device: " << r.device << ", dtype " << r.dtype << ", logits pipeline and verification: "
-      << r.pipeline_backend << "\n"
+      << r.pipeline_backend << "; CUDA graphs of the forward: " << (r.step_graphs ? "on" : "off")
+      << " (SJD_CUDA_GRAPHS=1 turns them on)\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
       << " of weights read per forward)\n"
       << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
@@ -389,6 +391,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"device", r.device},
           {"dtype", r.dtype},
           {"backend", r.pipeline_backend},
+          {"cuda_graphs", r.step_graphs},
           {"parameters", r.parameters},
           {"weights_checksum", r.weights_checksum},
           {"weight_bytes_per_step", r.weight_bytes_per_step},

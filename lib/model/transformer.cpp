@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,8 @@ at::Tensor host_long(const std::vector<int64_t>& values, at::IntArrayRef shape, 
 // time: a model never holds two copies of its weights.
 Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)), input_major_(weights_.embed.is_cpu()) {
+  const char* graphs = std::getenv("SJD_CUDA_GRAPHS");
+  use_step_graphs(graphs != nullptr && std::string(graphs) == "1");
   if (!input_major_) return;
   const auto to_input_major = [](at::Tensor& w) { w = w.t().contiguous(); };
   for (LayerWeights& layer : weights_.layers) {
@@ -73,11 +76,13 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
                               std::to_string(config_.vocab_size));
     }
   }
+  graphs_.clear();  // they read the old head rows
   head_ids_ = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong)).to(device());
   head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, head_ids_).contiguous();
 }
 
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {
+  graphs_.clear();  // they read the cache and the RoPE table, which may be rebuilt here
   if (cache_.rows() != rows || cache_.capacity() != tokens_per_row) {
     cache_ = KvCache(config_.num_layers, rows, config_.num_kv_heads, tokens_per_row, config_.head_dim, dtype(),
                      device());
@@ -165,6 +170,7 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   }
   lay_out_windows(windows, width);
   const int64_t count = static_cast<int64_t>(windows.size());
+  if (graphs_on_ && graphable(rows, width)) return forward_graphed(rows, width);
   at::Tensor hidden = embed(host_long(step_tokens_, {count, width}, device()));
   for (int64_t w = 0; w < count; ++w) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
     const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(rows[static_cast<size_t>(w)])];
@@ -193,10 +199,10 @@ void Transformer::rollback(int64_t tokens) {
 }
 
 at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t width,
-                                       const std::vector<uint8_t>& window_mask) {
+                                       const std::vector<uint8_t>& window_mask, int64_t keys_at_least) {
   int64_t longest = 0;
   for (int64_t r : rows) longest = std::max(longest, cache_.length(r));
-  const int64_t keys = longest + width;
+  const int64_t keys = std::max(longest + width, keys_at_least);
   // On a GPU each bias row starts at a multiple of 16 elements: the memory-efficient kernel
   // otherwise pads (copies) a misaligned bias in every layer.
   const int64_t stride = device().is_cpu() ? keys : (keys + 15) / 16 * 16;
@@ -328,7 +334,34 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
   if (device().is_cpu()) attention_backend_ = "cpu math path";
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
+  return run_layers(rows, hidden, rope, bias, cache_.step_slots(rows, width));
+}
+
+bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) const {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] != rows[0] + static_cast<int64_t>(i)) return false;  // one run of cache rows: one attention call
+    if (pending_root_embedding_[static_cast<size_t>(rows[i])].defined()) return false;  // an input vector, not a token
+  }
+  return graphs_.takes({rows.front(), static_cast<int64_t>(rows.size()), width});
+}
+
+at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_t width) {
+  c10::InferenceMode inference_mode;
+  const int64_t count = static_cast<int64_t>(rows.size());
+  attention_chosen_ = false;
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);
+  // The bias spans the cache's whole capacity: a graph's shapes cannot follow the rows' lengths.
+  const StepGraphs::Inputs inputs{host_long(step_tokens_, {count, width}, device()),
+                                  host_long(step_positions_, {count, width}, device()),
+                                  attention_bias(rows, width, step_mask_, cache_.capacity()), slots.rows,
+                                  slots.slots};
+  return graphs_.run({rows.front(), count, width}, inputs, [&](const StepGraphs::Inputs& in) {
+    return run_layers(rows, embed(in.tokens), rope_.gather(in.positions), in.bias, {in.slot_rows, in.slot_slots});
+  });
+}
+
+at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
+                                   const at::Tensor& bias, const KvCache::StepSlots& slots) {
   at::Tensor x = hidden;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];

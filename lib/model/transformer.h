@@ -17,6 +17,7 @@
 
 #include "model/kv_cache.h"
 #include "model/rope.h"
+#include "model/step_graphs.h"
 #include "model/token_model.h"
 #include "model/transformer_config.h"
 #include "model/transformer_weights.h"
@@ -59,6 +60,13 @@ class Transformer : public TokenModel {
   // are ("GQA in the kernel") or they were repeated to every query head first.
   const std::string& attention_backend() const { return attention_backend_; }
 
+  // Experimental, GPU only (on at construction when SJD_CUDA_GRAPHS=1): window forwards of up to
+  // StepGraphs::kMaxShapes shapes replayed from CUDA graphs (model/step_graphs.h); other shapes,
+  // and rows that are not one run of the cache, run eagerly.
+  void use_step_graphs(bool on) { graphs_on_ = on && device().is_cuda(); }
+  bool step_graphs() const { return graphs_on_; }
+  size_t captured_step_graphs() const { return graphs_.captured(); }
+
  private:
   // Builds the step's host buffers (tokens, positions, window mask) for `windows`, padded to `width`.
   void lay_out_windows(const std::vector<RowWindow>& windows, int64_t width);
@@ -69,8 +77,15 @@ class Transformer : public TokenModel {
   at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden,
                             const std::vector<int64_t>& positions, const std::vector<uint8_t>& window_mask);
   // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's
-  // committed slots, then its window; keys = longest committed row + W.
-  at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask);
+  // committed slots, then its window; keys = longest committed row + W, or keys_at_least if more.
+  at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask,
+                            int64_t keys_at_least = 0);
+  // The layers and the head over `hidden` [rows, W, H] with the step's RoPE factors, bias and KV slots.
+  at::Tensor run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
+                        const at::Tensor& bias, const KvCache::StepSlots& slots);
+  // Whether this step can run from a graph; the step laid out by lay_out_windows, from its graph.
+  bool graphable(const std::vector<int64_t>& rows, int64_t width) const;
+  at::Tensor forward_graphed(const std::vector<int64_t>& rows, int64_t width);
   // softmax(q k^T + bias) v for q.size(0) consecutive cache rows from `first_row` (read in place).
   at::Tensor attend(int64_t layer, int64_t first_row, const at::Tensor& q, const at::Tensor& bias);
   // On a GPU, once per forward: whether the fused kernel takes grouped K/V as they are, and its name.
@@ -100,6 +115,8 @@ class Transformer : public TokenModel {
   bool attention_chosen_ = false;  // choose_attention_kernel ran for this forward
   bool gqa_in_kernel_ = false;
   std::string attention_backend_ = "none yet";
+  bool graphs_on_ = false;
+  StepGraphs graphs_;
 };
 
 }  // namespace sjd::model

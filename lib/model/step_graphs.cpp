@@ -1,0 +1,91 @@
+#include "model/step_graphs.h"
+
+#include <stdexcept>
+#include <vector>
+
+#ifdef SJD_WITH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace sjd::model {
+
+#ifdef SJD_WITH_CUDA
+
+struct StepGraphs::Entry {
+  at::cuda::CUDAGraph graph;
+  Inputs inputs;  // static: the graph reads these addresses
+  at::Tensor logits;
+};
+
+namespace {
+
+// A static copy of `t` whose rows start 16-element aligned (the bias: see Transformer::attention_bias).
+at::Tensor aligned_like(const at::Tensor& t) {
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  const int64_t last = sizes.back();
+  sizes.back() = (last + 15) / 16 * 16;
+  return at::empty(sizes, t.options()).narrow(-1, 0, last);
+}
+
+}  // namespace
+
+StepGraphs::StepGraphs() = default;
+StepGraphs::~StepGraphs() = default;
+StepGraphs::StepGraphs(StepGraphs&&) noexcept = default;
+StepGraphs& StepGraphs::operator=(StepGraphs&&) noexcept = default;
+void StepGraphs::clear() { entries_.clear(); }
+
+at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forward& forward) {
+  auto it = entries_.find(shape);
+  if (it == entries_.end()) {
+    if (entries_.size() >= kMaxShapes) throw std::logic_error("step graphs: no room for another shape");
+    auto entry = std::make_unique<Entry>();
+    entry->inputs = {at::empty_like(inputs.tokens), at::empty_like(inputs.positions), aligned_like(inputs.bias),
+                     at::empty_like(inputs.slot_rows), at::empty_like(inputs.slot_slots)};
+    it = entries_.emplace(shape, std::move(entry)).first;
+  }
+  Entry& e = *it->second;
+  e.inputs.tokens.copy_(inputs.tokens, /*non_blocking=*/true);
+  e.inputs.positions.copy_(inputs.positions, true);
+  e.inputs.bias.copy_(inputs.bias, true);
+  e.inputs.slot_rows.copy_(inputs.slot_rows, true);
+  e.inputs.slot_slots.copy_(inputs.slot_slots, true);
+  if (!e.logits.defined()) {
+    // Capture on a side stream after one eager run there (cuBLAS and the attention kernels set
+    // up their workspaces outside the capture). Both runs write the same KV entries the replay
+    // below writes again: a step is idempotent on its inputs.
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream();
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+    current.synchronize();
+    {
+      const c10::cuda::CUDAStreamGuard guard(side);
+      forward(e.inputs);
+      side.synchronize();
+      e.graph.capture_begin();
+      e.logits = forward(e.inputs);
+      e.graph.capture_end();
+    }
+    side.synchronize();
+  }
+  e.graph.replay();
+  return e.logits.clone();
+}
+
+#else
+
+struct StepGraphs::Entry {};
+StepGraphs::StepGraphs() = default;
+StepGraphs::~StepGraphs() = default;
+StepGraphs::StepGraphs(StepGraphs&&) noexcept = default;
+StepGraphs& StepGraphs::operator=(StepGraphs&&) noexcept = default;
+void StepGraphs::clear() { entries_.clear(); }
+
+at::Tensor StepGraphs::run(const Shape&, const Inputs&, const Forward&) {
+  throw std::invalid_argument("step graphs: this build of sjd has no CUDA");
+}
+
+#endif
+
+}  // namespace sjd::model

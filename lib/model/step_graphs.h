@@ -1,0 +1,56 @@
+#pragma once
+// Window forwards replayed from CUDA graphs (experimental; SJD_CUDA_GRAPHS=1):
+// one graph per step shape (first cache row, rows, window width). A step's
+// inputs -- tokens, positions, the attention bias over the cache's whole
+// capacity, the KV write indices -- are copied into the shape's static device
+// tensors, and the graph captured from the first forward of that shape replays
+// every layer's kernels in one launch. What a graph reads must not move: the
+// transformer drops its graphs when the KV cache, the RoPE table or the output
+// head is rebuilt. The CUDA types stay in the .cpp; a build without CUDA has the
+// class and refuses to run it.
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace sjd::model {
+
+class StepGraphs {
+ public:
+  // Shapes captured at most: each graph keeps its own activation memory.
+  static constexpr size_t kMaxShapes = 8;
+
+  struct Shape {
+    int64_t first_row = 0, rows = 0, width = 0;
+    bool operator<(const Shape& o) const {
+      return std::tie(first_row, rows, width) < std::tie(o.first_row, o.rows, o.width);
+    }
+  };
+  // A step's inputs on the device: tokens and positions int64 [rows, width], the bias
+  // [rows, 1, width, capacity], the KV write's (row, slot) indices int64 [rows * width].
+  struct Inputs {
+    at::Tensor tokens, positions, bias, slot_rows, slot_slots;
+  };
+  using Forward = std::function<at::Tensor(const Inputs&)>;
+
+  StepGraphs();
+  ~StepGraphs();
+  StepGraphs(StepGraphs&&) noexcept;
+  StepGraphs& operator=(StepGraphs&&) noexcept;
+
+  // Whether `shape` has a graph or room for one.
+  bool takes(const Shape& shape) const { return entries_.count(shape) > 0 || entries_.size() < kMaxShapes; }
+  // Logits of `forward` on `inputs`: captured from this call for a new shape, replayed for a known one.
+  // The result is the caller's own tensor (the graph's output is copied).
+  at::Tensor run(const Shape& shape, const Inputs& inputs, const Forward& forward);
+  size_t captured() const { return entries_.size(); }
+  void clear();
+
+ private:
+  struct Entry;
+  std::map<Shape, std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace sjd::model
