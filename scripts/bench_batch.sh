@@ -18,7 +18,9 @@ sjd=${SJD:-build/sjd}
 [ -n "${SJD:-}" ] || [ -x build/sjd ] || SJD_TARGET=sjd scripts/setup.sh
 out=out/bench_batch
 mkdir -p "$out"
-python3 scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompts.jsonl" --prompts
+rm -f "$out/errors.log"
+py=${PYTHON:-python3}
+"$py" scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompts.jsonl" --prompts
 echo "bench_batch: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc --all) cores, --device ${DEVICE:-cpu}" \
      "--dtype ${DTYPE:-f32}; ${count} held-out captions, best of ${reps}"
 printf "%-8s %-34s %3s %9s %10s %12s\n" threads method B images/s vs-B=1 compression
@@ -29,16 +31,18 @@ for threads in ${THREADS:-1 2}; do
       best=0 compression=0
       for _ in $(seq "$reps"); do
         rm -rf "$out/run"
+        # A failed run (its reason in errors.log) leaves the row at 0 images/s; the table goes on.
         line=$(OMP_NUM_THREADS=$threads "$sjd" batch --model models/default --prompts "$out/prompts.jsonl" \
                  --out-dir "$out/run" --method $method --batch-size "$b" --device "${DEVICE:-cpu}" \
-                 --dtype "${DTYPE:-f32}" 2>/dev/null | grep "images/s")
+                 --dtype "${DTYPE:-f32}" 2>>"$out/errors.log" | grep "images/s" || true)
+        [ -n "$line" ] || continue
         rate=$(sed -E 's/.*\(([0-9.]+) images\/s\).*/\1/' <<<"$line")
         compression=$(sed -E 's/.*compression ([0-9.]+)x.*/\1/' <<<"$line")
-        best=$(python3 -c "print(max($best, $rate))")
+        best=$("$py" -c "print(max($best, $rate))")
       done
       [ -n "$base" ] || base=$best
       printf "%-8s %-34s %3s %9.2f %9.2fx %11sx\n" "$threads" "$method" "$b" "$best" \
-        "$(python3 -c "print($best / $base)")" "$compression"
+        "$("$py" -c "print($best / $base if $base > 0 else 0)")" "$compression"
     done
   done
 done

@@ -27,7 +27,7 @@
 #   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
-#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=150"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240"),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ for s in "${stages[@]}"; do
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=150)
+declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240)
 for pair in ${SJD_CHECK_LIMITS:-}; do
   key=${pair%%=*} value=${pair#*=}
   [[ -n "${limit[$key]:-}" && "$value" =~ ^[0-9]+$ ]] ||
@@ -346,16 +346,18 @@ stage_batch() {
   # Fixed windows: every sequence's tokens are its batch-1 tokens, so the pixels must match (on
   # a GPU the batch-1 run's own bf16 rounding is the reference, as the issue allows).
   write_prompts
-  local b
+  local b runs=""
   for b in 1 4; do
     limited 60 "$log" "$build/sjd" batch --model models/default --prompts "$work/prompts.txt" \
       --out-dir "$work/batch-b$b" --method scd-mc -L 8 --batch-size "$b" --device "$device" --dtype bf16
+    runs="$runs; B = $b $(verdict $rc) in ${took} s"
   done
-  md "- scd-mc -L 8, bf16, B = 1 against B = 4: $(pixels_agree "$work/batch-b1" "$work/batch-b4")"
+  md "- scd-mc -L 8, bf16 (4 prompts$runs): $(pixels_agree "$work/batch-b1" "$work/batch-b4")"
   # Images per second against B; the share of the stage left after the check above.
   limited "$(seconds_left)" "$log" env SJD="$build/sjd" DEVICE="$device" DTYPE=bf16 THREADS=1 \
     BATCH_SIZES="1 4 16" bash -c 'scripts/bench_batch.sh 16 1 > "$1"' _ "$work/batch-table.txt"
   md "- scripts/bench_batch.sh 16 1 (B = 1, 4, 16): $(verdict $rc) in ${took} s"
+  [ -s out/bench_batch/errors.log ] && { echo "bench_batch errors:"; cat out/bench_batch/errors.log; } >> "$log"
   if [ -s "$work/batch-table.txt" ]; then
     md '```'
     cat "$work/batch-table.txt" >> "$results"

@@ -232,6 +232,7 @@ BenchReport run_bench(const BenchOptions& options) {
     report.vq_seconds = timed_ms(device, [&] { vq.decode(preset.grid); }) / 1e3;
   }
   report.peak = peak_memory(device);
+  report.step_graphs_failure = model.step_graphs_failure();
 
   const double vq_seconds = std::max(report.vq_seconds, 0.0);
   for (const auto& m : kPaperMethods) {
@@ -264,7 +265,8 @@ BenchReport run_bench(const BenchOptions& options) {
     for (int i = 0; i < b; ++i) {
       for (const auto& row : rows(preset.prompt_tokens + layout.length() / 2)) batch_rows.push_back(row);
     }
-    model.start(batch_rows, 4 * longest, longest);
+    // Room for the batch window and a few commits, as before the tree step made `longest` larger.
+    model.start(batch_rows, 4 * BatchTiming::kBatchWindow, BatchTiming::kBatchWindow);
     const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
     model::DraftTree chain;
     for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
@@ -323,7 +325,9 @@ std::string format_report(const BenchReport& r) {
   out << "preset: " << r.preset.name << " -- " << r.preset.description << "\n"
       << "device: " << r.device << ", dtype " << r.dtype << ", logits pipeline and verification: "
       << r.pipeline_backend << "; CUDA graphs of the forward: " << (r.step_graphs ? "on" : "off")
-      << " (SJD_CUDA_GRAPHS=1 turns them on)\n"
+      << " (SJD_CUDA_GRAPHS=1 turns them on)"
+      << (r.step_graphs_failure.empty() ? "" : "; switched off after a failed capture: " + r.step_graphs_failure)
+      << "\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
       << " of weights read per forward)\n"
       << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
@@ -392,6 +396,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"dtype", r.dtype},
           {"backend", r.pipeline_backend},
           {"cuda_graphs", r.step_graphs},
+          {"cuda_graphs_failure", r.step_graphs_failure},
           {"parameters", r.parameters},
           {"weights_checksum", r.weights_checksum},
           {"weight_bytes_per_step", r.weight_bytes_per_step},

@@ -47,6 +47,7 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
     it = entries_.emplace(shape, std::move(entry)).first;
   }
   Entry& e = *it->second;
+  const c10::cuda::CUDAGuard device_guard(inputs.tokens.device());
   e.inputs.tokens.copy_(inputs.tokens, /*non_blocking=*/true);
   e.inputs.positions.copy_(inputs.positions, true);
   e.inputs.bias.copy_(inputs.bias, true);
@@ -55,16 +56,30 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
   if (!e.logits.defined()) {
     // Capture on a side stream after one eager run there (cuBLAS and the attention kernels set
     // up their workspaces outside the capture). Both runs write the same KV entries the replay
-    // below writes again: a step is idempotent on its inputs.
-    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream();
-    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+    // below writes again: a step is idempotent on its inputs. Every graph draws from one memory
+    // pool: replays never overlap and each output is copied at once, so they may share it.
+    const c10::DeviceIndex index = inputs.tokens.device().index();
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(index);
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, index);
     current.synchronize();
     {
       const c10::cuda::CUDAStreamGuard guard(side);
       forward(e.inputs);
       side.synchronize();
-      e.graph.capture_begin();
-      e.logits = forward(e.inputs);
+      if (pool_.first == 0 && pool_.second == 0) pool_ = at::cuda::graph_pool_handle();
+      e.graph.capture_begin(pool_);
+      try {
+        e.logits = forward(e.inputs);
+      } catch (...) {
+        // End the stream's capture and the pool's allocations before anything else touches
+        // CUDA (capture_end's own complaint about a broken capture is expected), forget the shape.
+        try {
+          e.graph.capture_end();
+        } catch (...) {
+        }
+        entries_.erase(it);
+        throw;
+      }
       e.graph.capture_end();
     }
     side.synchronize();

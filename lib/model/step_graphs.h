@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 namespace sjd::model {
 
@@ -51,6 +52,7 @@ class StepGraphs {
  private:
   struct Entry;
   std::map<Shape, std::unique_ptr<Entry>> entries_;
+  std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool (a MempoolId_t)
 };
 
 }  // namespace sjd::model

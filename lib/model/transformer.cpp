@@ -65,6 +65,9 @@ at::Tensor Transformer::embed(const at::Tensor& tokens) const {
 }
 
 void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
+  if (token_ids == head_id_list_) return;  // the same head (every decode of a run asks again)
+  graphs_.clear();  // they read the old head rows
+  head_id_list_ = token_ids;
   if (token_ids.empty() || static_cast<int64_t>(token_ids.size()) >= config_.vocab_size) {
     head_ids_ = at::Tensor();
     head_rows_ = at::Tensor();
@@ -76,20 +79,22 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
                               std::to_string(config_.vocab_size));
     }
   }
-  graphs_.clear();  // they read the old head rows
   head_ids_ = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong)).to(device());
   head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, head_ids_).contiguous();
 }
 
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {
-  graphs_.clear();  // they read the cache and the RoPE table, which may be rebuilt here
   if (cache_.rows() != rows || cache_.capacity() != tokens_per_row) {
+    graphs_.clear();  // they read the old cache
     cache_ = KvCache(config_.num_layers, rows, config_.num_kv_heads, tokens_per_row, config_.head_dim, dtype(),
                      device());
   } else {
     for (int64_t r = 0; r < rows; ++r) cache_.rollback(r, 0);  // the buffers are reused; the lengths restart
   }
-  if (rope_.max_position() != position_limit) rope_ = RopeTable(config_, position_limit, dtype(), device());
+  if (rope_.max_position() != position_limit) {
+    graphs_.clear();  // they read the old table
+    rope_ = RopeTable(config_, position_limit, dtype(), device());
+  }
   next_position_.assign(static_cast<size_t>(rows), 0);
   pending_valid_.assign(static_cast<size_t>(rows), 1);
   pending_root_embedding_.assign(static_cast<size_t>(rows), at::Tensor());
@@ -170,7 +175,15 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   }
   lay_out_windows(windows, width);
   const int64_t count = static_cast<int64_t>(windows.size());
-  if (graphs_on_ && graphable(rows, width)) return forward_graphed(rows, width);
+  if (graphs_on_ && graphable(rows, width)) {
+    try {
+      return forward_graphed(rows, width);
+    } catch (const std::exception& e) {  // a capture that failed (memory, an op that cannot be captured): eager from now on
+      graphs_on_ = false;
+      graphs_.clear();
+      graphs_failure_ = e.what();
+    }
+  }
   at::Tensor hidden = embed(host_long(step_tokens_, {count, width}, device()));
   for (int64_t w = 0; w < count; ++w) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
     const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(rows[static_cast<size_t>(w)])];
@@ -348,7 +361,7 @@ bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) con
 at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_t width) {
   c10::InferenceMode inference_mode;
   const int64_t count = static_cast<int64_t>(rows.size());
-  attention_chosen_ = false;
+  // attention_backend_ keeps the capture's choice: a replay runs the kernels chosen then.
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);
   // The bias spans the cache's whole capacity: a graph's shapes cannot follow the rows' lengths.
   const StepGraphs::Inputs inputs{host_long(step_tokens_, {count, width}, device()),

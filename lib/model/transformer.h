@@ -65,6 +65,8 @@ class Transformer : public TokenModel {
   // and rows that are not one run of the cache, run eagerly.
   void use_step_graphs(bool on) { graphs_on_ = on && device().is_cuda(); }
   bool step_graphs() const { return graphs_on_; }
+  // Why graphs were switched off during the run (a failed capture); empty if they were not.
+  const std::string& step_graphs_failure() const { return graphs_failure_; }
   size_t captured_step_graphs() const { return graphs_.captured(); }
 
  private:
@@ -116,7 +118,9 @@ class Transformer : public TokenModel {
   bool gqa_in_kernel_ = false;
   std::string attention_backend_ = "none yet";
   bool graphs_on_ = false;
+  std::string graphs_failure_;
   StepGraphs graphs_;
+  std::vector<int64_t> head_id_list_;  // the ids restrict_outputs was last given
 };
 
 }  // namespace sjd::model
