@@ -1,7 +1,5 @@
 #include "decoding/decoder.h"
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
-
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -10,6 +8,7 @@
 
 #include "decoding/device_verifier.h"
 #include "decoding/sequence_decoder.h"
+#include "io/device_transfer.h"
 
 namespace sjd::decoding {
 namespace {
@@ -84,11 +83,6 @@ at::Device verification_device(const model::TokenModel& model, const DecodeReque
   const bool on_device =
       device.is_cuda() && !request.verify_on_host && !mutants.any() && device_kernels_take(request.method);
   return on_device ? device : at::Device(at::kCPU);
-}
-
-// Waits for the device's queued work (engine::synchronize's call; decoding does not depend on engine).
-void synchronize(at::Device device) {
-  c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
 }
 
 }  // namespace
@@ -169,7 +163,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     const at::Tensor logits = model.forward_rows(windows);
     // A device runs the forward queued: wait for it, so its time is the forward's (the step waits
     // at its end anyway, for the verification's read).
-    if (!logits.is_cpu()) synchronize(logits.device());
+    io::synchronize(logits.device());
     const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it
 
     // One logits pipeline over every sequence's slots (its operations are per slot), then
@@ -180,7 +174,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     }
     const auto t1 = Clock::now();
     const std::vector<at::Tensor> probs = run_pipelines(logits, order);
-    if (!logits.is_cpu()) synchronize(logits.device());  // the pipeline's own time, not the verifier's
+    io::synchronize(logits.device());  // the pipeline's own time, not the verifier's
     const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
 
     size_t next_probs = 0;

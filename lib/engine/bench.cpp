@@ -18,6 +18,7 @@
 #include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
 #include "family/token_layout.h"
+#include "io/device_transfer.h"
 #include "model/transformer.h"
 #include "sampling/categorical.h"
 #include "sampling/logits_pipeline.h"
@@ -29,10 +30,10 @@ using Clock = std::chrono::steady_clock;
 
 template <typename F>
 double timed_ms(const at::Device& device, F&& work) {
-  synchronize(device);
+  io::synchronize(device);
   const auto start = Clock::now();
   work();
-  synchronize(device);
+  io::synchronize(device);
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 

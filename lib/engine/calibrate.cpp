@@ -7,6 +7,7 @@
 #include "decoding/decoder.h"
 #include "engine/cost_profiles.h"
 #include "engine/device.h"
+#include "io/device_transfer.h"
 #include "sampling/logits_pipeline.h"
 
 #include <ATen/Parallel.h>
@@ -73,11 +74,11 @@ decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSett
     for (int i = 0; i < tokens; ++i) constraints.push_back(layout.constraint(std::min(half + i, layout.length() - 1)));
     std::vector<double> ms;
     for (int i = 0; i < options.warmup + options.iterations; ++i) {
-      synchronize(device);
+      io::synchronize(device);
       const auto start = std::chrono::steady_clock::now();
       const at::Tensor logits = model.forward(roots, chain);
       sampling::run_logits_pipeline(logits, constraints, pipeline);
-      synchronize(device);  // a GPU's pipeline runs queued (its probabilities stay there for the device verifier)
+      io::synchronize(device);  // a GPU's pipeline runs queued (its probabilities stay there for the device verifier)
       const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i >= options.warmup) ms.push_back(elapsed);
     }

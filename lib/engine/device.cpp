@@ -1,7 +1,6 @@
 #include "engine/device.h"
 
 #include <ATen/DeviceAccelerator.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <sys/resource.h>
 #include <torch/version.h>
@@ -52,11 +51,6 @@ Placement placement_from_settings(const GenerationSettings& settings) {
 std::string device_name(const at::Device& device) { return device.str(); }
 
 std::string dtype_name(at::ScalarType dtype) { return dtype == at::kBFloat16 ? "bf16" : "f32"; }
-
-void synchronize(const at::Device& device) {
-  if (device.is_cpu()) return;
-  c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
-}
 
 // The accelerator memory statistics are in ATen from PyTorch 2.9 on.
 #define SJD_HAS_ACCELERATOR_STATS (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))

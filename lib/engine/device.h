@@ -27,9 +27,6 @@ Placement parse_placement(const std::string& device, const std::string& dtype);
 std::string device_name(const at::Device& device);  // "cpu" | "cuda:0"
 std::string dtype_name(at::ScalarType dtype);       // "f32" | "bf16"
 
-// Blocks until the device has finished the work queued so far (no-op on the CPU).
-void synchronize(const at::Device& device);
-
 // Peak memory since the last reset: the caching allocator's peak allocated
 // bytes on a GPU, the process's peak resident set on the CPU.
 struct PeakMemory {

@@ -10,7 +10,7 @@
 #include <ATen/SDPBackend.h>
 #include <c10/core/InferenceMode.h>
 
-#include "io/device_upload.h"
+#include "io/device_transfer.h"
 
 namespace sjd::model {
 namespace {

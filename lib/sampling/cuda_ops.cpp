@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "io/device_upload.h"
+#include "io/device_transfer.h"
 
 namespace sjd::sampling::cuda {
 namespace {

@@ -1,4 +1,6 @@
 #pragma once
+// Moving a step's data to and waiting for a device, shared by every area.
+//
 // Small host inputs of a GPU step (tokens, positions, the attention bias, cache
 // indices, the verifier's draft tokens and tables) sent without making the host
 // wait. A plain .to(device) of pageable memory synchronises with the stream: a
@@ -6,8 +8,9 @@
 // values are staged in page-locked memory -- Torch's caching host allocator keeps
 // that block until the copy has run -- and copied asynchronously on the current
 // stream, in order with the kernels that read them. Header-only, so that every
-// area (model, sampling) can use it.
+// area (model, sampling, decoding, engine) can use it.
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 namespace sjd::io {
 
@@ -17,6 +20,12 @@ inline at::Tensor upload(const at::Tensor& host, at::Device device) {
   at::Tensor staged = at::empty(host.sizes(), host.options().pinned_memory(true));
   staged.copy_(host);
   return staged.to(device, /*non_blocking=*/true);
+}
+
+// Blocks until the device has finished the work queued so far (no-op on the CPU).
+inline void synchronize(at::Device device) {
+  if (device.is_cpu()) return;
+  c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
 }
 
 }  // namespace sjd::io
