@@ -13,8 +13,8 @@
 #        bf16 and f32, and the f32 tokens of CUDA against the CPU's
 # bench  scripts/bench_gpu.sh at each full-size preset, one preset at a time
 # batch  batched decoding on the GPU (issue 16): images/s of sjd batch against B
-#        (scripts/bench_batch.sh) and whether fixed windows give the same PNG
-#        bytes at B = 1 and B = 4 in bf16; its output goes to run.log
+#        (scripts/bench_batch.sh) and whether fixed windows give the same pixels
+#        at B = 1 and B = 4 in bf16; its output goes to run.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
