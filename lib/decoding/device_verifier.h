@@ -16,8 +16,7 @@
 
 namespace sjd::decoding {
 
-// The book and the outcome as WindowVerifier::verify leaves them (but for the
-// outcome's level_choice, which the kernels do not report), from what the
+// The book and the outcome as WindowVerifier::verify leaves them, from what the
 // kernels committed (`result`): each committed position remembers the p of its
 // slot on the accepted path, and every later spine slot's p becomes the q of its
 // position's next draft (every tail update draws from the fresh p; the kernels

@@ -92,6 +92,15 @@ void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<Tree
   stale_p_.erase(stale_p_.begin(), stale_p_.lower_bound(keep_from));
 }
 
+int64_t draft_distributions(const MethodConfig& method, const WindowShape& largest, const family::TokenLayout& layout) {
+  const int64_t nodes = window_nodes(largest);
+  int64_t count = (1 + nodes) + largest.chain + 2;
+  if (method.init == InitScheme::kSampleLeft || method.init == InitScheme::kSampleUp) {
+    count += layout.grid_width() + 2 + 1 + nodes;  // what replace() keeps, up to the window's last slot
+  }
+  return count;
+}
+
 Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step,
                              double weight) const {
   if (!p.is_cpu()) throw std::logic_error("DraftBook::update_tail: p must be on the CPU (the device verifier drafts itself)");

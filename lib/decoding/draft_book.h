@@ -13,6 +13,7 @@
 
 #include "decoding/method.h"
 #include "decoding/mutants.h"
+#include "decoding/window_planner.h"
 #include "family/token_layout.h"
 #include "sampling/philox.h"
 
@@ -30,6 +31,16 @@ struct TreeLevel {
   std::vector<int64_t> candidates;
   at::Tensor q;
 };
+
+// The most float [V] distributions one sequence's draft book keeps alive between
+// steps with windows of at most `largest` (for the memory estimate, which must
+// count them: for Lumina at L = 64 with sample-up they are about 30 MB a sequence).
+// They are the last window's probabilities (its spine slots' rows are the next
+// drafts' q's, and a row keeps the whole tensor alive), a point-mass q per new
+// initial draft, the uniform initial q (on the device and on the host), and for
+// sample-left/up the p's remembered from one grid row back to the window's end.
+// Tree levels share their first draft's q.
+int64_t draft_distributions(const MethodConfig& method, const WindowShape& largest, const family::TokenLayout& layout);
 
 class DraftBook {
  public:

@@ -122,7 +122,6 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     int node = k;
     if (k < static_cast<int>(tree.size()) && tree[static_cast<size_t>(k)].candidates.size() > 1) {
       verdict = verify_level(p, tree, k, weight, in, slot);
-      out.level_choice.push_back(verdict.accepted ? verdict.candidate : -1);
       if (verdict.accepted) {
         node = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(verdict.candidate)];
         out.sibling_accepts += verdict.candidate > 0 ? 1 : 0;

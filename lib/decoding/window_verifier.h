@@ -19,7 +19,6 @@ struct WindowOutcome {
   bool rejected = false;          // a draft was rejected (proactive drafting follows)
   bool tree_window = false;       // the window held proactive-drafting tree levels
   int sibling_accepts = 0;        // tree levels where a candidate other than the first won
-  std::vector<int> level_choice;  // per tree level verified, in depth order: accepted candidate or -1
 };
 
 struct WindowInput {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "decoding/draft_book.h"
 #include "decoding/window_planner.h"
 #include "engine/cost_profiles.h"
 #include "engine/memory_estimate.h"
@@ -145,7 +146,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   decoding::MethodConfig method;
   decoding::DecodeRequest request = make_request(prompt, settings, method);
   const family::TokenLayout& layout = family(settings.resolution).layout();
-  check_memory_fits(estimate_memory(request, layout.length(), 1), memory_limit_, placement_.device);
+  check_memory_fits(estimate_memory(request, layout, 1), memory_limit_, placement_.device);
   request.sequence = sequence;
   request.on_step = on_step;
   GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));
@@ -168,7 +169,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     try {
       decoding::MethodConfig method;
       const decoding::DecodeRequest request = make_request(prompt, settings, method);
-      check_memory_fits(estimate_memory(request, glue.layout().length(), 1), memory_limit_, placement_.device);
+      check_memory_fits(estimate_memory(request, glue.layout(), 1), memory_limit_, placement_.device);
       for (const auto& row : request.rows) measure(row);
     } catch (const std::exception&) {
     }
@@ -187,10 +188,10 @@ int Generator::resolve_batch_size(const BatchPlan& plan) {
   shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
   shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);
   shape.method = method_from_settings(plan.settings);
-  const int64_t image_tokens = family(plan.settings.resolution).layout().length();
+  const family::TokenLayout& layout = family(plan.settings.resolution).layout();
   while (true) {
     try {
-      check_memory_fits(estimate_memory(shape, image_tokens, batch), memory_limit_, placement_.device);
+      check_memory_fits(estimate_memory(shape, layout, batch), memory_limit_, placement_.device);
       return batch;
     } catch (const InputError& e) {
       if (!automatic || batch == 1) {
@@ -222,7 +223,7 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
           try {
             decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
             if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
-              check_memory_fits(estimate_memory(request, layout.length(), 1), memory_limit_, placement_.device);
+              check_memory_fits(estimate_memory(request, layout, 1), memory_limit_, placement_.device);
               throw InputError("the prompt is longer than the batch was sized for");
             }
             request.id = request_id++;
@@ -253,17 +254,19 @@ void Generator::check_memory(const GenerationShape& shape) const {
                     placement_.device);
 }
 
-MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens,
+MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, const family::TokenLayout& layout,
                                           int batch) const {
   GenerationShape shape;
   shape.rows = static_cast<int64_t>(request.rows.size()) * batch;
   for (const auto& row : request.rows) {
     shape.longest_prompt = std::max<int64_t>(shape.longest_prompt, static_cast<int64_t>(row.tokens.size()));
   }
-  shape.image_tokens = image_tokens;
+  shape.image_tokens = layout.length();
   // The largest window the method may use (automatic ones included), as decode() sizes the cache.
   const decoding::WindowPlanner planner(request.method, request.cost_profile, static_cast<int>(shape.rows));
   shape.window_nodes = decoding::window_nodes(planner.largest());
+  shape.sequences = batch;
+  shape.draft_distributions = decoding::draft_distributions(request.method, planner.largest(), layout);
   return estimate_generation_memory(bundle_.transformer, shape, placement_.dtype);
 }
 

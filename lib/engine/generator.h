@@ -93,7 +93,8 @@ class Generator {
   // The image and timings of a finished decode.
   GenerationOutput finish(const GenerationSettings& settings, const decoding::MethodConfig& method,
                           decoding::DecodeResult result);
-  MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, int64_t image_tokens, int batch) const;
+  MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, const family::TokenLayout& layout,
+                                 int batch) const;
   decoding::BatchCapacity batch_capacity(const BatchPlan& plan);
 
   Bundle bundle_;

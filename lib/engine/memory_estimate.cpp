@@ -80,8 +80,8 @@ std::string format_bytes(int64_t bytes) {
 }
 
 std::string MemoryEstimate::describe() const {
-  return format_bytes(total()) + " (KV cache " + format_bytes(kv_cache) + ", window step " + format_bytes(window) +
-         ", prefill " + format_bytes(prefill) + ")";
+  return format_bytes(total()) + " (KV cache " + format_bytes(kv_cache) + ", drafts " + format_bytes(drafts) +
+         ", window step " + format_bytes(window) + ", prefill " + format_bytes(prefill) + ")";
 }
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, const GenerationShape& s,
@@ -96,6 +96,7 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
   e.window = activations(c, mul({s.rows, width}), capacity, mul({s.rows, width}), mul({s.rows, width}), element);
   const int64_t prompt = s.longest_prompt;
   e.prefill = activations(c, prompt, prompt, std::min(prompt, kPrefillQueryChunk), prompt, element);
+  e.drafts = mul({s.sequences, s.draft_distributions, c.vocab_size, 4});
   return e;
 }
 

@@ -20,9 +20,10 @@ struct MemoryEstimate {
   int64_t kv_cache = 0;  // K and V of every layer over the whole sequence, and the key mask
   int64_t window = 0;    // one decoding step: activations, attention scores, logits and their pipeline copies
   int64_t prefill = 0;   // one prompt row's prefill: activations, chunked scores, the prompt's logits
-  // The KV cache lives throughout; prefill and window steps never overlap.
-  int64_t total() const { return kv_cache + std::max(window, prefill); }
-  std::string describe() const;  // "3.2 GB (KV cache 1.1 GB, window 0.4 GB, prefill 2.1 GB)"
+  int64_t drafts = 0;    // the draft books' distributions between steps (decoding/draft_book.h)
+  // The KV cache and the draft books live throughout; prefill and window steps never overlap.
+  int64_t total() const { return kv_cache + drafts + std::max(window, prefill); }
+  std::string describe() const;  // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)"
 };
 
 struct GenerationShape {
@@ -30,6 +31,8 @@ struct GenerationShape {
   int64_t longest_prompt = 0;  // tokens of the longest prompt row
   int64_t image_tokens = 0;    // tokens the layout generates
   int64_t window_nodes = 0;    // draft nodes of one step (chain + tree)
+  int64_t sequences = 1;       // images decoded at once (rows / rows per image)
+  int64_t draft_distributions = 0;  // float [vocab] rows each sequence's draft book keeps
 };
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config, const GenerationShape& shape,
