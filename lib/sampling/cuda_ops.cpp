@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -71,6 +72,32 @@ kernels::StepInfo step_info(const StepKeys& k) {
 
 }  // namespace
 
+namespace {
+
+// The device copy of a slot mask. Every window's image slots share the layout's one mask, a
+// host tensor that lives as long as the model, so it is uploaded once, not every step. The
+// cache holds the host tensor too: its address cannot be taken by another mask while cached.
+// It is never destroyed: device tensors freed after CUDA's own teardown at exit can crash.
+at::Tensor device_mask(const at::Tensor& allowed, at::Device device) {
+  struct Entry {
+    at::Tensor host, on_device;
+  };
+  static std::mutex lock;
+  static auto& cache = *new std::map<std::pair<const void*, int>, Entry>();
+  constexpr size_t kMostMasks = 16;  // a few layouts per process; more means masks made per step
+  const std::lock_guard<std::mutex> guard(lock);
+  const std::pair<const void*, int> key{allowed.unsafeGetTensorImpl(), device.index()};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() >= kMostMasks) cache.clear();
+    Entry entry{allowed, io::upload(allowed.to(at::kByte).contiguous(), device)};
+    it = cache.emplace(key, std::move(entry)).first;
+  }
+  return it->second.on_device;
+}
+
+}  // namespace
+
 DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
                                      at::Device device) {
   std::vector<int64_t> forced;
@@ -85,11 +112,11 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
         throw std::invalid_argument("cuda ops: a slot's allowed mask has " + std::to_string(c.allowed.numel()) +
                                     " entries, the vocabulary " + std::to_string(vocab));
       }
-      const void* key = c.allowed.data_ptr();
+      const void* key = c.allowed.unsafeGetTensorImpl();
       auto it = row_of_mask.find(key);
       if (it == row_of_mask.end()) {
         it = row_of_mask.emplace(key, static_cast<int32_t>(masks.size())).first;
-        masks.push_back(c.allowed.to(at::kByte).contiguous());
+        masks.push_back(device_mask(c.allowed, device));
       }
       row = it->second;
     }
@@ -98,7 +125,7 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
   DeviceConstraints out;
   out.forced = to_device(forced, device);
   out.mask_of_slot = to_device(mask_of_slot, device);
-  if (!masks.empty()) out.masks = io::upload(at::stack(masks), device);
+  if (!masks.empty()) out.masks = masks.size() == 1 ? masks[0].unsqueeze(0) : at::stack(masks);
   return out;
 }
 

@@ -22,6 +22,8 @@ struct DeviceConstraints {
   at::Tensor masks;         // uint8 [distinct masks, V] (undefined when no slot has a mask)
   at::Tensor mask_of_slot;  // int32 [slots]: row of `masks` or -1
 };
+// A mask's device copy is made once per host tensor (the layout's image mask): a mask's
+// values must not change after it was first uploaded.
 DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
                                      at::Device device);
 

@@ -85,3 +85,26 @@ TEST_CASE("fused pipeline keeps ties at the k-th value, as the CPU does", "[cuda
     CHECK(((got - expected).abs() <= expected * 1e-4 + 1e-7).all().item<bool>());
   }
 }
+
+TEST_CASE("a slot mask is uploaded once per host tensor, and another tensor gets its own copy", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  const int64_t vocab = 300;
+  const auto constraints = mixed_constraints(6, vocab);  // slots 1, 2, 4 share one mask tensor
+  const auto first = sampling::cuda::upload_constraints(constraints, vocab, device);
+  const auto again = sampling::cuda::upload_constraints(constraints, vocab, device);
+  REQUIRE(first.masks.size(0) == 1);
+  CHECK(again.masks.data_ptr() == first.masks.data_ptr());  // the cached copy, not a new upload
+  CHECK(at::equal(first.masks[0].to(at::kCPU), constraints[1].allowed.to(at::kByte)));
+  // Another mask tensor with other values (a second layout): its own copy, never the first's.
+  std::vector<sampling::SlotConstraint> other = constraints;
+  const at::Tensor odd = at::arange(vocab).remainder(2).to(at::kBool);
+  for (auto& c : other) {
+    if (c.allowed.defined()) c.allowed = odd;
+  }
+  const auto second = sampling::cuda::upload_constraints(other, vocab, device);
+  CHECK(second.masks.data_ptr() != first.masks.data_ptr());
+  CHECK(at::equal(second.masks[0].to(at::kCPU), odd.to(at::kByte)));
+  const at::Tensor mask_of_slot = second.mask_of_slot.to(at::kCPU);
+  CHECK(mask_of_slot[1].item<int>() == 0);
+  CHECK(mask_of_slot[3].item<int>() == -1);
+}
