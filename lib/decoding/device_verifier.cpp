@@ -4,10 +4,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "sampling/categorical.h"
+
 namespace sjd::decoding {
 
 WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::WindowResult& result,
                                   DraftBook& book) {
+  // A kernel's draw that found no positive weight (non-finite logits) gives -1, and a bonus
+  // of -1 is not committed: fail as the CPU verifier does before -1 reaches the model.
+  const auto negative = [](int64_t t) { return t < 0; };
+  if (result.tokens.empty() || std::any_of(result.tokens.begin(), result.tokens.end(), negative) ||
+      std::any_of(result.next_drafts.begin(), result.next_drafts.end(), negative)) {
+    sampling::throw_no_positive_probability();
+  }
   const auto& drafts = book.drafts();
   WindowOutcome out;
   out.path = result.path;
@@ -84,9 +93,7 @@ const sampling::cuda::DeviceRelaxation& DeviceVerifier::relaxation(int chain, at
 
 WindowOutcome DeviceVerifier::sample_one(const WindowInput& in) const {
   const int64_t token = sampling::cuda::sample_slots(in.probs, {0}, keys(in)).item<int64_t>();
-  if (token < 0) {  // as sampling::sample_token: -1 must never reach the model
-    throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
-  }
+  if (token < 0) sampling::throw_no_positive_probability();  // as sampling::sample_token: -1 must never reach the model
   WindowOutcome out;
   out.tokens.push_back(token);
   return out;

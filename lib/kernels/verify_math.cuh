@@ -34,17 +34,19 @@ constexpr int kMaxLanternNeighbours = 64;
 // how many; `mass` gets p(token) plus theirs (double, as the reference sums).
 SJD_HOST_DEVICE int lantern_extras(const RelaxArgs& r, const float* p, int64_t token, int64_t* extra, double* mass) {
   int count = 0;
-  double added = 0.0;
+  double added = 0.0;             // the neighbours' mass, for the lambda test
+  double total = p[token];        // p(token) first, then each neighbour: the reference's order
   if (r.neighbours != nullptr && token < r.neighbour_rows) {
     const int64_t* row = r.neighbours + token * r.neighbour_cols;
     const int k = r.lantern_k < r.neighbour_cols ? r.lantern_k : static_cast<int>(r.neighbour_cols);
     for (int j = 0; j < k && j < kMaxLanternNeighbours && row[j] >= 0; ++j) {
       if (added + p[row[j]] >= r.lantern_lambda * p[token]) break;
       added += p[row[j]];
+      total += p[row[j]];
       extra[count++] = row[j];
     }
   }
-  *mass = p[token] + added;
+  *mass = total;
   return count;
 }
 

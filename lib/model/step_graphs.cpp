@@ -70,7 +70,7 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
       e.graph.capture_begin(pool_);
       try {
         e.logits = forward(e.inputs);
-      } catch (...) {
+      } catch (const std::exception& failure) {
         // End the stream's capture and the pool's allocations before anything else touches
         // CUDA (capture_end's own complaint about a broken capture is expected), forget the shape.
         try {
@@ -78,9 +78,14 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
         } catch (...) {
         }
         entries_.erase(it);
-        throw;
+        throw CaptureFailure(failure.what());
       }
-      e.graph.capture_end();
+      try {
+        e.graph.capture_end();
+      } catch (const std::exception& failure) {  // an op that invalidated the capture
+        entries_.erase(it);
+        throw CaptureFailure(failure.what());
+      }
     }
     side.synchronize();
   }

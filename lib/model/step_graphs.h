@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -35,12 +36,18 @@ class StepGraphs {
     at::Tensor tokens, positions, bias, slot_rows, slot_slots;
   };
   using Forward = std::function<at::Tensor(const Inputs&)>;
+  // A capture that failed (an op that cannot be captured, memory): the caller may go on
+  // eagerly. Errors of the eager warm-up run and of replays are not this; they propagate.
+  struct CaptureFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
 
   StepGraphs();
   ~StepGraphs();
   StepGraphs(StepGraphs&&) noexcept;
   StepGraphs& operator=(StepGraphs&&) noexcept;
 
+  bool has(const Shape& shape) const { return entries_.count(shape) > 0; }
   // Whether `shape` has a graph or room for one.
   bool takes(const Shape& shape) const { return entries_.count(shape) > 0 || entries_.size() < kMaxShapes; }
   // Logits of `forward` on `inputs`: captured from this call for a new shape, replayed for a known one.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <c10/core/InferenceMode.h>
 
@@ -48,6 +49,10 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)), input_major_(weights_.embed.is_cpu()) {
   const char* graphs = std::getenv("SJD_CUDA_GRAPHS");
   use_step_graphs(graphs != nullptr && std::string(graphs) == "1");
+  // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
+  // session can compare it with the memory-efficient kernel (docs/gpu.md).
+  const char* cudnn = std::getenv("SJD_SDPA_CUDNN");
+  if (cudnn != nullptr && std::string(cudnn) == "0") at::globalContext().setSDPUseCuDNN(false);
   if (!input_major_) return;
   const auto to_input_major = [](at::Tensor& w) { w = w.t().contiguous(); };
   for (LayerWeights& layer : weights_.layers) {
@@ -178,7 +183,7 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   if (graphs_on_ && graphable(rows, width)) {
     try {
       return forward_graphed(rows, width);
-    } catch (const std::exception& e) {  // a capture that failed (memory, an op that cannot be captured): eager from now on
+    } catch (const StepGraphs::CaptureFailure& e) {  // memory, an op that cannot be captured: eager from now on
       graphs_on_ = false;
       graphs_.clear();
       graphs_failure_ = e.what();
@@ -215,7 +220,11 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
                                        const std::vector<uint8_t>& window_mask, int64_t keys_at_least) {
   int64_t longest = 0;
   for (int64_t r : rows) longest = std::max(longest, cache_.length(r));
-  const int64_t keys = std::max(longest + width, keys_at_least);
+  int64_t keys = std::max(longest + width, keys_at_least);
+  // On a GPU the key count goes up in steps of kKeyBucket (the extra keys are blocked): cuDNN's
+  // attention builds a plan per distinct shape, which a count growing every step would rebuild
+  // at every step.
+  if (!device().is_cpu()) keys = std::max(keys, std::min((keys + kKeyBucket - 1) / kKeyBucket * kKeyBucket, cache_.capacity()));
   // On a GPU each bias row starts at a multiple of 16 elements: the memory-efficient kernel
   // otherwise pads (copies) a misaligned bias in every layer.
   const int64_t stride = device().is_cpu() ? keys : (keys + 15) / 16 * 16;
@@ -361,14 +370,17 @@ bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) con
 at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_t width) {
   c10::InferenceMode inference_mode;
   const int64_t count = static_cast<int64_t>(rows.size());
-  // attention_backend_ keeps the capture's choice: a replay runs the kernels chosen then.
+  // A new shape's kernels are chosen in its eager warm-up run, for the capture's shapes (a
+  // bias over the whole capacity); a replay runs those, and the label keeps the last choice.
+  const StepGraphs::Shape shape{rows.front(), count, width};
+  if (!graphs_.has(shape)) attention_chosen_ = false;
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);
   // The bias spans the cache's whole capacity: a graph's shapes cannot follow the rows' lengths.
   const StepGraphs::Inputs inputs{host_long(step_tokens_, {count, width}, device()),
                                   host_long(step_positions_, {count, width}, device()),
                                   attention_bias(rows, width, step_mask_, cache_.capacity()), slots.rows,
                                   slots.slots};
-  return graphs_.run({rows.front(), count, width}, inputs, [&](const StepGraphs::Inputs& in) {
+  return graphs_.run(shape, inputs, [&](const StepGraphs::Inputs& in) {
     return run_layers(rows, embed(in.tokens), rope_.gather(in.positions), in.bias, {in.slot_rows, in.slot_slots});
   });
 }

@@ -29,6 +29,8 @@ class Transformer : public TokenModel {
   // Prompts are prefilled in chunks of at most this many tokens, so a long prompt
   // never needs a [heads, T, T] score matrix.
   static constexpr int64_t kPrefillChunk = 256;
+  // On a GPU, attention spans a multiple of this many keys (see attention_bias).
+  static constexpr int64_t kKeyBucket = 256;
 
   Transformer(TransformerConfig config, TransformerWeights weights);
 

@@ -27,11 +27,13 @@ int64_t sample_race(const float* w, int64_t n, const RngKey& key) {
   return best;
 }
 
+void throw_no_positive_probability() {
+  throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
+}
+
 int64_t sample_token(const float* w, int64_t n, const RngKey& key) {
   const int64_t token = sample_race(w, n, key);
-  if (token < 0) {
-    throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
-  }
+  if (token < 0) throw_no_positive_probability();
   return token;
 }
 

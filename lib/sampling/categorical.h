@@ -17,6 +17,10 @@ int64_t sample_race(const float* w, int64_t n, const RngKey& key);
 // logits), so -1 is never used as a token id.
 int64_t sample_token(const float* w, int64_t n, const RngKey& key);
 
+// The error sample_token throws; the device verifier throws it too when a kernel's
+// draw found no positive weight (its tokens come back as -1).
+[[noreturn]] void throw_no_positive_probability();
+
 // Greedy choice (lowest index among ties).
 int64_t argmax(const float* p, int64_t n);
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "io/device_transfer.h"
 
@@ -74,23 +75,26 @@ kernels::StepInfo step_info(const StepKeys& k) {
 
 namespace {
 
-// The device copy of a slot mask. Every window's image slots share the layout's one mask, a
-// host tensor that lives as long as the model, so it is uploaded once, not every step. The
-// cache holds the host tensor too: its address cannot be taken by another mask while cached.
+// The device copy of a long-lived host table: the layout's image mask (every window's image
+// slots share it) and LANTERN's neighbour table (every chain length's relaxation) go up
+// once, not every step or chain length. The cache holds the host tensor too, so its address
+// cannot be taken by another table while cached; a cached table's values must not change.
 // It is never destroyed: device tensors freed after CUDA's own teardown at exit can crash.
-at::Tensor device_mask(const at::Tensor& allowed, at::Device device) {
+at::Tensor cached_upload(const at::Tensor& host, at::ScalarType dtype, at::Device device) {
+  if (!host.is_cpu()) return host.to(device, dtype).contiguous();
   struct Entry {
     at::Tensor host, on_device;
   };
+  using Key = std::tuple<const void*, int, at::ScalarType>;
   static std::mutex lock;
-  static auto& cache = *new std::map<std::pair<const void*, int>, Entry>();
-  constexpr size_t kMostMasks = 16;  // a few layouts per process; more means masks made per step
+  static auto& cache = *new std::map<Key, Entry>();
+  constexpr size_t kMostTables = 16;  // a few per process; more means tables made per step
   const std::lock_guard<std::mutex> guard(lock);
-  const std::pair<const void*, int> key{allowed.unsafeGetTensorImpl(), device.index()};
+  const Key key{host.unsafeGetTensorImpl(), device.index(), dtype};
   auto it = cache.find(key);
   if (it == cache.end()) {
-    if (cache.size() >= kMostMasks) cache.clear();
-    Entry entry{allowed, io::upload(allowed.to(at::kByte).contiguous(), device)};
+    if (cache.size() >= kMostTables) cache.clear();
+    Entry entry{host, io::upload(host.to(dtype).contiguous(), device)};
     it = cache.emplace(key, std::move(entry)).first;
   }
   return it->second.on_device;
@@ -116,7 +120,7 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
       auto it = row_of_mask.find(key);
       if (it == row_of_mask.end()) {
         it = row_of_mask.emplace(key, static_cast<int32_t>(masks.size())).first;
-        masks.push_back(device_mask(c.allowed, device));
+        masks.push_back(cached_upload(c.allowed, at::kByte, device));
       }
       row = it->second;
     }
@@ -168,7 +172,7 @@ DeviceRelaxation upload_relaxation(const Relaxation& relax, int window, at::Devi
     case RelaxKind::kLantern: out.args.kind = kernels::kRelaxLantern; break;
   }
   if (relax.kind == RelaxKind::kLantern && relax.neighbours.defined()) {
-    out.neighbours = relax.neighbours.to(at::kLong).contiguous().to(device);
+    out.neighbours = cached_upload(relax.neighbours, at::kLong, device);
     out.args.neighbours = out.neighbours.data_ptr<int64_t>();
     out.args.neighbour_rows = out.neighbours.size(0);
     out.args.neighbour_cols = out.neighbours.size(1);

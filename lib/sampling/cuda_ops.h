@@ -23,7 +23,8 @@ struct DeviceConstraints {
   at::Tensor mask_of_slot;  // int32 [slots]: row of `masks` or -1
 };
 // A mask's device copy is made once per host tensor (the layout's image mask): a mask's
-// values must not change after it was first uploaded.
+// values must not change after it was first uploaded. The same holds for LANTERN's
+// neighbour table in upload_relaxation.
 DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
                                      at::Device device);
 

@@ -137,8 +137,10 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
   }
 }
 
-TEST_CASE("the device verifier's book update refuses a result that drafts the wrong number of positions",
-          "[decoding][device]") {
+namespace {
+
+// adopt_window_result of `kernels` on a fresh sjd book's first window (four drafts).
+void adopt_on_first_window(const sampling::cuda::WindowResult& kernels) {
   const int64_t vocab = 10;
   const family::TokenLayout layout(vocab, std::vector<int64_t>(12, -1), 3, 4, 0, vocab);
   const decoding::MethodConfig method = decoding::make_method("sjd");
@@ -148,10 +150,37 @@ TEST_CASE("the device verifier's book update refuses a result that drafts the wr
   std::vector<std::vector<int>> child_of;
   decoding::build_window(book, 4, nodes, child_of);
   const decoding::WindowInput input{0, layout.length(), 4, &nodes, &child_of, window_probs(nodes, vocab, 0), 0};
+  decoding::adopt_window_result(input, kernels, book);
+}
+
+}  // namespace
+
+TEST_CASE("the device verifier's book update refuses a result that drafts the wrong number of positions",
+          "[decoding][device]") {
   sampling::cuda::WindowResult kernels;
   kernels.tokens = {3};  // rejected at the first draft: positions 1..4 get next drafts
   kernels.rejected = true;
   kernels.next_drafts = {1, 2, 3};
-  CHECK_THROWS_WITH(decoding::adopt_window_result(input, kernels, book),
-                    Catch::Contains("drafted 3 positions, the window has 4"));
+  CHECK_THROWS_WITH(adopt_on_first_window(kernels), Catch::Contains("drafted 3 positions, the window has 4"));
+}
+
+TEST_CASE("the device verifier's book update fails on a draw that found no positive probability",
+          "[decoding][device]") {
+  // The kernels' draws give -1 when every weight is NaN or zero (non-finite logits), and a
+  // bonus of -1 is not committed: -1 must not become a committed token or a next draft.
+  struct Case {
+    std::vector<int64_t> tokens, next_drafts;
+  };
+  for (const Case& c : std::vector<Case>{{{}, {1, 2, 3, 4}}, {{-1}, {1, 2, 3, 4}}, {{3}, {1, -1, 3, 4}}}) {
+    sampling::cuda::WindowResult kernels;
+    kernels.tokens = c.tokens;
+    kernels.rejected = true;
+    kernels.next_drafts = c.next_drafts;
+    CHECK_THROWS_WITH(adopt_on_first_window(kernels), Catch::Contains("no token has a positive probability"));
+  }
+  sampling::cuda::WindowResult fine;  // the same window with real tokens is adopted
+  fine.tokens = {3};
+  fine.rejected = true;
+  fine.next_drafts = {1, 2, 3, 4};
+  CHECK_NOTHROW(adopt_on_first_window(fine));
 }

@@ -215,3 +215,29 @@ TEST_CASE("radix-select keys keep float order and find the k-th largest exactly"
     }
   }
 }
+
+TEST_CASE("LANTERN's neighbourhood mass is summed in the reference's order", "[kernels]") {
+  // p(x) = 1 and two neighbours of 2^-53 each: summed p(x) first, as the reference does, each
+  // addition rounds back to 1; the neighbours summed first would give 1 + 2^-52.
+  const int64_t n = 8;
+  std::vector<float> p(static_cast<size_t>(n), 0.0f);
+  p[0] = 1.0f;
+  p[1] = p[2] = std::ldexp(1.0f, -53);
+  sampling::Relaxation reference;
+  reference.kind = sampling::RelaxKind::kLantern;
+  reference.lantern_k = 2;
+  reference.lantern_lambda = 4.0;
+  reference.neighbours = at::tensor(std::vector<int64_t>(static_cast<size_t>(n * 2), -1)).view({n, 2});
+  reference.neighbours[0][0] = 1;
+  reference.neighbours[0][1] = 2;
+  kernels::RelaxArgs device;
+  device.kind = kernels::kRelaxLantern;
+  device.lantern_k = 2;
+  device.lantern_lambda = 4.0;
+  device.neighbours = reference.neighbours.data_ptr<int64_t>();
+  device.neighbour_rows = n;
+  device.neighbour_cols = 2;
+  const double expected = sampling::relaxed_score(reference, p.data(), 0, 1.0);
+  CHECK(expected == 1.0);
+  CHECK(kernels::relaxed_score(device, p.data(), 0, 1.0) == expected);
+}
