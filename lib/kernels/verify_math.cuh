@@ -58,6 +58,7 @@ SJD_HOST_DEVICE double relaxed_score(const RelaxArgs& r, const float* p, int64_t
     lantern_extras(r, p, token, extra, &mass);
     return mass;
   }
+  if (p[token] >= 1.0f) return 1.0;  // a certain token passes under every weight (the reference's rule)
   return weight * p[token];
 }
 

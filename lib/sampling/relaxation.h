@@ -39,7 +39,11 @@ std::string relax_kind_name(RelaxKind kind);
 // The weight w_i for window position i (1-based) of a window of `window` positions.
 double relaxation_weight(const Relaxation& relax, int position, int window);
 
-// score(x): the relaxed target mass the acceptance test compares with q(x).
+// score(x): the relaxed target mass the acceptance test compares with q(x). A token
+// p is certain of (p(x) = 1: a forced structure token) scores 1 under every
+// relaxation: a weight below 1 (Cool-SD's later positions) must not make a
+// certainty a coin flip that stops the window (the residual would commit the
+// same token). docs/methods.md: structure tokens always pass.
 double relaxed_score(const Relaxation& relax, const float* p, int64_t token, double weight);
 
 // Residual weights (unnormalised) written to out[0..n).

@@ -241,3 +241,17 @@ TEST_CASE("LANTERN's neighbourhood mass is summed in the reference's order", "[k
   CHECK(expected == 1.0);
   CHECK(kernels::relaxed_score(device, p.data(), 0, 1.0) == expected);
 }
+
+TEST_CASE("a certain token scores 1 on the device as in the reference, whatever the weight", "[kernels]") {
+  const int64_t n = 16;
+  std::vector<float> point(static_cast<size_t>(n), 0.0f);
+  point[5] = 1.0f;
+  for (const RelaxCase& c : relax_cases(n)) {
+    INFO("relax " << sampling::relax_kind_name(c.reference.kind));
+    for (const double weight : {0.04, 0.5, 1.0, 2.0}) {
+      const double expected = sampling::relaxed_score(c.reference, point.data(), 5, weight);
+      CHECK(expected == 1.0);
+      CHECK(kernels::relaxed_score(c.device, point.data(), 5, weight) == expected);
+    }
+  }
+}

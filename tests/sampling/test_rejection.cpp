@@ -212,3 +212,27 @@ TEST_CASE("Cool-SD weights average to delta and decay along the window", "[sampl
   cool.nu = 0.0;
   CHECK(relaxation_weight(cool, 3, 8) == Approx(2.0));
 }
+
+TEST_CASE("a certain draft passes under every relaxation, Cool-SD's small late weights included", "[sampling][lossy]") {
+  // A forced structure token: p and q are the same point mass. Cool-SD weighs late window
+  // positions below 1; scored w * p the token would be "rejected" (and committed by the
+  // residual anyway) in about 1 - w of the windows, each stopping there.
+  const std::vector<float> point = {0.0f, 0.0f, 1.0f, 0.0f};
+  std::vector<float> scratch(point.size());
+  for (const RelaxKind kind : {RelaxKind::kNone, RelaxKind::kUniform, RelaxKind::kCool}) {
+    Relaxation relax;
+    relax.kind = kind;
+    relax.delta = 0.5;
+    relax.nu = 0.7;
+    const double weight = relaxation_weight(relax, 8, 8);  // Cool-SD: about 0.04
+    int passed = 0;
+    for (uint32_t i = 0; i < 200; ++i) {
+      const VerifyKeys keys{key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)};
+      const auto out = verify_draft(point.data(), point.data(), 4, 2, relax, weight, keys, scratch.data());
+      CHECK(out.token == 2);
+      passed += out.accepted ? 1 : 0;
+    }
+    INFO(relax_kind_name(kind) << ", weight " << weight);
+    CHECK(passed == 200);
+  }
+}
