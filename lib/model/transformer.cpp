@@ -234,9 +234,13 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
     const std::vector<uint8_t>& valid = cache_.key_valid(rows[i]);
     const int64_t committed = static_cast<int64_t>(valid.size());
     const uint8_t* window = window_mask.data() + i * static_cast<size_t>(width * width);
+    // Every query of the row sees the same committed keys: made once, copied to the others
+    // (a GPU's 64-slot window over thousands of keys made them per query before).
+    float* first = bias_host_.data() + static_cast<int64_t>(i) * width * stride;
+    for (int64_t j = 0; j < committed; ++j) first[j] = valid[static_cast<size_t>(j)] ? 0.0f : blocked;
     for (int64_t q = 0; q < width; ++q) {
-      float* out = bias_host_.data() + (static_cast<int64_t>(i) * width + q) * stride;
-      for (int64_t j = 0; j < committed; ++j) out[j] = valid[static_cast<size_t>(j)] ? 0.0f : blocked;
+      float* out = first + q * stride;
+      if (q > 0) std::copy(first, first + committed, out);
       for (int64_t j = 0; j < width; ++j) out[committed + j] = window[q * width + j] ? 0.0f : blocked;
     }
   }
