@@ -12,8 +12,12 @@ WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::W
                                   DraftBook& book) {
   // A kernel's draw that found no positive weight (non-finite logits) gives -1, and a bonus
   // of -1 is not committed: fail as the CPU verifier does before -1 reaches the model.
+  // A window commits its accepted path plus a residual or bonus token unless the path reaches
+  // the image's end, so a result without that token before the end had a -1 draw dropped.
   const auto negative = [](int64_t t) { return t < 0; };
-  if (result.tokens.empty() || std::any_of(result.tokens.begin(), result.tokens.end(), negative) ||
+  const bool dropped = result.tokens.size() == result.path.size() &&
+                       in.first_position + static_cast<int64_t>(result.tokens.size()) < in.total_length;
+  if (result.tokens.empty() || dropped || std::any_of(result.tokens.begin(), result.tokens.end(), negative) ||
       std::any_of(result.next_drafts.begin(), result.next_drafts.end(), negative)) {
     sampling::throw_no_positive_probability();
   }

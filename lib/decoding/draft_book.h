@@ -34,7 +34,7 @@ struct TreeLevel {
 
 // The most float [V] distributions one sequence's draft book keeps alive between
 // steps with windows of at most `largest` (for the memory estimate, which must
-// count them: for Lumina at L = 64 with sample-up they are about 30 MB a sequence).
+// count them: for Lumina at L = 64 with sample-up they are about 65 MB a sequence).
 // They are the last window's probabilities (its spine slots' rows are the next
 // drafts' q's, and a row keeps the whole tensor alive), a point-mass q per new
 // initial draft, the uniform initial q (on the device and on the host), and for

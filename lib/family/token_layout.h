@@ -32,7 +32,9 @@ class TokenLayout {
   int64_t left_of(int64_t t) const;
   int64_t up_of(int64_t t) const;
 
-  const at::Tensor& image_mask() const { return image_mask_; }  // bool [V]
+  // bool [V]. Never changed after construction: a GPU keeps one device copy of it per process
+  // (sampling::cuda::upload_constraints).
+  const at::Tensor& image_mask() const { return image_mask_; }
   sampling::SlotConstraint constraint(int64_t t) const;
   // Every token id a generated slot may hold: the image codes and the forced
   // structure tokens, ascending (the rows a restricted output head computes).

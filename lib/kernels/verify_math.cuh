@@ -58,7 +58,10 @@ SJD_HOST_DEVICE double relaxed_score(const RelaxArgs& r, const float* p, int64_t
     lantern_extras(r, p, token, extra, &mass);
     return mass;
   }
-  if (p[token] >= 1.0f) return 1.0;  // a certain token passes under every weight (the reference's rule)
+  if (p[token] >= 1.0f) {  // a certain token passes under every weight (the reference's rule)
+    const double weighted = weight * p[token];
+    return weighted > 1.0 ? weighted : 1.0;
+  }
   return weight * p[token];
 }
 

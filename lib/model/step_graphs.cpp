@@ -64,10 +64,20 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
     current.synchronize();
     {
       const c10::cuda::CUDAStreamGuard guard(side);
-      forward(e.inputs);
-      side.synchronize();
+      try {
+        forward(e.inputs);  // the eager warm-up: its errors are the step's own, not the capture's
+        side.synchronize();
+      } catch (...) {
+        entries_.erase(it);  // no half-made entry keeps the shape's slot
+        throw;
+      }
       if (pool_.first == 0 && pool_.second == 0) pool_ = at::cuda::graph_pool_handle();
-      e.graph.capture_begin(pool_);
+      try {
+        e.graph.capture_begin(pool_);
+      } catch (const std::exception& failure) {
+        entries_.erase(it);
+        throw CaptureFailure(failure.what());
+      }
       try {
         e.logits = forward(e.inputs);
       } catch (const std::exception& failure) {

@@ -21,7 +21,7 @@ bool accept_test(double score, double q_draft, const RngKey& key) {
 // to float error, a rejection of probability ~0), fall back to p itself.
 int64_t draw_residual(const float* residual, const float* p, int64_t n, const RngKey& key) {
   const int64_t token = sample_race(residual, n, key);
-  return token >= 0 ? token : sample_race(p, n, key);
+  return token >= 0 ? token : sample_token(p, n, key);  // p with no positive weight (NaN logits) is an error
 }
 
 }  // namespace

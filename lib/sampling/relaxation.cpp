@@ -76,7 +76,7 @@ double lantern_mass(const Relaxation& relax, const float* p, int64_t token) {
 
 double relaxed_score(const Relaxation& relax, const float* p, int64_t token, double weight) {
   if (relax.kind == RelaxKind::kLantern) return lantern_mass(relax, p, token);
-  if (p[token] >= 1.0f) return 1.0;
+  if (p[token] >= 1.0f) return std::max(1.0, weight * p[token]);
   return weight * p[token];
 }
 

@@ -40,8 +40,8 @@ std::string relax_kind_name(RelaxKind kind);
 double relaxation_weight(const Relaxation& relax, int position, int window);
 
 // score(x): the relaxed target mass the acceptance test compares with q(x). A token
-// p is certain of (p(x) = 1: a forced structure token) scores 1 under every
-// relaxation: a weight below 1 (Cool-SD's later positions) must not make a
+// p is certain of (p(x) = 1: a forced structure token) scores at least 1 under
+// every relaxation: a weight below 1 (Cool-SD's later positions) must not make a
 // certainty a coin flip that stops the window (the residual would commit the
 // same token). docs/methods.md: structure tokens always pass.
 double relaxed_score(const Relaxation& relax, const float* p, int64_t token, double weight);

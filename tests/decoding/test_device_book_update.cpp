@@ -168,13 +168,19 @@ TEST_CASE("the device verifier's book update fails on a draw that found no posit
           "[decoding][device]") {
   // The kernels' draws give -1 when every weight is NaN or zero (non-finite logits), and a
   // bonus of -1 is not committed: -1 must not become a committed token or a next draft.
+  // The last case accepted two drafts and dropped its bonus (a -1 draw) far from the image's end.
   struct Case {
     std::vector<int64_t> tokens, next_drafts;
+    std::vector<int> path;
   };
-  for (const Case& c : std::vector<Case>{{{}, {1, 2, 3, 4}}, {{-1}, {1, 2, 3, 4}}, {{3}, {1, -1, 3, 4}}}) {
+  for (const Case& c : std::vector<Case>{{{}, {1, 2, 3, 4}, {}},
+                                         {{-1}, {1, 2, 3, 4}, {}},
+                                         {{3}, {1, -1, 3, 4}, {}},
+                                         {{3, 4}, {1, 2, 3}, {0, 1}}}) {
     sampling::cuda::WindowResult kernels;
     kernels.tokens = c.tokens;
-    kernels.rejected = true;
+    kernels.path = c.path;
+    kernels.rejected = c.path.empty();
     kernels.next_drafts = c.next_drafts;
     CHECK_THROWS_WITH(adopt_on_first_window(kernels), Catch::Contains("no token has a positive probability"));
   }

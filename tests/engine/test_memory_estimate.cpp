@@ -5,7 +5,7 @@
 
 using namespace sjd;
 
-TEST_CASE("the memory estimate counts every sequence's draft distributions", "[decoding][memory]") {
+TEST_CASE("the memory estimate counts every sequence's draft distributions", "[engine][memory]") {
   model::TransformerConfig config;
   config.hidden_size = 64;
   config.num_layers = 2;
