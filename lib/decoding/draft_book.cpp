@@ -96,7 +96,9 @@ int64_t draft_distributions(const MethodConfig& method, const WindowShape& large
   const int64_t nodes = window_nodes(largest);
   int64_t count = (1 + nodes) + largest.chain + 2;
   if (method.init == InitScheme::kSampleLeft || method.init == InitScheme::kSampleUp) {
-    count += layout.grid_width() + 2 + 1 + nodes;  // what replace() keeps, up to the window's last slot
+    // What replace() keeps: one grid row back, up to the spine's last position (a tree path
+    // is no longer than the spine, so its committed positions lie within it too).
+    count += layout.grid_width() + 2 + 1 + largest.chain;
   }
   return count;
 }

@@ -266,7 +266,7 @@ BenchReport run_bench(const BenchOptions& options) {
     for (int i = 0; i < b; ++i) {
       for (const auto& row : rows(preset.prompt_tokens + layout.length() / 2)) batch_rows.push_back(row);
     }
-    // Room for the batch window and a few commits, as before the tree step made `longest` larger.
+    // Each row sized for the batch window and a few commits, not for the tree step's larger `longest`.
     model.start(batch_rows, 4 * BatchTiming::kBatchWindow, BatchTiming::kBatchWindow);
     const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
     model::DraftTree chain;

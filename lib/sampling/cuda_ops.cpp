@@ -71,10 +71,6 @@ kernels::StepInfo step_info(const StepKeys& k) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 // The device copy of a long-lived host table: the layout's image mask (every window's image
 // slots share it) and LANTERN's neighbour table (every chain length's relaxation) go up
 // once, not every step or chain length. The cache holds the host tensor too, so its address
