@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -9,7 +10,10 @@ namespace sjd::model {
 
 KvCache::KvCache(int64_t layers, int64_t rows, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  at::ScalarType dtype, at::Device device)
-    : length_(static_cast<size_t>(rows), 0), valid_(static_cast<size_t>(rows)), capacity_(capacity) {
+    : length_(static_cast<size_t>(rows), 0),
+      valid_(static_cast<size_t>(rows)),
+      valid_synced_(static_cast<size_t>(rows), 0),
+      capacity_(capacity) {
   for (int64_t l = 0; l < layers; ++l) {
     k_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
     v_.push_back(at::zeros({rows, kv_heads, capacity, head_dim}, at::TensorOptions().dtype(dtype).device(device)));
@@ -85,6 +89,32 @@ void KvCache::rollback(int64_t row, int64_t new_length) {
   if (new_length < 0 || new_length > length(row)) throw std::out_of_range("KV cache: bad rollback length");
   length_[static_cast<size_t>(row)] = new_length;
   valid_[static_cast<size_t>(row)].resize(static_cast<size_t>(new_length));
+  int64_t& synced = valid_synced_[static_cast<size_t>(row)];
+  synced = std::min(synced, new_length);  // the slots after it may be committed again with other flags
+}
+
+const at::Tensor& KvCache::device_key_valid() {
+  const at::Device device = k_.empty() ? at::Device(at::kCPU) : k_[0].device();
+  if (!valid_device_.defined()) {
+    valid_device_ = at::zeros({rows(), capacity_}, at::TensorOptions().dtype(at::kByte).device(device));
+  }
+  // One upload: the changed slots' flat indices, then their flags.
+  std::vector<int64_t> indices, flags;
+  for (int64_t r = 0; r < rows(); ++r) {
+    const std::vector<uint8_t>& valid = valid_[static_cast<size_t>(r)];
+    int64_t& synced = valid_synced_[static_cast<size_t>(r)];
+    for (int64_t j = synced; j < length(r); ++j) {
+      indices.push_back(r * capacity_ + j);
+      flags.push_back(valid[static_cast<size_t>(j)]);
+    }
+    synced = length(r);
+  }
+  if (indices.empty()) return valid_device_;
+  const int64_t n = static_cast<int64_t>(indices.size());
+  indices.insert(indices.end(), flags.begin(), flags.end());
+  const at::Tensor both = io::upload(at::tensor(indices, at::TensorOptions().dtype(at::kLong)), device);
+  valid_device_.view(-1).index_put_({both.narrow(0, 0, n)}, both.narrow(0, n, n).to(at::kByte));
+  return valid_device_;
 }
 
 }  // namespace sjd::model

@@ -38,6 +38,11 @@ class KvCache {
   // Key validity of a row's committed slots (1: later tokens may attend; prompt
   // slots may be masked out for every later query: LlamaGen caption padding, CFG dummies).
   const std::vector<uint8_t>& key_valid(int64_t row) const { return valid_[static_cast<size_t>(row)]; }
+  // The same flags on the cache's device, [rows, capacity] uint8: slot j of row r holds key_valid(r)[j] for
+  // j < length(r); later slots are stale (a bias masks them by length). A GPU step builds its attention bias
+  // from this copy rather than uploading a bias of rows x window x keys floats; each call uploads only the
+  // flags committed since the last one (and again those after a rollback).
+  const at::Tensor& device_key_valid();
 
   // Keeps window slots `kept` (offsets from length(row), in order) of every
   // row, moving them to be contiguous, and advances the lengths. `valid` marks
@@ -53,7 +58,9 @@ class KvCache {
 
   std::vector<at::Tensor> k_, v_;  // per layer
   std::vector<int64_t> length_;
-  std::vector<std::vector<uint8_t>> valid_;  // per row: validity of the committed slots (host: masks are built there)
+  std::vector<std::vector<uint8_t>> valid_;  // per row: validity of the committed slots
+  at::Tensor valid_device_;                  // device_key_valid(), made at its first call
+  std::vector<int64_t> valid_synced_;        // per row: leading slots of valid_device_ that equal valid_
   int64_t capacity_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "io/device_transfer.h"
+#include "model/attention_bias.h"
 
 namespace sjd::model {
 namespace {
@@ -220,34 +221,25 @@ at::Tensor Transformer::attention_bias(const std::vector<int64_t>& rows, int64_t
                                        const std::vector<uint8_t>& window_mask, int64_t keys_at_least) {
   int64_t longest = 0;
   for (int64_t r : rows) longest = std::max(longest, cache_.length(r));
-  int64_t keys = std::max(longest + width, keys_at_least);
+  BiasShape shape{width, std::max(longest + width, keys_at_least), 0};
+  if (device().is_cpu()) {
+    shape.stride = shape.keys;
+    return host_attention_bias(cache_, rows, shape, window_mask, bias_host_);
+  }
   // On a GPU the key count goes up in steps of kKeyBucket (the extra keys are blocked): cuDNN's
   // attention builds a plan per distinct shape, which a count growing every step would rebuild
-  // at every step.
-  if (!device().is_cpu()) keys = std::max(keys, std::min((keys + kKeyBucket - 1) / kKeyBucket * kKeyBucket, cache_.capacity()));
-  // On a GPU each bias row starts at a multiple of 16 elements: the memory-efficient kernel
-  // otherwise pads (copies) a misaligned bias in every layer.
-  const int64_t stride = device().is_cpu() ? keys : (keys + 15) / 16 * 16;
-  const float blocked = -std::numeric_limits<float>::infinity();
-  bias_host_.assign(rows.size() * static_cast<size_t>(width * stride), blocked);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const std::vector<uint8_t>& valid = cache_.key_valid(rows[i]);
-    const int64_t committed = static_cast<int64_t>(valid.size());
-    const uint8_t* window = window_mask.data() + i * static_cast<size_t>(width * width);
-    // Every query of the row sees the same committed keys: made once, copied to the others
-    // (a GPU's 64-slot window over thousands of keys made them per query before).
-    float* first = bias_host_.data() + static_cast<int64_t>(i) * width * stride;
-    for (int64_t j = 0; j < committed; ++j) first[j] = valid[static_cast<size_t>(j)] ? 0.0f : blocked;
-    for (int64_t q = 0; q < width; ++q) {
-      float* out = first + q * stride;
-      if (q > 0) std::copy(first, first + committed, out);
-      for (int64_t j = 0; j < width; ++j) out[committed + j] = window[q * width + j] ? 0.0f : blocked;
-    }
-  }
-  // A GPU's fused kernel takes the bias in the activations' dtype: converted once here, not per layer.
-  const at::Tensor bias =
-      at::from_blob(bias_host_.data(), {static_cast<int64_t>(rows.size()), 1, width, stride}, at::kFloat);
-  return device().is_cpu() ? bias : io::upload(bias, device()).to(dtype()).narrow(3, 0, keys);
+  // at every step. Each bias row starts at a multiple of 16 elements: the memory-efficient
+  // kernel otherwise pads (copies) a misaligned bias in every layer.
+  shape.keys = std::max(shape.keys, std::min((shape.keys + kKeyBucket - 1) / kKeyBucket * kKeyBucket,
+                                             cache_.capacity()));
+  shape.stride = (shape.keys + 15) / 16 * 16;
+  const int64_t count = static_cast<int64_t>(rows.size());
+  std::vector<int64_t> rows_and_lengths(rows);
+  for (int64_t r : rows) rows_and_lengths.push_back(cache_.length(r));
+  const at::Tensor both = host_long(rows_and_lengths, {2, count}, device());
+  const at::Tensor masks = io::upload(
+      at::from_blob(const_cast<uint8_t*>(window_mask.data()), {count, width, width}, at::kByte), device());
+  return device_attention_bias(cache_.device_key_valid().index_select(0, both[0]), both[1], masks, shape, dtype());
 }
 
 at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h,
@@ -358,9 +350,10 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
   const int64_t batch = hidden.size(0), width = hidden.size(1);
   attention_chosen_ = false;  // the kernel is chosen again for this forward's shapes
   if (device().is_cpu()) attention_backend_ = "cpu math path";
+  const KvCache::StepSlots slots = cache_.step_slots(rows, width);  // first: it refuses a step past the capacity
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
-  return run_layers(rows, hidden, rope, bias, cache_.step_slots(rows, width));
+  return run_layers(rows, hidden, rope, bias, slots);
 }
 
 bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) const {

@@ -7,7 +7,7 @@
 //
 // Every row (the CFG rows, later a batch) goes through each projection as one
 // matmul; the RoPE table is built once per image; the attention bias is built
-// once per forward on the host, where the key validity lives, and shared by
+// once per forward (on the model's device, model/attention_bias.h) and shared by
 // every layer. On a GPU attention is PyTorch's fused kernel, given grouped K/V
 // as they are when it takes them (Emu3's GQA); the CPU keeps an exact math path.
 #include <ATen/ATen.h>
@@ -80,8 +80,8 @@ class Transformer : public TokenModel {
   // length. Returns logits [rows, W, V] (float32).
   at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden,
                             const std::vector<int64_t>& positions, const std::vector<uint8_t>& window_mask);
-  // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's
-  // committed slots, then its window; keys = longest committed row + W, or keys_at_least if more.
+  // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's committed slots, then its
+  // window; keys = longest committed row + W, or keys_at_least if more (on a GPU rounded up, see kKeyBucket).
   at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask,
                             int64_t keys_at_least = 0);
   // The layers and the head over `hidden` [rows, W, H] with the step's RoPE factors, bias and KV slots.
