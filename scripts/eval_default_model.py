@@ -4,6 +4,7 @@
   scripts/eval_default_model.py [--model models/default] [--sjd build/sjd] [--count 48] [--split eval --start 0]
       [--methods ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool,sjd-pac+lantern] [--out-dir DIR]
       [--grid docs/default_model_grid.png]
+  scripts/eval_default_model.py --vq-dir out/default-model/vq [--count 200]
 
 Takes --count scenes of scenes.py from --start: by default the evaluation split, whose captions
 never occur in training (each holds a held-out colour-shape pair); `--split train --start 16000`
@@ -23,6 +24,11 @@ the mean steps and step compression (tokens / forward passes) and the mean secon
 B - 1 others, so this is about B / images per second, not the throughput);
 writes results.json.
 A method name `M+R` runs M with the LOSSY `--relax R` acceptance (cool, uniform, lantern).
+
+--vq-dir (a train_vq.py folder: the bundle keeps only the decoder) scores the VQGAN's own
+reconstructions of the same scenes instead: the codes that encode the ground truth, decoded.
+That is the ceiling of any transformer drawing with this tokenizer, so a low one says the
+tokenizer, not the transformer, is what to improve.
 """
 import argparse
 import json
@@ -206,6 +212,27 @@ def ground_truth_score(eval_scenes):
     return all(all(r["objects"]) and r["background"] for r in results)
 
 
+def reconstruction_score(vq_dir, eval_scenes):
+    """The three rates for the VQGAN's reconstructions of the scenes' ground-truth renders."""
+    import torch  # only this mode needs torch (and the training scripts' VQGAN)
+    import train_vq
+    model = train_vq.load(vq_dir)  # in eval mode
+    objects = background = whole = 0
+    for first in range(0, len(eval_scenes), 32):
+        chunk = eval_scenes[first:first + 32]
+        with torch.no_grad():
+            _, codes = model.encode(train_vq.to_pixels(np.stack([scenes.render(s) for s in chunk])))
+            images = train_vq.to_bytes(model.decode_codes(codes)).numpy()
+        for image, s in zip(images, chunk):
+            result = adherence(image, s)
+            objects += sum(result["objects"])
+            background += result["background"]
+            whole += all(result["objects"]) and result["background"]
+    n = len(eval_scenes)
+    return {"object": rate(objects, sum(len(s["objects"]) for s in eval_scenes)),
+            "background": rate(background, n), "scene": rate(whole, n)}
+
+
 def grid_indices(eval_scenes, count):
     """The first scenes of each background kind in turn, so the grid shows all three."""
     by_kind = [[i for i, s in enumerate(eval_scenes) if s["background"]["kind"] == kind]
@@ -248,6 +275,7 @@ def main(argv=None):
                                           "refuses a folder made with other prompts or settings)")
     parser.add_argument("--grid", help="write a ground truth / ar grid PNG of the first --grid-count scenes here")
     parser.add_argument("--grid-count", type=int, default=6)
+    parser.add_argument("--vq-dir", help="score this VQGAN's reconstructions of the scenes instead (no sjd run)")
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
 
@@ -255,6 +283,12 @@ def main(argv=None):
     eval_scenes = [scenes.scene(args.scene_seed, args.split, args.start + i) for i in range(args.count)]
     if not ground_truth_score(eval_scenes):
         raise SystemExit("eval_default_model: the scorer fails the generator's own images; fix the scorer first")
+    if args.vq_dir:
+        r = reconstruction_score(args.vq_dir, eval_scenes)
+        print(f"VQGAN reconstructions ({args.count} {args.split} scenes from {args.start}): scene {r['scene'][0]:.3f}"
+              f"±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±{r['object'][1]:.3f}  background "
+              f"{r['background'][0]:.3f}±{r['background'][1]:.3f}")
+        return 0
     os.makedirs(args.out_dir, exist_ok=True)
     prompts_file = os.path.join(args.out_dir, "prompts.jsonl")
     with open(prompts_file, "w", encoding="utf-8") as f:

@@ -140,3 +140,26 @@ def test_prompts_file_holds_the_captions_in_order(tmp_path):
     assert scenes.main(["--split", "eval", "--start", "3", "--count", "4", "--out-jsonl", str(out), "--prompts"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines == [{"prompt": EVAL[i]["caption"]} for i in range(3, 7)]
+
+class _PixelsAsCodes:
+    """A stand-in VQGAN whose 'codes' are the pixels themselves, decoded by `paint` (for the ceiling mode)."""
+
+    def __init__(self, paint):
+        self.paint = paint
+
+    def encode(self, x):
+        return x, x
+
+    def decode_codes(self, codes):
+        return self.paint(codes)
+
+
+@pytest.mark.parametrize("paint, perfect", [(lambda x: x, True), (lambda x: -x, False)])
+def test_reconstruction_ceiling_scores_what_the_vqgan_gives_back(monkeypatch, paint, perfect):
+    import train_vq
+    monkeypatch.setattr(train_vq, "load", lambda vq_dir: _PixelsAsCodes(paint))
+    # 40 scenes: two chunks of the 32 the mode encodes at a time.
+    r = eval_default_model.reconstruction_score("unused", EVAL[:40])
+    rates = (r["object"][0], r["background"][0], r["scene"][0])
+    # A lossless tokenizer reaches the ceiling; one that inverts the colours misses almost everything.
+    assert rates == (1.0, 1.0, 1.0) if perfect else max(rates) < 0.3
