@@ -177,13 +177,20 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     io::synchronize(logits.device());  // the pipeline's own time, not the verifier's
     const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
 
+    // Every sequence verifies, then the model keeps all rows' paths at once (one move of the kept
+    // keys for the whole batch), then finished sequences hand over their slots.
     size_t next_probs = 0;
+    std::vector<model::RowPath> paths;
     for (int64_t s = 0; s < slots; ++s) {
-      std::unique_ptr<SequenceDecoder>& sequence = live[static_cast<size_t>(s)];
+      SequenceDecoder* sequence = live[static_cast<size_t>(s)].get();
       if (!sequence) continue;
       const std::vector<int>& path = sequence->finish_window(probs[next_probs++], forward_seconds, pipeline_seconds);
-      for (int64_t r = 0; r < rows_per_sequence; ++r) model.commit_row(s * rows_per_sequence + r, path);
-      if (!sequence->finished()) continue;
+      for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({s * rows_per_sequence + r, &path});
+    }
+    model.commit_rows(paths);
+    for (int64_t s = 0; s < slots; ++s) {
+      std::unique_ptr<SequenceDecoder>& sequence = live[static_cast<size_t>(s)];
+      if (!sequence || !sequence->finished()) continue;
       finished(sequence->request(), sequence->take_result());
       sequence.reset();
       refill(s);

@@ -65,24 +65,58 @@ at::Tensor KvCache::values(int64_t layer, int64_t first, int64_t rows, int64_t c
 }
 
 void KvCache::commit(const std::vector<int64_t>& kept, uint8_t valid) {
-  for (int64_t r = 0; r < rows(); ++r) commit_row(r, kept, std::vector<uint8_t>(kept.size(), valid));
+  std::vector<RowCommit> commits;
+  for (int64_t r = 0; r < rows(); ++r) commits.push_back({r, kept, std::vector<uint8_t>(kept.size(), valid)});
+  commit_rows(commits);
 }
 
-void KvCache::commit_row(int64_t row, const std::vector<int64_t>& kept, const std::vector<uint8_t>& valid) {
-  const int64_t base = length(row);
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const int64_t from = base + kept[i];
-    const int64_t to = base + static_cast<int64_t>(i);
-    if (from == to) continue;  // already in place (the spine of a tree window)
-    for (size_t l = 0; l < k_.size(); ++l) {
-      k_[l][row].narrow(1, to, 1).copy_(k_[l][row].narrow(1, from, 1));
-      v_[l][row].narrow(1, to, 1).copy_(v_[l][row].narrow(1, from, 1));
+void KvCache::commit_rows(const std::vector<RowCommit>& commits) {
+  // The moves of every row: (row, from, to) cells, from > to. Gathering all sources before
+  // scattering equals moving them one by one in order: kept increases from 0 or more, so
+  // to = base + i <= base + kept[i], and no slot is written before it is read.
+  std::vector<int64_t> move_rows, move_from, move_to;
+  std::vector<uint8_t> seen(static_cast<size_t>(rows()), 0);
+  for (const RowCommit& c : commits) {
+    if (c.row < 0 || c.row >= rows()) throw std::out_of_range("KV cache: no row " + std::to_string(c.row));
+    if (seen[static_cast<size_t>(c.row)]++) {
+      throw std::invalid_argument("KV cache: row " + std::to_string(c.row) + " committed twice in one call");
+    }
+    if (c.valid.size() != c.kept.size()) throw std::invalid_argument("KV cache: kept and valid differ in length");
+    const int64_t base = length(c.row);
+    for (size_t i = 0; i < c.kept.size(); ++i) {
+      const int64_t from = base + c.kept[i], to = base + static_cast<int64_t>(i);
+      if ((i == 0 ? c.kept[0] < 0 : c.kept[i] <= c.kept[i - 1]) || from >= capacity_) {
+        throw std::invalid_argument("KV cache: row " + std::to_string(c.row) +
+                                    " keeps slots that are not increasing offsets inside the capacity");
+      }
+      if (from == to) continue;  // already in place (a chain window, or the spine of a tree window)
+      move_rows.push_back(c.row);
+      move_from.push_back(from);
+      move_to.push_back(to);
     }
   }
-  std::vector<uint8_t>& flags = valid_[static_cast<size_t>(row)];
-  flags.resize(static_cast<size_t>(base));
-  for (uint8_t v : valid) flags.push_back(v != 0 ? 1 : 0);
-  length_[static_cast<size_t>(row)] += static_cast<int64_t>(kept.size());
+  if (!move_rows.empty() && !k_.empty()) {
+    const int64_t n = static_cast<int64_t>(move_rows.size());
+    std::vector<int64_t> host = move_rows;
+    host.insert(host.end(), move_from.begin(), move_from.end());
+    host.insert(host.end(), move_to.begin(), move_to.end());
+    const at::Tensor all = io::upload(at::tensor(host, at::TensorOptions().dtype(at::kLong)), k_[0].device());
+    const at::Tensor row_index = all.narrow(0, 0, n), from_index = all.narrow(0, n, n);
+    const at::Tensor to_index = all.narrow(0, 2 * n, n);
+    for (size_t l = 0; l < k_.size(); ++l) {
+      for (at::Tensor* buffer : {&k_[l], &v_[l]}) {
+        at::Tensor by_slot = buffer->transpose(1, 2);  // [rows, capacity, kv_heads, head_dim], a view
+        by_slot.index_put_({row_index, to_index}, by_slot.index({row_index, from_index}));
+      }
+    }
+  }
+  for (const RowCommit& c : commits) {
+    const int64_t base = length(c.row);
+    std::vector<uint8_t>& flags = valid_[static_cast<size_t>(c.row)];
+    flags.resize(static_cast<size_t>(base));
+    for (uint8_t v : c.valid) flags.push_back(v != 0 ? 1 : 0);
+    length_[static_cast<size_t>(c.row)] += static_cast<int64_t>(c.kept.size());
+  }
 }
 
 void KvCache::rollback(int64_t row, int64_t new_length) {

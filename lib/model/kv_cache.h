@@ -44,11 +44,23 @@ class KvCache {
   // flags committed since the last one (and again those after a rollback).
   const at::Tensor& device_key_valid();
 
-  // Keeps window slots `kept` (offsets from length(row), in order) of every
-  // row, moving them to be contiguous, and advances the lengths. `valid` marks
-  // the kept slots' key validity (1 for generated tokens).
+  // What a row keeps of its last window: slots `kept` (offsets from length(row), increasing), with
+  // their key validity `valid` (1 for generated tokens).
+  struct RowCommit {
+    int64_t row = 0;
+    std::vector<int64_t> kept;
+    std::vector<uint8_t> valid;
+  };
+  // Keeps each named row's slots, moving them to be contiguous, and advances the lengths. The slots
+  // that move (a tree window's kept nodes off its spine) move with one gather and one scatter per
+  // buffer for all rows together: on a GPU a step's commit is 4 x layers kernels at most, not a copy
+  // per moved slot, layer and row. A row may appear once.
+  void commit_rows(const std::vector<RowCommit>& commits);
+  void commit_row(int64_t row, const std::vector<int64_t>& kept, const std::vector<uint8_t>& valid) {
+    commit_rows({{row, kept, valid}});
+  }
+  // Every row keeps the same slots, all with key validity `valid`.
   void commit(const std::vector<int64_t>& kept, uint8_t valid = 1);
-  void commit_row(int64_t row, const std::vector<int64_t>& kept, const std::vector<uint8_t>& valid);
   // Moves a row's length back (drops committed tokens), e.g. to re-run a suffix.
   void rollback(int64_t row, int64_t new_length);
 

@@ -29,7 +29,9 @@ at::Tensor TokenModel::forward(const std::vector<int64_t>& roots, const DraftTre
 }
 
 void TokenModel::commit(const std::vector<int>& path) {
-  for (int64_t r = 0; r < started_rows_; ++r) commit_row(r, path);
+  std::vector<RowPath> paths;
+  for (int64_t r = 0; r < started_rows_; ++r) paths.push_back({r, &path});
+  commit_rows(paths);
 }
 
 }  // namespace sjd::model

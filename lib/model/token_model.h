@@ -46,6 +46,12 @@ struct RowWindow {
   const DraftTree* nodes = nullptr;  // the draft nodes after the root
 };
 
+// What one row keeps of its last window: the root and the nodes `path` (a chain from depth 1 down).
+struct RowPath {
+  int64_t row = 0;                         // cache row
+  const std::vector<int>* path = nullptr;  // node indices of the row's last window
+};
+
 // Every row of `roots` (row r has root roots[r]) with the same draft nodes.
 std::vector<RowWindow> shared_window(const std::vector<int64_t>& roots, const DraftTree& nodes);
 
@@ -73,9 +79,10 @@ class TokenModel {
   // and hold unspecified values.
   virtual at::Tensor forward_rows(const std::vector<RowWindow>& windows) = 0;
 
-  // Keeps the root and the nodes `path` (a chain from depth 1 down) of `row`'s
-  // last window; everything else of that window is dropped.
-  virtual void commit_row(int64_t row, const std::vector<int>& path) = 0;
+  // Keeps each named row's root and path of its last window; everything else of
+  // those windows is dropped. One call per step for all rows (a row at most once),
+  // so a model can move the kept keys of every row together.
+  virtual void commit_rows(const std::vector<RowPath>& paths) = 0;
 
   // The token ids any slot may emit (image codes and structure tokens): a model
   // may compute logits for these only, the rest being masked by the pipeline

@@ -198,16 +198,23 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   return forward_hidden(rows, hidden, step_positions_, step_mask_);
 }
 
-void Transformer::commit_row(int64_t row, const std::vector<int>& path) {
-  const size_t r = static_cast<size_t>(row);
-  std::vector<int64_t> kept = {0};
-  for (int node : path) kept.push_back(node + 1);
-  std::vector<uint8_t> valid(kept.size(), 1);
-  valid[0] = pending_valid_[r];
-  cache_.commit_row(row, kept, valid);
-  next_position_[r] += static_cast<int64_t>(kept.size());
-  pending_valid_[r] = 1;
-  pending_root_embedding_[r] = at::Tensor();
+void Transformer::commit_rows(const std::vector<RowPath>& paths) {
+  std::vector<KvCache::RowCommit> commits;
+  for (const RowPath& p : paths) {
+    KvCache::RowCommit c{p.row, {0}, {pending_valid_.at(static_cast<size_t>(p.row))}};
+    for (int node : *p.path) {
+      c.kept.push_back(node + 1);
+      c.valid.push_back(1);
+    }
+    commits.push_back(std::move(c));
+  }
+  cache_.commit_rows(commits);
+  for (const KvCache::RowCommit& c : commits) {
+    const size_t r = static_cast<size_t>(c.row);
+    next_position_[r] += static_cast<int64_t>(c.kept.size());
+    pending_valid_[r] = 1;
+    pending_root_embedding_[r] = at::Tensor();
+  }
 }
 
 void Transformer::rollback(int64_t tokens) {

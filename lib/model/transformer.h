@@ -43,7 +43,7 @@ class Transformer : public TokenModel {
   void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) override;
   void open_row(int64_t row, const RowPrompt& prompt) override;
   at::Tensor forward_rows(const std::vector<RowWindow>& windows) override;
-  void commit_row(int64_t row, const std::vector<int>& path) override;
+  void commit_rows(const std::vector<RowPath>& paths) override;
   // Only these token ids get logits from the output head; every other logit is
   // the lowest float (the pipeline masks those tokens anyway). Empty: all.
   void restrict_outputs(const std::vector<int64_t>& token_ids) override;

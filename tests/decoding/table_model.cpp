@@ -76,11 +76,13 @@ at::Tensor TableModel::forward_rows(const std::vector<model::RowWindow>& windows
   return at::tensor(out).view({static_cast<int64_t>(windows.size()), slots, spec_.vocab});
 }
 
-void TableModel::commit_row(int64_t row_index, const std::vector<int>& path) {
-  Row& row = rows_.at(static_cast<size_t>(row_index));
-  if (row.started) row.history.push_back(row.last_root);
-  for (int node : path) row.history.push_back(row.last_nodes.tokens[static_cast<size_t>(node)]);
-  row.started = true;
+void TableModel::commit_rows(const std::vector<model::RowPath>& paths) {
+  for (const model::RowPath& p : paths) {
+    Row& row = rows_.at(static_cast<size_t>(p.row));
+    if (row.started) row.history.push_back(row.last_root);
+    for (int node : *p.path) row.history.push_back(row.last_nodes.tokens[static_cast<size_t>(node)]);
+    row.started = true;
+  }
 }
 
 family::TokenLayout small_layout(int64_t vocab) {

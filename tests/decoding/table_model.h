@@ -31,7 +31,7 @@ class TableModel : public model::TokenModel {
   void reserve(int64_t rows, int64_t, int64_t) override;
   void open_row(int64_t row, const model::RowPrompt& prompt) override;
   at::Tensor forward_rows(const std::vector<model::RowWindow>& windows) override;
-  void commit_row(int64_t row, const std::vector<int>& path) override;
+  void commit_rows(const std::vector<model::RowPath>& paths) override;
 
   // Logits of a row with this role given the generated prefix.
   std::vector<float> logits(int64_t role, const std::vector<int64_t>& prefix) const;

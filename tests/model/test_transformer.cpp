@@ -232,7 +232,7 @@ TEST_CASE("fused projections, batched rows and the cache give the unfused refere
   }
 }
 
-TEST_CASE("the restricted output head gives bit-identical logits for the tokens it keeps", "[model]") {
+TEST_CASE("the restricted output head gives the full head's logits for the tokens it keeps", "[model]") {
   const TransformerConfig c = tiny_config(true);
   Transformer model = tiny_transformer(c, 8);
   const std::vector<int64_t> kept = {0, 3, 4, 5, 17, 31};
@@ -242,7 +242,12 @@ TEST_CASE("the restricted output head gives bit-identical logits for the tokens 
   model.start({prompt_of({1, 2, 3})}, 16, 8);
   const at::Tensor some = model.forward({3}, chain({4, 5}));
   const at::Tensor ids = at::tensor(kept);
-  CHECK(at::equal(some.index_select(2, ids), full.index_select(2, ids)));
+  // Bit-identical on the Intel CPUs we measured; not in general: a BLAS may sum another matrix width's
+  // products in another order (MKL on an AMD EPYC does), so float32 rounding is allowed.
+  const double err = (some.index_select(2, ids) - full.index_select(2, ids)).abs().max().item<double>();
+  const double scale = std::max(1.0, full.index_select(2, ids).abs().max().item<double>());
+  INFO("max |logit difference| " << err << " of logits up to " << scale);
+  CHECK(err < 1e-6 * scale);
   at::Tensor others = at::ones({c.vocab_size}, at::kBool);
   others.index_fill_(0, ids, false);
   CHECK((some.index({at::indexing::Slice(), at::indexing::Slice(), others}) == std::numeric_limits<float>::lowest())

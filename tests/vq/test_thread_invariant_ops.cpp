@@ -91,7 +91,9 @@ TEST_CASE("batched matmul: the same floats at 1, 2 and 3 threads, where at::bmm'
   const auto ours = at_thread_counts([&] { return batched_matmul(probs, values); });
   const auto aten = at_thread_counts([&] { return at::bmm(probs, values); });
   CHECK(all_equal(ours));
-  CHECK_FALSE(all_equal(aten));  // MKL sums a long K in another order on one thread
+  // Why ours exists: on the Intel CPUs we measured, MKL sums a long K in another order on one thread. Not
+  // every CPU's MKL path does (an AMD EPYC's gives the same floats); ours must be invariant either way.
+  if (all_equal(aten)) WARN("at::bmm gave the same floats at 1, 2 and 3 threads on this CPU");
   CHECK(ours[0].sizes() == at::IntArrayRef{1, 1024, 128});
   CHECK(max_difference(ours[0], aten[0]) < 1e-5f);
   // The scores' shape (K = channels), two images, with a transposed right-hand side as the attention passes it.
