@@ -1,6 +1,7 @@
 #include "table_model.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "sampling/philox.h"
 
@@ -77,6 +78,10 @@ at::Tensor TableModel::forward_rows(const std::vector<model::RowWindow>& windows
 }
 
 void TableModel::commit_rows(const std::vector<model::RowPath>& paths) {
+  std::vector<uint8_t> seen(rows_.size(), 0);
+  for (const model::RowPath& p : paths) {  // the transformer's KV cache refuses a row twice: so does the table
+    if (seen.at(static_cast<size_t>(p.row))++) throw std::invalid_argument("table model: a row committed twice");
+  }
   for (const model::RowPath& p : paths) {
     Row& row = rows_.at(static_cast<size_t>(p.row));
     if (row.started) row.history.push_back(row.last_root);

@@ -131,6 +131,30 @@ TEST_CASE("tree windows equal their root-to-node chains, commit compacts the acc
   CHECK(at::allclose(after, fresh, 1e-4, 1e-4));
 }
 
+TEST_CASE("one commit of two rows keeping different paths equals each row run alone", "[model]") {
+  Transformer model = tiny_transformer(tiny_config(true, 4), 2);
+  DraftTree tree;  // row 0: spine 10 -> 11, and a sibling 12 of 10 with child 13
+  tree.push(10, -1);
+  tree.push(11, 0);
+  tree.push(12, -1);
+  tree.push(13, 2);
+  const DraftTree row1_chain = chain({30, 31});
+  const DraftTree none;
+  model.start({prompt_of({1, 2}), prompt_of({5, 6, 7})}, 16, 8);
+  model.forward_rows({{0, 2, &tree}, {1, 7, &row1_chain}});
+  const std::vector<int> off_spine = {2, 3}, first_node = {0};
+  model.commit_rows({{0, &off_spine}, {1, &first_node}});  // row 0 moves two slots, row 1 none
+  const at::Tensor after = model.forward_rows({{0, 20, &none}, {1, 21, &none}});
+
+  model.start({prompt_of({1, 2, 12, 13, 20})}, 16, 8);
+  const at::Tensor row0_alone = model.forward({20}, DraftTree{});
+  model.start({prompt_of({5, 6, 7, 30, 21})}, 16, 8);
+  const at::Tensor row1_alone = model.forward({21}, DraftTree{});
+  CHECK(at::allclose(after[0], row0_alone[0], 1e-4, 1e-4));
+  CHECK(at::allclose(after[1], row1_alone[0], 1e-4, 1e-4));
+  CHECK_FALSE(at::allclose(after[0], after[1], 1e-4, 1e-4));  // the rows' contexts differ
+}
+
 TEST_CASE("rollback then re-forward equals a fresh run", "[model]") {
   Transformer model = tiny_transformer(tiny_config(false), 3);
   model.start({prompt_of({1, 2, 3})}, 16, 8);
