@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Builds the default model (models/default) from nothing: generated scenes -> text tokenizer,
 # VQGAN, transformer -> Lumina-mGPT release files -> sjd bundle. Deterministic for a seed,
-# thread count and device. Wall time with one thread on a 2-core CPU shared with other work:
-# 24 min (VQ), 4 min (encoding scenes), 65 min (transformer); docs/default_model.md has the
+# thread counts and device. Wall time on a quiet 2-core CPU: 14 min (VQ, one thread), about 90 min
+# (transformer, two threads, with 7 min of encoding the scenes); docs/default_model.md has the
 # measured times. DEVICE=cuda trains on a GPU (not yet measured: no GPU has been lent).
 #
 #   scripts/build_default_model.sh [WORK_DIR] [OUT_DIR]
 #     WORK_DIR  intermediate files (default out/default-model): text/, vq/, hf/
 #     OUT_DIR   the bundle (default models/default)
-# Environment: SEED (0), THREADS (1), DEVICE (cpu); VQ_STEPS, LM_STEPS, LM_SCENES override the step counts.
+# Environment: SEED (0), VQ_THREADS (1), LM_THREADS (2), DEVICE (cpu); VQ_STEPS, LM_STEPS,
+# LM_SCENES override the step counts. The thread counts are part of the recipe: another count
+# gives other floating-point sums and so other weights.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 work=${1:-out/default-model}
 out=${2:-models/default}
 seed=${SEED:-0}
-threads=${THREADS:-1}
+vq_threads=${VQ_THREADS:-1}
+lm_threads=${LM_THREADS:-2}
 device=${DEVICE:-cpu}
 python=${PYTHON:-python3}
 # oneDNN's AMX kernels die with SIGILL on VMs that advertise AMX without enabling it.
@@ -33,10 +36,10 @@ stage() {  # stage NAME command...: runs a stage and records its wall time
 : > "$work/stage_seconds.txt"
 
 stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed"
-stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --threads "$threads" \
+stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --threads "$vq_threads" \
   --device "$device" ${VQ_STEPS:+--steps "$VQ_STEPS"}
 stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
-  --out-dir "$work/hf" --seed "$seed" --threads "$threads" --device "$device" \
+  --out-dir "$work/hf" --seed "$seed" --threads "$lm_threads" --device "$device" \
   ${LM_STEPS:+--steps "$LM_STEPS"} ${LM_SCENES:+--scenes "$LM_SCENES"}
 
 # The bundle folder holds the release files (the transformer weights are used in place) plus
@@ -49,7 +52,7 @@ for f in config.json model.safetensors.index.json tokenizer.json tokenizer_confi
 done
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --out "$out" \
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions 64 --resolution 64 --top-k 128 --cfg 2.0 --name sjd-default-scenes
+  --resolutions 64 --resolution 64 --top-k 128 --cfg 1.5 --name sjd-default-scenes
 # Drafts start as the code above them: on these flat scenes that takes ~10% fewer steps than random drafts with
 # shorter automatic windows (docs/default_model.md, "Draft initialisation"). The CPU step-cost profile
 # (step_cost/cpu-f32) is added afterwards by `sjd bench --calibrate` on the machine it describes.

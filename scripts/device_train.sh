@@ -25,8 +25,8 @@
 #
 # Unpack here: cat OUT_DIR/train.tar.gz.part* | tar -xz -C DEST   (DEST/bundle is the bundle)
 #
-# Environment (defaults: the v1 model's settings): DEVICE (cuda), SEED (0),
-#   VQ_STEPS (1200), LM_SCENES (16000), LM_STEPS (3000), LM_BATCH (16), LM_LR (3e-3),
+# Environment (defaults: the shipped model's settings): DEVICE (cuda), SEED (0),
+#   VQ_STEPS (1200), LM_SCENES (32000), LM_STEPS (11000), LM_BATCH (16), LM_LR (3e-3),
 #   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
@@ -54,7 +54,7 @@ if [ -n "$from" ] && [ "$(realpath -m "$from")" = "$(realpath -m "$out")" ]; the
 fi
 # Everything the work folder's contents depend on: a folder made with other settings is refused,
 # so that a warm machine never continues another run's tokenizer, VQGAN or state.
-settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-16000} steps=${LM_STEPS:-3000}"
+settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-32000} steps=${LM_STEPS:-11000}"
 settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
 settings+=" intermediate=${INTERMEDIATE:-704}"
 mkdir -p "$out"
@@ -112,7 +112,7 @@ limit=$(( budget - ($(date +%s) - started) - 60 ))
 [ "$limit" -ge 0 ] || limit=0
 stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
   --out-dir "$work/hf" --seed "$seed" --device "$device" --state-dir "$work/state" --compact-state \
-  --time-limit "$limit" --scenes "${LM_SCENES:-16000}" --steps "${LM_STEPS:-3000}" \
+  --time-limit "$limit" --scenes "${LM_SCENES:-32000}" --steps "${LM_STEPS:-11000}" \
   --batch-size "${LM_BATCH:-16}" --lr "${LM_LR:-3e-3}" --hidden-size "${HIDDEN:-256}" --layers "${LAYERS:-4}" \
   --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}"
 code=$?
@@ -137,7 +137,7 @@ cp "$work"/hf/config.json "$work"/hf/model.safetensors.index.json "$work"/hf/tok
    "$work"/hf/tokenizer_config.json "$work"/hf/model*.safetensors "$bundle"/
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$bundle" --out "$bundle" \
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions 64 --resolution 64 --top-k 128 --cfg 2.0 --name sjd-default-scenes || exit 1
+  --resolutions 64 --resolution 64 --top-k 128 --cfg 1.5 --name sjd-default-scenes || exit 1
 "$python" - "$bundle/bundle.json" <<'PY' || exit 1
 import json, sys
 path = sys.argv[1]

@@ -4,6 +4,7 @@
   scripts/eval_default_model.py [--model models/default] [--sjd build/sjd] [--count 48] [--split eval --start 0]
       [--methods ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool,sjd-pac+lantern] [--out-dir DIR]
       [--grid docs/default_model_grid.png]
+  scripts/eval_default_model.py --captions FILE [--repeat 4] [--methods ar]
   scripts/eval_default_model.py --vq-dir out/default-model/vq [--count 200]
 
 Takes --count scenes of scenes.py from --start: by default the evaluation split, whose captions
@@ -24,6 +25,11 @@ the mean steps and step compression (tokens / forward passes) and the mean secon
 B - 1 others, so this is about B / images per second, not the throughput);
 writes results.json.
 A method name `M+R` runs M with the LOSSY `--relax R` acceptance (cool, uniform, lantern).
+
+--captions scores your own prompts instead of generated scenes: any caption in the scenes'
+grammar (scenes.parse_caption; one per line, `#` lines skipped, or a .jsonl with "prompt"), each
+drawn --repeat times with consecutive seeds, and prints per caption how many of its images are
+right. This is how the README's examples and the demo prompt are chosen.
 
 --vq-dir (a train_vq.py folder: the bundle keeps only the decoder) scores the VQGAN's own
 reconstructions of the same scenes instead: the codes that encode the ground truth, decoded.
@@ -206,6 +212,29 @@ def score_method(records, eval_scenes, out_dir):
     }
 
 
+def read_captions(path):
+    """Prompts of a .txt (one a line, `#` comments skipped) or .jsonl ("prompt" fields) file."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f]
+    if path.endswith(".jsonl"):
+        return [json.loads(line)["prompt"] for line in lines if line]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def print_per_caption(captions, repeat, records, eval_scenes, out_dir):
+    """One line per caption: of its `repeat` images, how many are right as a whole, and per part."""
+    for c, text in enumerate(captions):
+        whole = background = objects = 0
+        for i in range(c * repeat, (c + 1) * repeat):
+            if i in records:
+                result = adherence(read_png(os.path.join(out_dir, records[i]["file"])), eval_scenes[i])
+                whole += all(result["objects"]) and result["background"]
+                background += result["background"]
+                objects += sum(result["objects"])
+        print(f"  {whole}/{repeat} right (objects {objects}/{repeat * len(eval_scenes[c * repeat]['objects'])}, "
+              f"background {background}/{repeat}): {text}")
+
+
 def ground_truth_score(eval_scenes):
     """The scorer on the generator's own renders: every check must pass (a scorer sanity check)."""
     results = [adherence(scenes.render(s), s) for s in eval_scenes]
@@ -275,12 +304,23 @@ def main(argv=None):
                                           "refuses a folder made with other prompts or settings)")
     parser.add_argument("--grid", help="write a ground truth / ar grid PNG of the first --grid-count scenes here")
     parser.add_argument("--grid-count", type=int, default=6)
+    parser.add_argument("--captions", help="score these captions (one per line, or .jsonl) instead of --split scenes")
+    parser.add_argument("--repeat", type=int, default=1, help="with --captions: images per caption (seeds in a row)")
     parser.add_argument("--vq-dir", help="score this VQGAN's reconstructions of the scenes instead (no sjd run)")
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
 
-    args.out_dir = args.out_dir or os.path.join(ROOT, "out", "default-model", f"eval-{args.split}-{args.start}")
-    eval_scenes = [scenes.scene(args.scene_seed, args.split, args.start + i) for i in range(args.count)]
+    if args.captions:
+        try:
+            captions = read_captions(args.captions)
+            eval_scenes = [scenes.parse_caption(c) for c in captions for _ in range(args.repeat)]
+        except (OSError, ValueError) as e:
+            print(f"eval_default_model: {args.captions}: {e}", file=sys.stderr)
+            return 2
+        args.out_dir = args.out_dir or os.path.join(ROOT, "out", "default-model", "eval-captions")
+    else:
+        args.out_dir = args.out_dir or os.path.join(ROOT, "out", "default-model", f"eval-{args.split}-{args.start}")
+        eval_scenes = [scenes.scene(args.scene_seed, args.split, args.start + i) for i in range(args.count)]
     if not ground_truth_score(eval_scenes):
         raise SystemExit("eval_default_model: the scorer fails the generator's own images; fix the scorer first")
     if args.vq_dir:
@@ -311,8 +351,12 @@ def main(argv=None):
               f"{first})  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
               f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
               f"{r['seconds_per_image']:.2f} s/image (latency)", flush=True)
+        if args.captions:
+            print_per_caption(captions, args.repeat, records, eval_scenes, out_dir)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({"split": args.split, "start": args.start, "count": args.count, "seed": args.seed,
+        source = ({"captions": args.captions, "repeat": args.repeat} if args.captions else
+                  {"split": args.split, "start": args.start, "count": args.count})
+        json.dump({**source, "seed": args.seed,
                    "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
         f.write("\n")
     if args.grid:

@@ -18,6 +18,7 @@ evaluation scenes always contain one, so no evaluation caption appears in traini
 """
 import argparse
 import json
+import re
 import sys
 
 import numpy as np
@@ -134,6 +135,49 @@ def caption(s):
     """The caption of a scene dict (background, objects, form)."""
     objects = _listing([_object_phrase(o) for o in s["objects"]])
     return SENTENCE_FORMS[s["form"]](objects, _background_phrase(s["background"]))
+
+
+def _alternatives(words):
+    return "(" + "|".join(re.escape(w) for w in words) + ")"
+
+
+_OBJECT = (f"an? {_alternatives(SIZES)} {_alternatives(COLOURS)} {_alternatives(SHAPES)} "
+           f"{_alternatives(POSITION_PHRASES.values())}")
+_BACKGROUND = (f"an? (?:{_alternatives(COLOURS)} background|{_alternatives(COLOURS)} to {_alternatives(COLOURS)} "
+               f"gradient background|{_alternatives(COLOURS)} and {_alternatives(COLOURS)} striped background)")
+# The sentence forms of SENTENCE_FORMS, in the same order.
+_FORMS = [re.compile(f"(?P<objects>.+), on (?P<background>{_BACKGROUND})"),
+          re.compile(f"(?P<background>{_BACKGROUND}) with (?P<objects>.+)"),
+          re.compile(f"on (?P<background>{_BACKGROUND}), (?P<objects>.+)")]
+_LISTING = re.compile(f"{_OBJECT}(?:, {_OBJECT})*(?: and {_OBJECT})?")
+
+
+def parse_caption(text):
+    """The scene dict a caption in this module's grammar describes (the inverse of caption()), so that
+    any such prompt, not only a generated one, can be scored. ValueError says what does not parse."""
+    text = text.strip()
+    for form, pattern in enumerate(_FORMS):
+        m = pattern.fullmatch(text)
+        if m and _LISTING.fullmatch(m["objects"]):
+            break
+    else:
+        raise ValueError(f"not a scene caption (a background and one to three objects in scenes.py's words): {text!r}")
+    b = re.fullmatch(_BACKGROUND, m["background"]).groups()
+    if b[0]:
+        background = {"kind": "solid", "colours": [b[0]]}
+    else:
+        kind = "gradient" if b[1] else "stripes"
+        background = {"kind": kind, "colours": [c for c in b[1:] if c]}
+        if background["colours"][0] == background["colours"][1]:
+            raise ValueError(f"a {m['background']!r} needs two different colours: {text!r}")
+    by_phrase = {phrase: position for position, phrase in POSITION_PHRASES.items()}
+    objects = [{"size": size, "colour": colour, "shape": shape, "position": by_phrase[where]}
+               for size, colour, shape, where in re.findall(_OBJECT, m["objects"])]
+    positions = [o["position"] for o in objects]
+    if len(objects) > 3 or len(set(positions)) != len(positions):
+        raise ValueError(f"one to three objects, each at its own position: {text!r}")
+    objects.sort(key=lambda o: POSITIONS_ORDER.index(o["position"]))
+    return {"background": background, "objects": objects, "form": form, "caption": text}
 
 
 def pixel_grid(size=IMAGE_SIZE):

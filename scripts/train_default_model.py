@@ -2,7 +2,7 @@
 """Trains the default model's transformer: captions -> VQ image codes, in the Lumina-mGPT layout.
 
   scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
-      [--scenes 16000] [--steps 3000] [--seed 0] [--threads 1] [--device cuda]
+      [--scenes 32000] [--steps 11000] [--seed 0] [--threads 1] [--device cuda]
       [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704]
       [--state-dir DIR --time-limit SECONDS]
 
@@ -410,8 +410,8 @@ def main(argv=None):
     parser.add_argument("--text-dir", required=True)
     parser.add_argument("--out-dir", required=True, help="the Hugging Face style folder to write")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scenes", type=int, default=16000, help="training scenes to encode")
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--scenes", type=int, default=32000, help="training scenes to encode")
+    parser.add_argument("--steps", type=int, default=11000)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--threads", type=int, default=1)

@@ -1,7 +1,7 @@
 """The default model's training pipeline at toy size: text tokenizer -> VQGAN -> transformer -> export.
 
-scripts/build_default_model.sh runs these same stages at full size (about an hour and a
-half on one CPU core). Here each runs a few steps, which is enough to check what the
+scripts/build_default_model.sh runs these same stages at full size (about two hours on
+two CPU cores). Here each runs a few steps, which is enough to check what the
 shipped model relies on: every stage writes the release formats the Lumina-mGPT exporter
 reads, the transformer's training is deterministic for a seed (bit-identical weights) and
 changes with it, and the exported bundle loads and generates in sjd where it is built.

@@ -163,3 +163,60 @@ def test_reconstruction_ceiling_scores_what_the_vqgan_gives_back(monkeypatch, pa
     rates = (r["object"][0], r["background"][0], r["scene"][0])
     # A lossless tokenizer reaches the ceiling; one that inverts the colours misses almost everything.
     assert rates == (1.0, 1.0, 1.0) if perfect else max(rates) < 0.3
+
+
+def test_parse_caption_inverts_caption():
+    for s in TRAIN + EVAL:
+        assert scenes.parse_caption(s["caption"]) == s, s["caption"]
+    # A caption may list its objects in any order; the scene is the same.
+    swapped = scenes.parse_caption("a large blue square on the right and a small red circle on the left, on a "
+                                   "yellow background")
+    assert [o["position"] for o in swapped["objects"]] == ["left", "right"]
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ("a red apple", "not a scene caption"),
+    ("a small red circle on the left, on a yellow", "not a scene caption"),
+    ("a small red circle on the left and a small blue ring on the left, on a white background", "own position"),
+    ("a small red circle on the left, a small blue ring at the top, a small green square in the centre and a "
+     "small black ring on the right, on a white background", "one to three"),
+    ("on a red and red striped background, a small blue ring at the top", "two different colours"),
+])
+def test_parse_caption_says_what_does_not_parse(text, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        scenes.parse_caption(text)
+
+
+def test_captions_mode_scores_each_caption_over_its_seeds(tmp_path, monkeypatch, capsys):
+    """--captions: every caption drawn --repeat times, a line per caption. A stand-in for sjd draws the
+    truth for the first caption and drops the objects of the second, so the lines must say 2/2 and 0/2."""
+    captions = ["a large white ring on the left, on a purple background",
+                "a red to yellow gradient background with a large blue circle in the centre"]
+    (tmp_path / "captions.txt").write_text("# examples\n" + "\n".join(captions) + "\n")
+
+    def fake_batch(sjd, model, prompts_file, out_dir, method, seed, extra):
+        import os
+        os.makedirs(out_dir, exist_ok=True)
+        records = {}
+        with open(prompts_file, encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                s = scenes.parse_caption(json.loads(line)["prompt"])
+                drawn = s if i < 2 else {**s, "objects": []}
+                eval_default_model.write_png(os.path.join(out_dir, f"{i}.png"), scenes.render(drawn))
+                records[i] = {"file": f"{i}.png", "steps": 277, "tokens": 277, "seconds": 0.1}
+        return records
+
+    monkeypatch.setattr(eval_default_model, "run_method", fake_batch)
+    assert eval_default_model.main(["--captions", str(tmp_path / "captions.txt"), "--repeat", "2", "--methods", "ar",
+                                    "--out-dir", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"2/2 right (objects 2/2, background 2/2): {captions[0]}" in out
+    assert f"0/2 right (objects 0/2, background 2/2): {captions[1]}" in out
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["repeat"] == 2
+
+
+def test_captions_mode_refuses_a_caption_it_cannot_score(tmp_path, capsys):
+    (tmp_path / "captions.txt").write_text("a large white ring on the left, on a purple background\na red apple\n")
+    assert eval_default_model.main(["--captions", str(tmp_path / "captions.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "captions.txt" in err and "a red apple" in err
