@@ -101,9 +101,9 @@ TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prom
   CHECK(std::filesystem::exists(out / "00001_a-blue-square.png"));
 
   // Resuming with other settings or prompts would mix two runs: refused, the images kept.
-  const auto other_cfg = run_sjd(cmd + " --cfg 1.5");
+  const auto other_cfg = run_sjd(cmd + " --cfg 2.5");
   CHECK(other_cfg.exit_code == 2);
-  CHECK_THAT(other_cfg.err, Catch::Contains("manifest.jsonl:") && Catch::Contains("cfg 2.0 (now 1.5)"));
+  CHECK_THAT(other_cfg.err, Catch::Contains("manifest.jsonl:") && Catch::Contains("cfg 1.5 (now 2.5)"));  // the bundle says 1.5
   write_file(prompts, "a red pear\na blue square\na green ring\n");
   const auto other_prompts = run_sjd(cmd);
   CHECK(other_prompts.exit_code == 2);
