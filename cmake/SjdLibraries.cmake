@@ -34,7 +34,18 @@ function(sjd_tests area)
   catch_discover_tests(tests_${area}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     EXTRA_ARGS -w NoTests
-    # ONEDNN_MAX_CPU_ISA: oneDNN's AMX kernels die with SIGILL on virtual machines that advertise AMX without
-    # enabling its tile state (whole sjd processes were seen to die so in these tests); AVX512-BF16 works.
-    PROPERTIES ENVIRONMENT "SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1;ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16")
+    TEST_LIST tests_${area}_discovered)
+  # The environment is set by a CTest script read after the discovered tests, not through
+  # catch_discover_tests(PROPERTIES): that passes its list through a command line that splits
+  # "A=1;B=2" into separate properties, so only the first variable reached the tests (the others
+  # became junk property names). One OpenMP thread: two test processes each spinning two threads
+  # on a 2-core machine ran 10-30 times slower and timed out a polling test. ONEDNN_MAX_CPU_ISA:
+  # oneDNN's AMX kernels die with SIGILL on virtual machines that advertise AMX without enabling
+  # its tile state (whole sjd processes were seen to die so in these tests); AVX512-BF16 works.
+  set(environment_script ${CMAKE_CURRENT_BINARY_DIR}/tests_${area}_environment.cmake)
+  file(WRITE ${environment_script}
+    "set_tests_properties(\${tests_${area}_discovered} PROPERTIES ENVIRONMENT "
+    "\"SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1;"
+    "ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16\")\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${environment_script})
 endfunction()
