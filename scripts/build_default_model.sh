@@ -8,9 +8,9 @@
 #   scripts/build_default_model.sh [WORK_DIR] [OUT_DIR]
 #     WORK_DIR  intermediate files (default out/default-model): text/, vq/, hf/
 #     OUT_DIR   the bundle (default models/default)
-# Environment: SEED (0), VQ_THREADS (1), LM_THREADS (2), DEVICE (cpu); VQ_STEPS, LM_STEPS,
-# LM_SCENES override the step counts. The thread counts are part of the recipe: another count
-# gives other floating-point sums and so other weights.
+# Environment: SEED (0), VQ_THREADS (1), LM_THREADS (2), DEVICE (cpu), IMAGE_SIZE (64: the transformer's
+# images; the VQGAN trains at 64 px either way); VQ_STEPS, LM_STEPS, LM_SCENES override the step counts.
+# The thread counts are part of the recipe: another count gives other floating-point sums and so other weights.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +19,7 @@ out=${2:-models/default}
 seed=${SEED:-0}
 vq_threads=${VQ_THREADS:-1}
 lm_threads=${LM_THREADS:-2}
+image_size=${IMAGE_SIZE:-64}
 device=${DEVICE:-cpu}
 python=${PYTHON:-python3}
 # oneDNN's AMX kernels die with SIGILL on VMs that advertise AMX without enabling it.
@@ -40,11 +41,11 @@ stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --thr
   --device "$device" ${VQ_STEPS:+--steps "$VQ_STEPS"}
 stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" \
   --out-dir "$work/hf" --seed "$seed" --threads "$lm_threads" --device "$device" \
-  ${LM_STEPS:+--steps "$LM_STEPS"} ${LM_SCENES:+--scenes "$LM_SCENES"}
+  --image-size "$image_size" ${LM_STEPS:+--steps "$LM_STEPS"} ${LM_SCENES:+--scenes "$LM_SCENES"}
 
 # The bundle folder holds the release files (the transformer weights are used in place) plus
 # what the Lumina-mGPT exporter writes: bundle.json and the decoder half of the VQGAN. The
-# model draws 64 px images (size token <reserved08802>); its top-k keeps a quarter of the
+# model draws IMAGE_SIZE px images (64: size token <reserved08802>); its top-k keeps a quarter of the
 # 512 codes, as Lumina-mGPT's 2000 of 8192 does.
 rm -f "$out"/*
 for f in config.json model.safetensors.index.json tokenizer.json tokenizer_config.json "$work"/hf/model*.safetensors; do
@@ -52,7 +53,7 @@ for f in config.json model.safetensors.index.json tokenizer.json tokenizer_confi
 done
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --out "$out" \
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions 64 --resolution 64 --top-k 128 --cfg 1.5 --name sjd-default-scenes
+  --resolutions "$image_size" --resolution "$image_size" --top-k 128 --cfg 1.5 --name sjd-default-scenes
 # Drafts start as the code above them: on these flat scenes that takes ~10% fewer steps than random drafts with
 # shorter automatic windows (docs/default_model.md, "Draft initialisation"). The CPU step-cost profile
 # (step_cost/cpu-f32) is added afterwards by `sjd bench --calibrate` on the machine it describes.

@@ -27,7 +27,8 @@
 #
 # Environment (defaults: the shipped model's settings): DEVICE (cuda), SEED (0),
 #   VQ_STEPS (1200), LM_SCENES (32000), LM_STEPS (11000), LM_BATCH (16), LM_LR (3e-3),
-#   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704),
+#   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704), IMAGE_SIZE (64; 128 gives 32x32 codes with
+#   the same 64 px VQGAN, which is convolutional),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
@@ -42,6 +43,7 @@ python=${PYTHON:-python3}
 device=${DEVICE:-cuda}
 seed=${SEED:-0}
 work=${WORK:-/tmp/sjd-train}
+image_size=${IMAGE_SIZE:-64}
 budget=${CALL_SECONDS:-540}
 part_bytes=$((15 * 1024 * 1024))
 if [ -n "$from" ] && ! ls "$from"/train.tar.gz.part* > /dev/null 2>&1; then
@@ -56,7 +58,7 @@ fi
 # so that a warm machine never continues another run's tokenizer, VQGAN or state.
 settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-32000} steps=${LM_STEPS:-11000}"
 settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
-settings+=" intermediate=${INTERMEDIATE:-704}"
+settings+=" intermediate=${INTERMEDIATE:-704} image_size=$image_size"
 mkdir -p "$out"
 rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
 mkdir -p "$work"
@@ -114,7 +116,7 @@ stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" -
   --out-dir "$work/hf" --seed "$seed" --device "$device" --state-dir "$work/state" --compact-state \
   --time-limit "$limit" --scenes "${LM_SCENES:-32000}" --steps "${LM_STEPS:-11000}" \
   --batch-size "${LM_BATCH:-16}" --lr "${LM_LR:-3e-3}" --hidden-size "${HIDDEN:-256}" --layers "${LAYERS:-4}" \
-  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}"
+  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}" --image-size "$image_size"
 code=$?
 if [ $code -eq 75 ]; then
   pack settings.txt text vq state $(cd "$work" && ls -- *.log)
@@ -137,7 +139,7 @@ cp "$work"/hf/config.json "$work"/hf/model.safetensors.index.json "$work"/hf/tok
    "$work"/hf/tokenizer_config.json "$work"/hf/model*.safetensors "$bundle"/
 stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$bundle" --out "$bundle" \
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions 64 --resolution 64 --top-k 128 --cfg 1.5 --name sjd-default-scenes || exit 1
+  --resolutions "$image_size" --resolution "$image_size" --top-k 128 --cfg 1.5 --name sjd-default-scenes || exit 1
 "$python" - "$bundle/bundle.json" <<'PY' || exit 1
 import json, sys
 path = sys.argv[1]

@@ -241,8 +241,9 @@ def ground_truth_score(eval_scenes):
     return all(all(r["objects"]) and r["background"] for r in results)
 
 
-def reconstruction_score(vq_dir, eval_scenes):
-    """The three rates for the VQGAN's reconstructions of the scenes' ground-truth renders."""
+def reconstruction_score(vq_dir, eval_scenes, image_size):
+    """The three rates for the VQGAN's reconstructions of the scenes' ground-truth renders at image_size px
+    (the VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes)."""
     import torch  # only this mode needs torch (and the training scripts' VQGAN)
     import train_vq
     model = train_vq.load(vq_dir)  # in eval mode
@@ -250,7 +251,7 @@ def reconstruction_score(vq_dir, eval_scenes):
     for first in range(0, len(eval_scenes), 32):
         chunk = eval_scenes[first:first + 32]
         with torch.no_grad():
-            _, codes = model.encode(train_vq.to_pixels(np.stack([scenes.render(s) for s in chunk])))
+            _, codes = model.encode(train_vq.to_pixels(np.stack([scenes.render(s, image_size) for s in chunk])))
             images = train_vq.to_bytes(model.decode_codes(codes)).numpy()
         for image, s in zip(images, chunk):
             result = adherence(image, s)
@@ -275,8 +276,8 @@ def write_grid(path, eval_scenes, records, out_dir, indices, scale):
     gap = 4
     cells = []
     for i in indices:
-        truth = scenes.render(eval_scenes[i])
         made = read_png(os.path.join(out_dir, records[i]["file"]))
+        truth = scenes.render(eval_scenes[i], made.shape[0])
         cells.append([np.kron(im, np.ones((scale, scale, 1), dtype=np.uint8)) for im in (truth, made)])
     side = cells[0][0].shape[0]
     count = len(indices)
@@ -307,6 +308,7 @@ def main(argv=None):
     parser.add_argument("--captions", help="score these captions (one per line, or .jsonl) instead of --split scenes")
     parser.add_argument("--repeat", type=int, default=1, help="with --captions: images per caption (seeds in a row)")
     parser.add_argument("--vq-dir", help="score this VQGAN's reconstructions of the scenes instead (no sjd run)")
+    parser.add_argument("--image-size", type=int, default=scenes.IMAGE_SIZE, help="with --vq-dir: pixels per side")
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
 
@@ -324,7 +326,7 @@ def main(argv=None):
     if not ground_truth_score(eval_scenes):
         raise SystemExit("eval_default_model: the scorer fails the generator's own images; fix the scorer first")
     if args.vq_dir:
-        r = reconstruction_score(args.vq_dir, eval_scenes)
+        r = reconstruction_score(args.vq_dir, eval_scenes, args.image_size)
         print(f"VQGAN reconstructions ({args.count} {args.split} scenes from {args.start}): scene {r['scene'][0]:.3f}"
               f"±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±{r['object'][1]:.3f}  background "
               f"{r['background'][0]:.3f}±{r['background'][1]:.3f}")

@@ -3,7 +3,7 @@
 
   scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
       [--scenes 32000] [--steps 11000] [--seed 0] [--threads 1] [--device cuda]
-      [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704]
+      [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704] [--image-size 64]
       [--state-dir DIR --time-limit SECONDS]
 
 --time-limit (seconds from the start, encoding included) stops training at the first step that
@@ -19,8 +19,8 @@ written); 75: paused, run again to continue; 2: a saved state that cannot be res
 settings, or a part missing or altered: the message names it).
 
 Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
-vocabulary.json). Encodes --scenes training scenes to 16x16 codes (cached in
---out-dir/codes.npz, reused when the VQ checkpoint and count match), then trains a
+vocabulary.json). Encodes --scenes training scenes to 16x16 codes (--image-size 128: 32x32; cached
+in --out-dir/codes.npz, reused when the VQ checkpoint, count and size match), then trains a
 Chameleon-architecture decoder (RMSNorm, SwiGLU, rotate-half RoPE, per-head LayerNorm on
 q and k before RoPE) on the family's sequences:
 
@@ -73,7 +73,6 @@ QK_NORM_EPS = 1e-5
 SHARD_BYTES = 15 * 1024 * 1024  # safetensors shards small enough for a device machine to bring back
 UNCOND_FRACTION = 0.1
 DOWNSAMPLE = 2 ** (len(train_vq.CONFIG["ch_mult"]) - 1)
-GRID = scenes.IMAGE_SIZE // DOWNSAMPLE
 
 
 class RMSNorm(nn.Module):
@@ -189,17 +188,26 @@ class ChameleonLM(nn.Module):
 
 
 def generated_tokens(codes, layout):
-    """The generated part of a sequence for one [GRID, GRID] code grid."""
-    size = layout["size_token_base"] + scenes.IMAGE_SIZE // layout["size_token_unit_px"]
-    rows = np.concatenate([codes + layout["image_token_first"], np.full((GRID, 1), layout["newline_id"])], 1)
+    """The generated part of a sequence for one [grid, grid] code grid (the image is grid x DOWNSAMPLE px)."""
+    grid = codes.shape[0]
+    size = layout["size_token_base"] + grid * DOWNSAMPLE // layout["size_token_unit_px"]
+    rows = np.concatenate([codes + layout["image_token_first"], np.full((grid, 1), layout["newline_id"])], 1)
     return np.concatenate([[layout["begin_image_id"], size, size], rows.reshape(-1),
                            [layout["end_image_id"], layout["end_of_turn_id"]]]).astype(np.int64)
 
 
-def prompt_tokens(tokenizer, layout, caption):
-    side = str(scenes.IMAGE_SIZE)
+def prompt_tokens(tokenizer, layout, caption, image_size):
+    side = str(image_size)
     text = layout["prompt_template"].replace("{width}", side).replace("{height}", side).replace("{prompt}", caption)
     return [layout["bos_id"]] + tokenizer.encode(text, add_special_tokens=False).ids + [layout["end_of_turn_id"]]
+
+
+def max_positions(image_size):
+    """The config's max_position_embeddings: 512 (v1 and v2's) while a prompt of up to 128 tokens and the image
+    fit, else the next power of two that holds them."""
+    grid = image_size // DOWNSAMPLE
+    needed = 128 + 5 + grid * (grid + 1)
+    return 512 if needed <= 512 else 1 << (needed - 1).bit_length()
 
 
 def file_digest(path):
@@ -208,18 +216,21 @@ def file_digest(path):
 
 
 @torch.no_grad()
-def encode_scenes(vq_dir, seed, count, cache, threads, device):
-    """codes [count, GRID, GRID] of the first `count` training scenes (cached by VQ checkpoint digest)."""
+def encode_scenes(vq_dir, seed, count, image_size, cache, threads, device):
+    """codes [count, grid, grid] of the first `count` training scenes drawn at image_size px (cached by VQ
+    checkpoint digest). The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
         cached = np.load(cache)
-        if str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count:
+        if (str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count
+                and cached["codes"].shape[1] * DOWNSAMPLE == image_size):
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
     model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
     start, chunks = time.time(), []
     for first in range(0, count, 32):
-        images = np.stack([scenes.render(scenes.scene(seed, "train", i)) for i in range(first, min(count, first + 32))])
+        images = np.stack([scenes.render(scenes.scene(seed, "train", i), image_size)
+                           for i in range(first, min(count, first + 32))])
         pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=torch.bfloat16):
             _, codes = model.encode(pixels)
@@ -421,6 +432,8 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, default=ARCH["num_hidden_layers"])
     parser.add_argument("--heads", type=int, default=ARCH["num_attention_heads"])
     parser.add_argument("--intermediate-size", type=int, default=ARCH["intermediate_size"])
+    parser.add_argument("--image-size", type=int, default=scenes.IMAGE_SIZE,
+                        help="pixels per side of the training images (a multiple of 32: 128 gives 32 x 32 codes)")
     parser.add_argument("--state-dir", help="save the training state here at --time-limit, and resume from it")
     parser.add_argument("--time-limit", type=float,
                         help="seconds from the start (encoding the scenes included) before pausing at the next step "
@@ -434,18 +447,21 @@ def main(argv=None):
         parser.error("--time-limit and --compact-state need --state-dir (where the paused state goes)")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
+    if args.image_size <= 0 or args.image_size % 32:
+        parser.error(f"--image-size {args.image_size} is not a positive multiple of 32 (Lumina's size token unit)")
     arch = dict(ARCH, hidden_size=args.hidden_size, num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                num_key_value_heads=args.heads, intermediate_size=args.intermediate_size)
+                num_key_value_heads=args.heads, intermediate_size=args.intermediate_size,
+                max_position_embeddings=max_positions(args.image_size))
     device = torch.device(args.device)
 
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer, layout = train_text_tokenizer.load(args.text_dir)
-    codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes,
+    codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes, args.image_size,
                                           os.path.join(args.out_dir, "codes.npz"), args.threads, device)
-    prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"]))
-               for i in range(args.scenes)]
+    prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
+                                      args.image_size)) for i in range(args.scenes)]
 
     model = ChameleonLM(arch, layout["vocab_size"]).to(device)  # initialised on the CPU: the same on every device
     params = sum(p.numel() for p in model.parameters())
@@ -462,7 +478,7 @@ def main(argv=None):
     order = rng.permutation(args.scenes)
     cursor, losses, first_step, train_seconds = 0, [], 0, 0.0
     # Everything that decides the weights: a state saved under other values cannot be resumed.
-    settings = {"arch": arch, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
+    settings = {"arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
                 "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads,
                 "compact_state": args.compact_state,
                 "vq": file_digest(os.path.join(args.vq_dir, "vqgan.ckpt")),
@@ -516,7 +532,7 @@ def main(argv=None):
     train_seconds = time.time() - start
 
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
-    report = {"parameters": params, "arch": arch, "scenes": args.scenes, "steps": args.steps,
+    report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION,
               "final_loss": round(float(np.mean(losses[-20:])), 4),

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -176,7 +177,16 @@ def test_both_stages_train_on_a_gpu(stages, tmp_path):
     assert json.loads((tmp_path / "vq" / "vq_report.json").read_text())["device"] == "cuda"
 
 
-def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf_dir, tmp_path):
+@pytest.mark.parametrize("size", [64, 128])
+def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf_dir, tmp_path, size):
+    """At 64 px the shipped layout; at 128 px the same 64 px VQGAN (convolutional) gives 32 x 32 codes."""
+    if size != 64:
+        hf_dir = tmp_path / "hf"
+        assert train_transformer(stages, hf_dir, 0, "--image-size", str(size)) == 0
+        codes = np.load(hf_dir / "codes.npz")["codes"]
+        assert codes.shape[1:] == (size // 4, size // 4)
+        config = json.loads((hf_dir / "config.json").read_text())
+        assert config["max_position_embeddings"] >= 32 * 33 + 5 + 128
     bundle_dir = tmp_path / "bundle"
     bundle_dir.mkdir()
     for name in ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
@@ -184,11 +194,12 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
         (bundle_dir / name).write_bytes((hf_dir / name).read_bytes())
     export = subprocess.run([sys.executable, str(SCRIPTS / "export_bundle.py"), "lumina-mgpt", "--hf-dir",
                              str(bundle_dir), "--out", str(bundle_dir), "--vqgan-ckpt", str(stages / "vq" / "vqgan.ckpt"),
-                             "--vqgan-yaml", str(stages / "vq" / "vqgan.yaml"), "--resolutions", "64",
-                             "--resolution", "64", "--top-k", "128"], capture_output=True, text=True, timeout=300)
+                             "--vqgan-yaml", str(stages / "vq" / "vqgan.yaml"), "--resolutions", str(size),
+                             "--resolution", str(size), "--top-k", "128"], capture_output=True, text=True, timeout=300)
     assert export.returncode == 0, export.stderr
     bundle = json.loads((bundle_dir / "bundle.json").read_text())
-    assert bundle["layout"]["grid_height"] * bundle["layout"]["grid_width"] >= 256
+    assert bundle["layout"]["grid_height"] * bundle["layout"]["grid_width"] == (size // 4) ** 2
+    # The VQGAN's own resolution is the side it trained at (it places attention blocks), not the image's.
     assert bundle["transformer"]["qk_norm"] and bundle["vq"]["resolution"] == scenes.IMAGE_SIZE
 
     sjd = pathlib.Path(os.environ.get("SJD_BUILD_DIR", ROOT / "build")) / "sjd"
@@ -199,7 +210,7 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
                           "-o", str(png), "--method", "sjd-pac", "--seed", "1"], capture_output=True, text=True,
                          timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert run.returncode == 0, run.stderr
-    assert "(64x64)" in run.stdout and png.stat().st_size > 0
+    assert f"({size}x{size})" in run.stdout and png.stat().st_size > 0
 
 
 def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bundle(tmp_path):

@@ -148,18 +148,22 @@ class _PixelsAsCodes:
         self.paint = paint
 
     def encode(self, x):
+        self.side = x.shape[-1]
         return x, x
 
     def decode_codes(self, codes):
         return self.paint(codes)
 
 
+@pytest.mark.parametrize("size", [64, 128])
 @pytest.mark.parametrize("paint, perfect", [(lambda x: x, True), (lambda x: -x, False)])
-def test_reconstruction_ceiling_scores_what_the_vqgan_gives_back(monkeypatch, paint, perfect):
+def test_reconstruction_ceiling_scores_what_the_vqgan_gives_back(monkeypatch, paint, perfect, size):
     import train_vq
-    monkeypatch.setattr(train_vq, "load", lambda vq_dir: _PixelsAsCodes(paint))
+    stand_in = _PixelsAsCodes(paint)
+    monkeypatch.setattr(train_vq, "load", lambda vq_dir: stand_in)
     # 40 scenes: two chunks of the 32 the mode encodes at a time.
-    r = eval_default_model.reconstruction_score("unused", EVAL[:40])
+    r = eval_default_model.reconstruction_score("unused", EVAL[:40], size)
+    assert stand_in.side == size
     rates = (r["object"][0], r["background"][0], r["scene"][0])
     # A lossless tokenizer reaches the ceiling; one that inverts the colours misses almost everything.
     assert rates == (1.0, 1.0, 1.0) if perfect else max(rates) < 0.3
