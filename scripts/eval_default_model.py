@@ -216,9 +216,16 @@ def read_captions(path):
     """Prompts of a .txt (one a line, `#` comments skipped) or .jsonl ("prompt" fields) file."""
     with open(path, encoding="utf-8") as f:
         lines = [line.strip() for line in f]
-    if path.endswith(".jsonl"):
-        return [json.loads(line)["prompt"] for line in lines if line]
-    return [line for line in lines if line and not line.startswith("#")]
+    if not path.endswith(".jsonl"):
+        return [line for line in lines if line and not line.startswith("#")]
+    prompts = []
+    for number, line in enumerate(lines, 1):
+        if line:
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+                raise ValueError(f"line {number} has no \"prompt\" string")
+            prompts.append(record["prompt"])
+    return prompts
 
 
 def print_per_caption(captions, repeat, records, eval_scenes, out_dir):
@@ -312,6 +319,8 @@ def main(argv=None):
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
 
+    if args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: at least one image per caption")
     if args.captions:
         try:
             captions = read_captions(args.captions)

@@ -224,3 +224,7 @@ def test_captions_mode_refuses_a_caption_it_cannot_score(tmp_path, capsys):
     assert eval_default_model.main(["--captions", str(tmp_path / "captions.txt")]) == 2
     err = capsys.readouterr().err
     assert "captions.txt" in err and "a red apple" in err
+    (tmp_path / "captions.jsonl").write_text('{"prompt": "a large white ring on the left, on a purple background"}\n'
+                                             '{"text": "no prompt field"}\n')
+    assert eval_default_model.main(["--captions", str(tmp_path / "captions.jsonl")]) == 2
+    assert 'captions.jsonl: line 2 has no "prompt"' in capsys.readouterr().err
