@@ -33,6 +33,16 @@ double RunStats::mean_tree_k() const { return tree_windows > 0 ? double(tree_k_s
 double RunStats::mean_tree_depth() const { return tree_windows > 0 ? double(tree_depth_sum) / tree_windows : 0.0; }
 
 nlohmann::json to_json(const RunStats& s) {
+  nlohmann::json by_age = nlohmann::json::array();
+  for (size_t age = 0; age < s.drafts_by_age.size(); ++age) {
+    const auto [tested, accepted] = s.drafts_by_age[age];
+    if (tested == 0) continue;
+    const bool last = age + 1 == s.drafts_by_age.size();
+    by_age.push_back({{"age", last ? std::to_string(age) + "+" : std::to_string(age)},
+                      {"tested", tested},
+                      {"accepted", accepted},
+                      {"rate", static_cast<double>(accepted) / static_cast<double>(tested)}});
+  }
   return {{"steps", s.steps},
           {"tokens", s.tokens},
           {"step_compression", s.step_compression()},
@@ -46,6 +56,7 @@ nlohmann::json to_json(const RunStats& s) {
                        {"mean_tree_k", s.mean_tree_k()},
                        {"mean_tree_depth", s.mean_tree_depth()},
                        {"chain_at_step", s.chain_at_step},
+                       {"drafts_by_age", by_age},
                        {"cost_profile", s.cost_profile}}},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},

@@ -4,6 +4,7 @@
 // generated position, and where the time went.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +22,9 @@ struct RunStats {
   int64_t tree_k_sum = 0;          // over tree windows: candidates per level, and levels
   int64_t tree_depth_sum = 0;
   std::string cost_profile;        // the step-cost profile the window choice read (StepCostProfile::summary)
+  // [age bin]: chain drafts tested and accepted by draft age (windows that had computed p for the position;
+  // the last bin holds the older ones), from the window planner. Forced tokens and tree levels are not in it.
+  std::vector<std::pair<int64_t, int64_t>> drafts_by_age;
   std::string verifier = "cpu";    // where the windows were verified: "cpu", or the GPU's name ("cuda:0")
   double prefill_seconds = 0.0;
   double forward_seconds = 0.0;

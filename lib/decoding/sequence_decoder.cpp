@@ -119,4 +119,10 @@ const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, 
   return outcome_.path;
 }
 
+DecodeResult SequenceDecoder::take_result() {
+  result_.stats.drafts_by_age.clear();
+  for (const auto& tally : planner_.tallies()) result_.stats.drafts_by_age.emplace_back(tally.tested, tally.accepted);
+  return std::move(result_);
+}
+
 }  // namespace sjd::decoding

@@ -45,7 +45,7 @@ class SequenceDecoder {
   const std::vector<int>& finish_window(const at::Tensor& probs, double forward_seconds, double pipeline_seconds);
 
   void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
-  DecodeResult take_result() { return std::move(result_); }
+  DecodeResult take_result();
 
  private:
   const family::TokenLayout& layout_;

@@ -29,7 +29,12 @@ int window_nodes(const WindowShape& s) {
 }
 
 WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows)
-    : method_(method), profile_(std::move(profile)), rows_(std::max(rows, 1)), by_age_(kAgeBins), tree_(kMaxAutoK) {
+    : method_(method),
+      profile_(std::move(profile)),
+      rows_(std::max(rows, 1)),
+      by_age_(kAgeBins),
+      tallies_(kAgeBins),
+      tree_(kMaxAutoK) {
   if (profile_.empty()) profile_ = StepCostProfile::generic();
   const int most = 1 + window_nodes(largest());
   cheapest_from_.assign(static_cast<size_t>(most) + 1, 0.0);
@@ -150,7 +155,10 @@ void WindowPlanner::record(const WindowReport& r) {
     if (j <= tree_levels) {
       c = &tree_[static_cast<size_t>(r.shape.tree_k - 1)];  // several candidates were tried
     } else if (j <= static_cast<int>(r.ages.size()) && r.ages[static_cast<size_t>(j - 1)] >= 0) {
-      c = &by_age_[static_cast<size_t>(std::min(r.ages[static_cast<size_t>(j - 1)], kAgeBins - 1))];
+      const auto bin = static_cast<size_t>(std::min(r.ages[static_cast<size_t>(j - 1)], kAgeBins - 1));
+      c = &by_age_[bin];
+      tallies_[bin].tested += 1;
+      tallies_[bin].accepted += passed ? 1 : 0;
     }
     if (c == nullptr) continue;  // a forced structure token says nothing about drafts
     c->tested += 1.0;

@@ -15,6 +15,7 @@
 // outcomes of earlier steps only -- never of the coming step's random draws --
 // so every verification still compares fresh, independent draws against drafts
 // fixed before them (docs/methods.md, "Automatic windows").
+#include <cstdint>
 #include <vector>
 
 #include "decoding/method.h"
@@ -50,6 +51,13 @@ class WindowPlanner {
   WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows);
 
   const StepCostProfile& profile() const { return profile_; }
+  // Chain drafts tested and accepted so far, per age bin, without the decay the
+  // estimates use: what stats.json reports, to show why the windows are as long as they are.
+  struct AgeTally {
+    int64_t tested = 0;
+    int64_t accepted = 0;
+  };
+  const std::vector<AgeTally>& tallies() const { return tallies_; }
   // The largest shape next() can return (for sizing the KV cache).
   WindowShape largest() const;
   // The next window. `after_rejection`: the last step rejected a draft, so an
@@ -76,6 +84,7 @@ class WindowPlanner {
   // at the first chain that could not pay even if every draft were accepted.
   std::vector<double> cheapest_from_;
   std::vector<Count> by_age_;  // [age]
+  std::vector<AgeTally> tallies_;  // [age]
   std::vector<Count> tree_;    // [k - 1]: tree levels verified with k candidates
 };
 

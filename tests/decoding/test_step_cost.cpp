@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "decoding/run_stats.h"
 #include "decoding/step_cost.h"
 #include "decoding/window_planner.h"
 
@@ -124,3 +125,40 @@ TEST_CASE("window planner: the search stops early only where no longer window co
   CHECK(sjd::decoding::WindowPlanner(sjd, free_windows, 2).next(false, 256).chain ==
         sjd::decoding::WindowPlanner::kMaxAutoChain);
 }
+
+TEST_CASE("window planner: drafts tested and accepted are tallied by age, forced tokens and tree levels apart",
+          "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd-pac");
+  sjd.auto_window = true;
+  sjd::decoding::WindowPlanner planner(sjd, StepCostProfile("test", 2, {{1, 1.0}, {64, 2.0}}), 2);
+  using sjd::decoding::WindowReport;
+  using sjd::decoding::WindowShape;
+  // Chain of 5: ages 0, 1, a forced token, 3, 40; two drafts and the forced token pass, age 3 is rejected.
+  planner.record(WindowReport{WindowShape{5, 1, 0}, {0, 1, -1, 3, 40}, 3, true});
+  // A tree window: its first level (K = 2) is a tree level, not a chain draft of some age.
+  planner.record(WindowReport{WindowShape{3, 2, 1}, {0, 0, 0}, 3, false});
+  // An AR step tests nothing.
+  planner.record(WindowReport{WindowShape{0, 1, 0}, {}, 0, false});
+  const auto& t = planner.tallies();
+  REQUIRE(t.size() == static_cast<size_t>(sjd::decoding::WindowPlanner::kAgeBins));
+  CHECK(t[0].tested == 3);  // one from the first window, two from the second (levels 2 and 3)
+  CHECK(t[0].accepted == 3);
+  CHECK(t[1].tested == 1);
+  CHECK(t[1].accepted == 1);
+  CHECK(t[3].tested == 1);
+  CHECK(t[3].accepted == 0);
+  CHECK(t.back().tested == 0);  // age 40 was never reached: the window stopped at age 3
+}
+
+TEST_CASE("run stats: drafts by age in JSON, the last bin labelled as the older ones, empty bins left out",
+          "[decoding][step_cost]") {
+  sjd::decoding::RunStats stats;
+  stats.drafts_by_age = {{4, 3}, {0, 0}, {2, 1}};
+  const auto j = sjd::decoding::to_json(stats)["windows"]["drafts_by_age"];
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["age"] == "0");
+  CHECK(j[0]["rate"].get<double>() == Approx(0.75));
+  CHECK(j[1]["age"] == "2+");
+  CHECK(j[1]["tested"] == 2);
+}
+

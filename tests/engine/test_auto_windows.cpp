@@ -46,6 +46,16 @@ TEST_CASE("generate: automatic windows are the default, recorded in stats and PN
   CHECK_THAT(s["method"].get<std::string>(), Catch::Contains("L=auto") && Catch::Contains("K=auto"));
   CHECK(s["settings"]["window"] == "auto");
   CHECK(s["windows"]["chain_at_step"].size() == s["steps"].get<size_t>());
+  // The acceptance the planner learned, by draft age: fresh drafts (age 0) and refined ones.
+  const auto& by_age = s["windows"]["drafts_by_age"];
+  REQUIRE(by_age.size() >= 2);
+  CHECK(by_age[0]["age"] == "0");
+  int64_t accepted = 0;
+  for (const auto& a : by_age) {
+    CHECK(a["accepted"].get<int64_t>() <= a["tested"].get<int64_t>());
+    accepted += a["accepted"].get<int64_t>();
+  }
+  CHECK(accepted <= s["tokens"].get<int64_t>() - s["steps"].get<int64_t>());  // each step's first token is no draft
   CHECK(s["verifier"] == "cpu");  // where the windows were verified
   // The bundle's own measured CPU profile, named in the stats and in the PNG.
   CHECK_THAT(s["windows"]["cost_profile"].get<std::string>(), Catch::Contains("sjd-default-scenes cpu-f32"));
