@@ -38,9 +38,13 @@ struct DecodeRequest {
   // What a step costs on this model and device; read by automatic windows only
   // (empty: StepCostProfile::generic()).
   StepCostProfile cost_profile;
+  // Acceptance of chain drafts by age (0, 1, 2+) measured on this model for its init; read by
+  // automatic windows only (empty: the planner's generic prior).
+  std::vector<double> window_prior;
   // The batch size automatic windows are planned for: a step's cost is that of
   // this many sequences' windows. Part of the settings, not of the batch the
   // request happens to share (so batching never changes an image); fixed windows ignore it.
+  // Above 1 the windows follow the prior alone (decoding/window_planner.h, WindowPrior::learn).
   int planned_batch = 1;
   // The caller's name for the request (a batch's prompt index), handed back with its result.
   int64_t id = 0;

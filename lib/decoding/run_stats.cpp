@@ -57,6 +57,8 @@ nlohmann::json to_json(const RunStats& s) {
                        {"mean_tree_depth", s.mean_tree_depth()},
                        {"chain_at_step", s.chain_at_step},
                        {"drafts_by_age", by_age},
+                       {"prior_by_age", s.window_prior},
+                       {"learning", s.window_learning},
                        {"cost_profile", s.cost_profile}}},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},

@@ -33,7 +33,8 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
       total_(layout.length()),
       // Automatic windows are planned for the step of a whole batch: planned_batch sequences of these rows.
       planner_(request_.method, request_.cost_profile,
-               static_cast<int>(request_.rows.size()) * std::max(request_.planned_batch, 1)),
+               static_cast<int>(request_.rows.size()) * std::max(request_.planned_batch, 1),
+               WindowPrior{request_.window_prior, request_.planned_batch <= 1}),
       book_(layout, request_.method, mutants_, request_.seed, request_.sequence, verify_on),
       verifier_(request_.method, mutants_, request_.seed, request_.sequence),
       device_verifier_(request_.method, request_.seed, request_.sequence) {
@@ -45,6 +46,8 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
     throw std::invalid_argument("window must be at least 1");
   }
   result_.stats.cost_profile = planner_.profile().summary();
+  result_.stats.window_prior = planner_.prior_by_age();
+  result_.stats.window_learning = planner_.learns();
   result_.stats.verifier = verify_on.str();
   for (const auto& row : request_.rows) roots_.push_back(row.tokens.back());
   shape_ = planner_.next(false, static_cast<int>(total_));

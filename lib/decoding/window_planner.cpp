@@ -7,10 +7,11 @@ namespace sjd::decoding {
 namespace {
 
 constexpr double kPriorWeight = 4.0;  // pseudo-observations behind each estimate
-// Acceptance assumed before any step, by draft age: an initial draft is a guess,
-// one Jacobi iteration makes it a draw from a p that was nearly right, more
-// iterations settle. (Measured on the default model: 0.15, 0.5, 0.7-0.75.)
-constexpr double kPriorByAge[] = {0.2, 0.5, 0.65};
+// Acceptance assumed before any step, by draft age, for a model that has not measured
+// its own: an initial draft is a guess, one Jacobi iteration makes it a draw from a p
+// that was nearly right, more iterations settle. (Measured on the first default model,
+// random init: 0.15, 0.5, 0.7-0.75.)
+const std::vector<double> kGenericPriorByAge = {0.2, 0.5, 0.65};
 constexpr double kDecay = 0.98;       // per step: acceptance drifts over an image, old steps count less
 
 double estimate(double accepted, double tested, double prior) {
@@ -28,10 +29,12 @@ int window_nodes(const WindowShape& s) {
   return nodes;
 }
 
-WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows)
+WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows, WindowPrior prior)
     : method_(method),
       profile_(std::move(profile)),
       rows_(std::max(rows, 1)),
+      prior_by_age_(prior.by_age.empty() ? kGenericPriorByAge : std::move(prior.by_age)),
+      learn_(prior.learn),
       by_age_(kAgeBins),
       tallies_(kAgeBins),
       tree_(kMaxAutoK) {
@@ -58,7 +61,7 @@ WindowShape WindowPlanner::largest() const {
 std::vector<double> WindowPlanner::rates_by_age() const {
   std::vector<double> rate(by_age_.size());
   for (size_t g = 0; g < by_age_.size(); ++g) {
-    rate[g] = estimate(by_age_[g].accepted, by_age_[g].tested, kPriorByAge[std::min<size_t>(g, 2)]);
+    rate[g] = estimate(by_age_[g].accepted, by_age_[g].tested, prior_by_age_[std::min(g, prior_by_age_.size() - 1)]);
   }
   return rate;
 }
@@ -160,7 +163,8 @@ void WindowPlanner::record(const WindowReport& r) {
       tallies_[bin].tested += 1;
       tallies_[bin].accepted += passed ? 1 : 0;
     }
-    if (c == nullptr) continue;  // a forced structure token says nothing about drafts
+    // A forced structure token says nothing about drafts; a planner that does not learn only tallies.
+    if (c == nullptr || !learn_) continue;
     c->tested += 1.0;
     c->accepted += passed ? 1.0 : 0.0;
   }

@@ -40,6 +40,17 @@ struct WindowReport {
   bool rejected = false;          // stopped at a rejected draft (not at the window's end)
 };
 
+// What the planner assumes of an image's drafts before they show it, and whether it learns from them.
+struct WindowPrior {
+  // Acceptance of a chain draft at age 0, 1, and 2 or more, measured on the model (a bundle's
+  // "window_prior"); empty: the generic prior (window_planner.cpp).
+  std::vector<double> by_age;
+  // Follow the image's own outcomes. A batch plans from the prior alone: its forward is as wide
+  // as its widest window, so sequences that each followed their own outcomes would make every
+  // step pay for the longest of their diverging windows (docs/methods.md, "batch").
+  bool learn = true;
+};
+
 class WindowPlanner {
  public:
   // Auto limits: the longest chain and the largest tree the planner considers.
@@ -48,9 +59,12 @@ class WindowPlanner {
   static constexpr int kMaxAutoDepth = 3;
   static constexpr int kAgeBins = 12;  // ages 0 .. kAgeBins-1; older drafts share the last bin
 
-  WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows);
+  WindowPlanner(const MethodConfig& method, StepCostProfile profile, int rows, WindowPrior prior = {});
 
   const StepCostProfile& profile() const { return profile_; }
+  // The prior in use, by age (0, 1, 2+), and whether outcomes update it.
+  const std::vector<double>& prior_by_age() const { return prior_by_age_; }
+  bool learns() const { return learn_; }
   // Chain drafts tested and accepted so far, per age bin, without the decay the
   // estimates use: what stats.json reports, to show why the windows are as long as they are.
   struct AgeTally {
@@ -80,6 +94,8 @@ class WindowPlanner {
   const MethodConfig& method_;
   StepCostProfile profile_;
   int rows_;
+  std::vector<double> prior_by_age_;
+  bool learn_;
   // [t]: the cheapest step of t tokens or more (up to the largest window), so the search can stop
   // at the first chain that could not pay even if every draft were accepted.
   std::vector<double> cheapest_from_;

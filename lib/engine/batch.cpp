@@ -178,9 +178,11 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     record["steps"] = out.stats.steps;
     record["tokens"] = out.stats.tokens;
     record["step_compression"] = out.stats.step_compression();
+    const nlohmann::json stats = decoding::to_json(out.stats);
+    record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums
     record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps
     // Where that time went, as `generate` prints it; a batch's shared steps count in full for each of its images.
-    nlohmann::json stages = decoding::to_json(out.stats)["seconds"];
+    nlohmann::json stages = stats["seconds"];
     stages["vq"] = out.vq_seconds;
     stages["write"] = write_seconds;
     record["seconds_by_stage"] = stages;

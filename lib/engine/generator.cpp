@@ -10,6 +10,7 @@
 #include "engine/memory_estimate.h"
 #include "engine/settings_checks.h"
 #include "engine/weight_checks.h"
+#include "engine/window_prior.h"
 #include "io/atomic_file.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
@@ -118,6 +119,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   request.method = method;
   request.seed = settings.seed;
   request.cost_profile = resolve_cost_profile(bundle_, settings);
+  request.window_prior = resolve_window_prior(bundle_, method.init);
   request.planned_batch = std::max(settings.batch_size, 1);
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
   return request;

@@ -126,6 +126,37 @@ TEST_CASE("window planner: the search stops early only where no longer window co
         sjd::decoding::WindowPlanner::kMaxAutoChain);
 }
 
+TEST_CASE("window planner: a measured prior decides the window before any outcome", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd");
+  sjd.auto_window = true;
+  // Each draft costs half an AR step: at the generic prior no window pays, at 0.9 one does.
+  const StepCostProfile half("half", 2, {{1, 1.0}, {2, 1.5}, {3, 2.0}, {5, 3.0}, {9, 5.0}, {65, 33.0}});
+  CHECK(sjd::decoding::WindowPlanner(sjd, half, 2).next(false, 256).chain == 0);
+  CHECK(sjd::decoding::WindowPlanner(sjd, half, 2, {{0.9, 0.9, 0.9}}).next(false, 256).chain >= 2);
+  CHECK(sjd::decoding::WindowPlanner(sjd, half, 2, {{0.9, 0.9, 0.9}}).prior_by_age() ==
+        std::vector<double>{0.9, 0.9, 0.9});
+  CHECK(sjd::decoding::WindowPlanner(sjd, half, 2).prior_by_age() == std::vector<double>{0.2, 0.5, 0.65});
+}
+
+TEST_CASE("window planner: one that does not learn keeps its window whatever the drafts do", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd");
+  sjd.auto_window = true;
+  const StepCostProfile half("half", 2, {{1, 1.0}, {2, 1.5}, {3, 2.0}, {5, 3.0}, {9, 5.0}, {65, 33.0}});
+  using sjd::decoding::WindowReport;
+  using sjd::decoding::WindowShape;
+  for (const bool learn : {true, false}) {
+    sjd::decoding::WindowPlanner planner(sjd, half, 2, {{0.9, 0.9, 0.9}, learn});
+    const WindowShape first = planner.next(false, 256);
+    REQUIRE(first.chain >= 2);
+    // Twenty windows whose first draft is rejected at once.
+    for (int i = 0; i < 20; ++i) planner.record(WindowReport{first, std::vector<int>(first.chain, 1), 0, true});
+    INFO("learn " << learn);
+    CHECK(planner.learns() == learn);
+    CHECK((planner.next(false, 256).chain == first.chain) == !learn);  // a learner gives up on windows
+    CHECK(planner.tallies()[1].tested == 20);  // both still count what they saw (stats.json)
+  }
+}
+
 TEST_CASE("window planner: drafts tested and accepted are tallied by age, forced tokens and tree levels apart",
           "[decoding][step_cost]") {
   sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd-pac");
