@@ -70,6 +70,7 @@ def write_prior(bundle_json, init, rates):
     with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
         json.dump(bundle, f, indent=2)
         f.write("\n")
+    os.chmod(f.name, os.stat(bundle_json).st_mode & 0o7777)  # the temporary file's 0600 is not the bundle's
     os.replace(f.name, bundle_json)
 
 

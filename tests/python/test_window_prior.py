@@ -38,6 +38,8 @@ def test_the_rates_are_the_manifests_drafts_summed_by_age_and_write_stores_only_
     before = json.loads((model / "bundle.json").read_text())
     before.pop("window_prior", None)
     (model / "bundle.json").write_text(json.dumps(before))
+    (model / "bundle.json").chmod(0o644)
+    mode = (model / "bundle.json").stat().st_mode & 0o777
     prompts = prompts_file(tmp_path)
     r = run_script("--model", model, "--prompts", prompts, "--inits", "repeat-up", "--min-tested", 10, "--write")
     assert r.returncode == 0, r.stderr
@@ -62,6 +64,7 @@ def test_the_rates_are_the_manifests_drafts_summed_by_age_and_write_stores_only_
     assert f"ages 0 / 1 / 2+ accepted {' / '.join(f'{x:.3f}' for x in expected)}" in r.stdout
     after.pop("window_prior")
     assert after == before  # nothing else in the bundle moved
+    assert (model / "bundle.json").stat().st_mode & 0o777 == mode  # nor who may read it
 
 
 def test_too_few_drafts_and_missing_files_exit_2_and_leave_the_bundle_alone(tmp_path):
