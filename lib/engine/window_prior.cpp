@@ -1,5 +1,6 @@
 #include "engine/window_prior.h"
 
+#include <sstream>
 #include <string>
 
 #include "engine/bundle.h"
@@ -31,8 +32,10 @@ std::vector<double> resolve_window_prior(const Bundle& bundle, decoding::InitSch
     for (size_t age = 0; age < kAges; ++age) {
       const nlohmann::json& r = rates[age];
       if (!r.is_number() || !(r.get<double>() >= 0.0 && r.get<double>() <= kHighest)) {
-        throw InputError(where + "/" + name + "/" + std::to_string(age) + ": expected a rate from 0 to " +
-                         std::to_string(kHighest).substr(0, 4) + ", got " + r.dump());
+        std::ostringstream message;
+        message << where << "/" << name << "/" << age << ": expected a rate from 0 to " << kHighest << ", got "
+                << r.dump();
+        throw InputError(message.str());
       }
       by_age.push_back(r.get<double>());
     }

@@ -1,6 +1,6 @@
 #pragma once
 // The acceptance prior of a bundle's automatic windows: bundle.json may carry
-//   "window_prior": {"repeat-up": [0.59, 0.76, 0.78], "random": [0.01, 0.61, 0.76]}
+//   "window_prior": {"repeat-up": [0.607, 0.792, 0.722], "random": [0.01, 0.644, 0.728]}
 // -- by draft init, the rate at which that model's chain drafts passed at age 0,
 // 1, and 2 or more, measured at the bundle's defaults by scripts/window_prior.py.
 // A model knows its drafts better than any generic guess (a neighbour's code is
