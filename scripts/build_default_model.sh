@@ -55,8 +55,9 @@ stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --ou
   --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
   --resolutions "$image_size" --resolution "$image_size" --top-k 128 --cfg 1.5 --name sjd-default-scenes
 # Drafts start as the code above them: on these flat scenes that takes ~10% fewer steps than random drafts with
-# shorter automatic windows (docs/default_model.md, "Draft initialisation"). The CPU step-cost profile
-# (step_cost/cpu-f32) is added afterwards by `sjd bench --calibrate` on the machine it describes.
+# shorter automatic windows (docs/default_model.md, "Draft initialisation"). Two entries are added afterwards with
+# the built program: the CPU step-cost profile (step_cost/cpu-f32) by `sjd bench --calibrate` on the machine it
+# describes, and the windows' acceptance prior (window_prior) by scripts/window_prior.py (docs/default_model.md).
 "$python" - "$out/bundle.json" <<'PY'
 import json, sys
 path = sys.argv[1]
