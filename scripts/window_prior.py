@@ -8,7 +8,8 @@ planner's own choices cannot bias what is measured) at the bundle's other defaul
 `drafts_by_age` of every image are summed into the rate at which chain drafts passed at age 0, 1, and 2 or
 older (age: how many windows had computed p for the draft's position). `--write` stores them as
 bundle.json's "window_prior" {init: [rate0, rate1, rate2+]}, which the planner starts every image from
-and a batch plans from alone (docs/methods.md, "Automatic windows"). Use prompts the model was not judged
+and a batch plans from alone (docs/methods.md, "Automatic windows"); sjd uses it only for runs at the
+bundle's default temperature, top-k and cfg, which is what this measures. Use prompts the model was not judged
 on, and enough of them: a rate resting on fewer than --min-tested drafts is refused (exit code 2), as is a
 missing bundle or prompt file. The rates depend on the model and its sampling settings, not on the machine.
 """
@@ -20,6 +21,7 @@ import sys
 import tempfile
 
 AGES = 3  # 0, 1, and 2 or older
+HIGHEST = 0.99  # what sjd accepts: a rate of 1 would promise endless windows (lib/engine/window_prior.cpp)
 
 
 def fail(message):
@@ -91,6 +93,8 @@ def main():
             fail(f"{path}: no such {what}")
     if args.window < 1:
         fail(f"--window {args.window}: must be at least 1")
+    if args.min_tested < 1:
+        fail(f"--min-tested {args.min_tested}: must be at least 1")
     measured = {}
     for init in [i.strip() for i in args.inits.split(",") if i.strip()]:
         images, tested, accepted = measure(args.sjd, args.model, args.prompts, init, args.window, args.limit)
@@ -99,9 +103,11 @@ def main():
                 fail(f"init {init}: only {tested[age]} drafts of age {age}{'+' if age == AGES - 1 else ''} "
                      f"were tested over {images} images (fewer than --min-tested {args.min_tested}): use more prompts")
         rates = [round(accepted[a] / tested[a], 3) for a in range(AGES)]
-        measured[init] = rates
         print(f"{init}: ages 0 / 1 / 2+ accepted {' / '.join(f'{r:.3f}' for r in rates)} "
               f"(tested {' / '.join(map(str, tested))}, {images} images)")
+        if max(rates) > HIGHEST:
+            print(f"{init}: rates above {HIGHEST} are stored as {HIGHEST}, the most sjd takes")
+        measured[init] = [min(r, HIGHEST) for r in rates]
     if args.write:
         for init, rates in measured.items():
             write_prior(bundle_json, init, rates)

@@ -33,6 +33,7 @@ double RunStats::mean_tree_k() const { return tree_windows > 0 ? double(tree_k_s
 double RunStats::mean_tree_depth() const { return tree_windows > 0 ? double(tree_depth_sum) / tree_windows : 0.0; }
 
 nlohmann::json to_json(const RunStats& s) {
+  const bool planned = !s.window_prior.empty();  // automatic windows chose the shapes
   nlohmann::json by_age = nlohmann::json::array();
   for (size_t age = 0; age < s.drafts_by_age.size(); ++age) {
     const auto [tested, accepted] = s.drafts_by_age[age];
@@ -57,8 +58,8 @@ nlohmann::json to_json(const RunStats& s) {
                        {"mean_tree_depth", s.mean_tree_depth()},
                        {"chain_at_step", s.chain_at_step},
                        {"drafts_by_age", by_age},
-                       {"prior_by_age", s.window_prior},
-                       {"learning", s.window_learning},
+                       {"prior_by_age", planned ? nlohmann::json(s.window_prior) : nlohmann::json()},
+                       {"learning", planned ? nlohmann::json(s.window_learning) : nlohmann::json()},
                        {"cost_profile", s.cost_profile}}},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},

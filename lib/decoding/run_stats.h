@@ -22,8 +22,10 @@ struct RunStats {
   int64_t tree_k_sum = 0;          // over tree windows: candidates per level, and levels
   int64_t tree_depth_sum = 0;
   std::string cost_profile;        // the step-cost profile the window choice read (StepCostProfile::summary)
-  std::vector<double> window_prior;  // the acceptance the planner assumed by draft age (0, 1, 2+)
-  bool window_learning = true;       // whether it followed the image's outcomes (batch of one) or not
+  // Automatic windows only (empty otherwise): the acceptance the planner assumed by draft age (0, 1, 2+),
+  // and whether it followed the image's outcomes (batch of one) or planned from the prior alone.
+  std::vector<double> window_prior;
+  bool window_learning = true;
   // [age bin]: chain drafts tested and accepted by draft age (windows that had computed p for the position;
   // the last bin holds the older ones), from the window planner. Forced tokens and tree levels are not in it.
   std::vector<std::pair<int64_t, int64_t>> drafts_by_age;

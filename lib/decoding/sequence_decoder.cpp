@@ -46,8 +46,10 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
     throw std::invalid_argument("window must be at least 1");
   }
   result_.stats.cost_profile = planner_.profile().summary();
-  result_.stats.window_prior = planner_.prior_by_age();
-  result_.stats.window_learning = planner_.learns();
+  if (method.speculative() && (method.auto_window || method.auto_tree)) {  // only automatic windows read them
+    result_.stats.window_prior = planner_.prior_by_age();
+    result_.stats.window_learning = planner_.learns();
+  }
   result_.stats.verifier = verify_on.str();
   for (const auto& row : request_.rows) roots_.push_back(row.tokens.back());
   shape_ = planner_.next(false, static_cast<int>(total_));

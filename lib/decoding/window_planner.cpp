@@ -1,6 +1,7 @@
 #include "decoding/window_planner.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace sjd::decoding {
@@ -11,7 +12,7 @@ constexpr double kPriorWeight = 4.0;  // pseudo-observations behind each estimat
 // its own: an initial draft is a guess, one Jacobi iteration makes it a draw from a p
 // that was nearly right, more iterations settle. (Measured on the first default model,
 // random init: 0.15, 0.5, 0.7-0.75.)
-const std::vector<double> kGenericPriorByAge = {0.2, 0.5, 0.65};
+constexpr std::array<double, 3> kGenericPriorByAge = {0.2, 0.5, 0.65};
 constexpr double kDecay = 0.98;       // per step: acceptance drifts over an image, old steps count less
 
 double estimate(double accepted, double tested, double prior) {
@@ -33,7 +34,8 @@ WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile
     : method_(method),
       profile_(std::move(profile)),
       rows_(std::max(rows, 1)),
-      prior_by_age_(prior.by_age.empty() ? kGenericPriorByAge : std::move(prior.by_age)),
+      prior_by_age_(prior.by_age.empty() ? std::vector<double>(kGenericPriorByAge.begin(), kGenericPriorByAge.end())
+                                         : std::move(prior.by_age)),
       learn_(prior.learn),
       by_age_(kAgeBins),
       tallies_(kAgeBins),

@@ -119,7 +119,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   request.method = method;
   request.seed = settings.seed;
   request.cost_profile = resolve_cost_profile(bundle_, settings);
-  request.window_prior = resolve_window_prior(bundle_, method.init);
+  request.window_prior = resolve_window_prior(bundle_, settings, method);
   request.planned_batch = std::max(settings.batch_size, 1);
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
   return request;
@@ -177,6 +177,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     }
   }
   const decoding::MethodConfig method = method_from_settings(settings);
+  check_window_prior(bundle_);  // before the per-prompt requests, whose errors fail one image each
   capacity.window_nodes = decoding::window_nodes(
       decoding::WindowPlanner(method, resolve_cost_profile(bundle_, settings), capacity.rows_per_sequence).largest());
   return capacity;

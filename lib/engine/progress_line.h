@@ -28,8 +28,8 @@ std::string count_progress_text(int64_t done, int64_t total, int64_t made, doubl
 
 class ProgressLine {
  public:
-  // Writes nothing unless `enabled`; rewrites at most every `min_interval_seconds`
-  // (a forced show() always writes).
+  // Writes nothing unless `enabled`; rewrites at most every `min_interval_seconds`, or
+  // SJD_PROGRESS_INTERVAL seconds when that is set (a forced show() always writes).
   ProgressLine(std::ostream& out, bool enabled, double min_interval_seconds = 0.1);
   ~ProgressLine();  // finishes the line
   ProgressLine(const ProgressLine&) = delete;

@@ -4,6 +4,8 @@
 // reproduces an image of a batch-B run with automatic windows.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,10 +150,11 @@ TEST_CASE("batch: a batch killed mid-run resumes with every image made once and 
 TEST_CASE("batch: on a terminal a progress line follows the images in flight step by step", "[cli][batch][ux]") {
   TempDir dir("batched_progress");
   write_file(dir / "prompts.txt", kPrompts);
-  // ar: about three times the steps of a speculative method, so the run outlasts several of the
-  // line's 0.25 s updates while both rows are busy.
-  const std::string command = batch(dir / "prompts.txt", dir / "out", "--method ar --batch-size 2");
+  // Every update shown (SJD_PROGRESS_INTERVAL=0), so a line within an image appears however fast the machine.
+  setenv("SJD_PROGRESS_INTERVAL", "0", 1);
+  const std::string command = batch(dir / "prompts.txt", dir / "out", "--method sjd --batch-size 2");
   const auto shown = run_sjd_on_terminal(command);
+  unsetenv("SJD_PROGRESS_INTERVAL");
   INFO(shown.out);
   REQUIRE(shown.exit_code == 0);
   // Updated within an image (some image in flight partly done), and at the end.

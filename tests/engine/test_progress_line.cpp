@@ -1,6 +1,7 @@
 // The progress line's text and its terminal behaviour (engine/progress_line.h).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "engine/progress_line.h"
@@ -44,4 +45,23 @@ TEST_CASE("progress line: rewrites one line with carriage returns, and nothing w
   line.show("c", true);
   line.finish();
   CHECK(throttled.str() == "\ra\rc\n");
+}
+
+TEST_CASE("progress line: SJD_PROGRESS_INTERVAL replaces the interval, a value that is not one is ignored",
+          "[engine][progress]") {
+  const auto shown = [](const char* interval) {
+    if (interval != nullptr) setenv("SJD_PROGRESS_INTERVAL", interval, 1);
+    std::ostringstream out;
+    {
+      ProgressLine line(out, true, 3600.0);
+      line.show("a");
+      line.show("b");
+    }
+    unsetenv("SJD_PROGRESS_INTERVAL");
+    return out.str();
+  };
+  CHECK(shown("0") == "\ra\rb\n");  // every update
+  CHECK(shown(nullptr) == "\ra\n");  // the caller's hour
+  CHECK(shown("-1") == "\ra\n");
+  CHECK(shown("soon") == "\ra\n");
 }

@@ -74,9 +74,21 @@ TEST_CASE("generate: the bundle's window prior for the run's init decides the fi
   const auto r = generate_stats(dir, trusting, "r", "--method sjd --init random");
   CHECK(r["windows"]["prior_by_age"] == nlohmann::json({0, 0, 0}));
   CHECK(r["windows"]["chain_at_step"][0] == 0);
-  // An init the bundle did not measure gets the generic prior.
-  const auto s = generate_stats(dir, trusting, "s", "--method sjd --init repeat-left");
-  CHECK(s["windows"]["prior_by_age"] == nlohmann::json({0.2, 0.5, 0.65}));
+  // The generic prior where the bundle's was not measured: another init, other sampling settings than the
+  // bundle's defaults, greedy decoding.
+  const nlohmann::json generic_prior = {0.2, 0.5, 0.65};
+  for (const std::string flags : {"--method sjd --init repeat-left", "--method sjd --init repeat-up --temperature 0.9",
+                                  "--method sjd --init repeat-up --top-k 64", "--method sjd --init repeat-up --cfg 2",
+                                  "--method jacobi --init repeat-up"}) {
+    INFO(flags);
+    CHECK(generate_stats(dir, trusting, "s", flags)["windows"]["prior_by_age"] == generic_prior);
+  }
+  CHECK(generate_stats(dir, trusting, "s", "--method sjd --init repeat-up --cfg 1.5")["windows"]["prior_by_age"] ==
+        nlohmann::json({0.9, 0.9, 0.9}));  // the bundle's own cfg, written out
+  // No automatic window, no prior to report.
+  const auto ar = generate_stats(dir, trusting, "ar", "--method ar");
+  CHECK(ar["windows"]["prior_by_age"].is_null());
+  CHECK(ar["windows"]["learning"].is_null());
 }
 
 TEST_CASE("generate: planned for a batch the windows follow the prior alone, for one image its outcomes",
@@ -114,6 +126,15 @@ TEST_CASE("generate: a malformed window_prior exits 2 naming bundle.json and the
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("bundle.json") && Catch::Contains(message));
   }
+  // A batch refuses it before any image, rather than failing every image on its own.
+  const auto model = model_with_prior(dir, "batch", cases[1].first);
+  std::ofstream(dir / "prompts.txt") << "a red square\na blue ring\n";
+  const auto r = run_sjd("batch --model " + quoted(model) + " --prompts " + quoted(dir / "prompts.txt") +
+                         " --out-dir " + quoted(dir / "out") + " --method ar --quiet");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(cases[1].second));
+  CHECK(!std::filesystem::exists(dir / "out" / "manifest.jsonl"));
 }
 
 TEST_CASE("batch: the manifest carries each image's drafts tested and accepted by age", "[cli][auto]") {

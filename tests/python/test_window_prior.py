@@ -80,3 +80,5 @@ def test_too_few_drafts_and_missing_files_exit_2_and_leave_the_bundle_alone(tmp_
     assert r.returncode == 2 and "absent.jsonl: no such prompt file" in r.stderr
     r = run_script("--model", tmp_path / "nowhere", "--prompts", prompts)
     assert r.returncode == 2 and "bundle.json: no such bundle" in r.stderr
+    r = run_script("--model", model, "--prompts", prompts, "--min-tested", 0)
+    assert r.returncode == 2 and "--min-tested 0: must be at least 1" in r.stderr
