@@ -51,6 +51,11 @@ def sum_by_age(manifest_path):
     return images, tested, accepted
 
 
+def stored_rates(tested, accepted):
+    """The rates bundle.json gets: accepted / tested per age, three decimals, at most what sjd takes."""
+    return [min(round(a / t, 3), HIGHEST) for a, t in zip(accepted, tested)]
+
+
 def measure(sjd, model, prompts, init, window, limit):
     with tempfile.TemporaryDirectory(prefix="window_prior_") as out_dir:
         command = [sjd, "batch", "--model", model, "--prompts", prompts, "--out-dir", out_dir, "--method", "sjd",
@@ -102,12 +107,11 @@ def main():
             if tested[age] < args.min_tested:
                 fail(f"init {init}: only {tested[age]} drafts of age {age}{'+' if age == AGES - 1 else ''} "
                      f"were tested over {images} images (fewer than --min-tested {args.min_tested}): use more prompts")
-        rates = [round(accepted[a] / tested[a], 3) for a in range(AGES)]
-        print(f"{init}: ages 0 / 1 / 2+ accepted {' / '.join(f'{r:.3f}' for r in rates)} "
+        print(f"{init}: ages 0 / 1 / 2+ accepted {' / '.join(f'{a / t:.3f}' for a, t in zip(accepted, tested))} "
               f"(tested {' / '.join(map(str, tested))}, {images} images)")
-        if max(rates) > HIGHEST:
+        measured[init] = stored_rates(tested, accepted)
+        if any(a / t > HIGHEST for a, t in zip(accepted, tested)):
             print(f"{init}: rates above {HIGHEST} are stored as {HIGHEST}, the most sjd takes")
-        measured[init] = [min(r, HIGHEST) for r in rates]
     if args.write:
         for init, rates in measured.items():
             write_prior(bundle_json, init, rates)

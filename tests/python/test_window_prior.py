@@ -17,6 +17,7 @@ SCRIPT = ROOT / "scripts/window_prior.py"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import scenes  # noqa: E402
+import window_prior  # noqa: E402
 
 
 def prompts_file(tmp_path, count=4):
@@ -82,3 +83,10 @@ def test_too_few_drafts_and_missing_files_exit_2_and_leave_the_bundle_alone(tmp_
     assert r.returncode == 2 and "bundle.json: no such bundle" in r.stderr
     r = run_script("--model", model, "--prompts", prompts, "--min-tested", 0)
     assert r.returncode == 2 and "--min-tested 0: must be at least 1" in r.stderr
+
+
+def test_stored_rates_round_to_three_places_and_stop_at_what_sjd_takes():
+    assert window_prior.stored_rates([3, 1000, 7], [2, 999, 7]) == [0.667, 0.99, 0.99]
+    assert window_prior.stored_rates([10, 10, 10], [0, 5, 9]) == [0.0, 0.5, 0.9]
+    assert window_prior.age_bin("0") == 0 and window_prior.age_bin("1") == 1
+    assert window_prior.age_bin("2") == 2 and window_prior.age_bin("11+") == 2
