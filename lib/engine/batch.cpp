@@ -61,9 +61,10 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     settings.seed = options.settings.seed + static_cast<uint64_t>(index);
     return settings;
   };
+  const nlohmann::json planning = generator.window_planning(plan.settings);  // the same for every image
   const auto identity_of = [&](int64_t index) {
     return image_identity(text::utf8::to_valid(prompts[static_cast<size_t>(index)].prompt), model,
-                          settings_to_json(settings_of(index)));
+                          settings_to_json(settings_of(index)), planning);
   };
   for (const auto& [index, image] : done) {
     if (index < count) check_same_run(image, identity_of(index));
@@ -76,12 +77,14 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const auto start = std::chrono::steady_clock::now();
   const auto base_record = [&](int64_t i) {
     const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
-    return nlohmann::json{{"index", i},
+    nlohmann::json record{{"index", i},
                           {"prompt", text::utf8::to_valid(entry.prompt)},
                           {"line", entry.line},
                           {"seed", settings_of(i).seed},
                           {"file", batch_file_name(i, entry.prompt)},
                           {"model", model}};
+    if (!planning.is_null()) record["planning"] = planning;
+    return record;
   };
   const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
   // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that

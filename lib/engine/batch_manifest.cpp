@@ -121,9 +121,12 @@ void record_file_checksum(nlohmann::json& record, const std::filesystem::path& f
   record["file_crc32"] = static_cast<uint64_t>(io::png_crc32(bytes));
 }
 
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings) {
+nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
+                              nlohmann::json planning) {
   settings.erase("device");
-  return {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
+  nlohmann::json identity = {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
+  if (!planning.is_null()) identity["planning"] = std::move(planning);
+  return identity;
 }
 
 namespace {
@@ -144,17 +147,29 @@ std::string first_difference(const nlohmann::json& recorded, const nlohmann::jso
     const auto new_value = expected["settings"].value(key, nlohmann::json());
     if (old_value != new_value) return describe(key, old_value, new_value);
   }
+  // What automatic windows read from the bundle: its step-cost profile or acceptance prior was replaced.
+  const nlohmann::json old_planning = recorded.value("planning", nlohmann::json::object());
+  const nlohmann::json new_planning = expected.value("planning", nlohmann::json::object());
+  nlohmann::json planning_keys = new_planning;
+  planning_keys.update(old_planning);
+  for (const auto& [key, unused] : planning_keys.items()) {
+    const auto old_value = old_planning.value(key, nlohmann::json());
+    const auto new_value = new_planning.value(key, nlohmann::json());
+    if (old_value != new_value) return "automatic windows that read the bundle's " + describe(key, old_value, new_value);
+  }
   return {};
 }
 
 }  // namespace
 
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected) {
-  // Manifests written before the model was recorded are taken to be of this model.
+  // Manifests written before the model (or the windows' planning inputs) were recorded are taken to match.
   const nlohmann::json recorded =
       image_identity(done.record.value("prompt", std::string()),
                      done.record.value("model", expected["model"].get<std::string>()),
-                     done.record.value("settings", nlohmann::json::object()));
+                     done.record.value("settings", nlohmann::json::object()),
+                     done.record.contains("planning") ? done.record["planning"]
+                                                      : expected.value("planning", nlohmann::json()));
   if (recorded == expected) return;
   throw InputError(done.manifest.string() + ":" + std::to_string(done.line) + ": image " +
                    done.record.value("file", std::string()) + " was made with " +

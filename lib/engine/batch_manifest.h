@@ -52,9 +52,11 @@ class ManifestReader {
 // The size and CRC-32 of a written image, recorded in its manifest line.
 void record_file_checksum(nlohmann::json& record, const std::filesystem::path& file);
 
-// The picture's identity: its prompt, the model and every setting but the device
-// (a resumed run may move to another machine).
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings);
+// The picture's identity: its prompt, the model, every setting but the device
+// (a resumed run may move to another machine) and, with automatic windows, what
+// they read from the bundle (Generator::window_planning; null: left out).
+nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
+                              nlohmann::json planning = nullptr);
 
 // Throws InputError when a finished image was made with another identity,
 // naming the manifest line and the first difference ("cfg 2.0 (now 1.5)").

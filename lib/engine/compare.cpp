@@ -156,9 +156,14 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     settings[static_cast<size_t>(i)] = compare_settings(options.base, options.methods[static_cast<size_t>(run.method)]);
     settings[static_cast<size_t>(i)].seed = options.base.seed + static_cast<uint64_t>(run.seed_index);
   }
+  std::vector<nlohmann::json> planning;  // per method entry: what its automatic windows read from the bundle
+  for (const std::string& entry : options.methods) {
+    planning.push_back(generator.window_planning(compare_settings(options.base, entry)));
+  }
   const auto identity_of = [&](int64_t i) {
     return image_identity(text::utf8::to_valid(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]),
-                          model, settings_to_json(settings[static_cast<size_t>(i)]));
+                          model, settings_to_json(settings[static_cast<size_t>(i)]),
+                          planning[static_cast<size_t>(runs[static_cast<size_t>(i)].method)]);
   };
 
   CompareReport report;
@@ -188,6 +193,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     const std::string file = run_file_name(item.id, entry, item.settings.seed);
     const double write_seconds = write_image(runs_dir / file, out, item.prompt, model);
     run.record = run_record(item.id, run, item.prompt, model, entry, out, file, out.total_seconds + write_seconds);
+    if (const nlohmann::json& p = planning[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
     record_file_checksum(run.record, runs_dir / file);
     io::append_line(manifest, run.record.dump());
     run.image = out.image;

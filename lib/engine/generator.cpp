@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <sstream>
 
 #include "decoding/draft_book.h"
 #include "decoding/window_planner.h"
@@ -12,6 +13,7 @@
 #include "engine/weight_checks.h"
 #include "engine/window_prior.h"
 #include "io/atomic_file.h"
+#include "io/png_chunks.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
 
@@ -255,6 +257,17 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
 void Generator::check_memory(const GenerationShape& shape) const {
   check_memory_fits(estimate_generation_memory(bundle_.transformer, shape, placement_.dtype), memory_limit_,
                     placement_.device);
+}
+
+nlohmann::json Generator::window_planning(const GenerationSettings& settings) const {
+  const decoding::MethodConfig method = method_from_settings(settings);
+  if (!method.speculative() || !(method.auto_window || method.auto_tree)) return nullptr;
+  const decoding::StepCostProfile profile = resolve_cost_profile(bundle_, settings);
+  const std::vector<double> prior = resolve_window_prior(bundle_, settings, method);
+  std::ostringstream step_cost;
+  step_cost << profile.name() << " (crc32 " << std::hex << io::png_crc32(profile.summary()) << ")";
+  return {{"step_cost", step_cost.str()},
+          {"window_prior", prior.empty() ? nlohmann::json("generic") : nlohmann::json(prior)}};
 }
 
 MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request, const family::TokenLayout& layout,

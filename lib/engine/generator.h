@@ -72,6 +72,11 @@ class Generator {
   GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0,
                             const std::function<void(const decoding::StepProgress&)>& on_step = {});
 
+  // What automatic windows read besides the settings -- the step-cost profile (its name and a CRC-32 of its
+  // points) and the acceptance prior -- or null when the settings' windows are fixed: part of an image's
+  // identity in batch and compare folders, since a recalibrated bundle would choose other windows.
+  nlohmann::json window_planning(const GenerationSettings& settings) const;
+
   // The batch size a plan runs with: its setting, checked against the memory
   // limit, or for "auto" the device's default (8 on a CPU, 16 on a GPU) halved
   // until the estimate fits.

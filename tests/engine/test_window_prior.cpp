@@ -158,3 +158,32 @@ TEST_CASE("batch: the manifest carries each image's drafts tested and accepted b
   }
   CHECK(images == 2);
 }
+
+TEST_CASE("batch: a folder is not resumed once the bundle's window prior changed, unless its windows are fixed",
+          "[cli][auto][batch]") {
+  TempDir dir("window-prior-resume");
+  auto model = model_with_prior(dir, "model", {{"repeat-up", {0.6, 0.8, 0.75}}});
+  std::ofstream(dir / "prompts.txt") << "a red square\na large blue circle on the left, on a yellow background\n";
+  const auto batch = [&](const std::string& out, const std::string& flags) {
+    return run_sjd("batch --model " + quoted(model) + " --prompts " + quoted(dir / "prompts.txt") + " --out-dir " +
+                   quoted(dir / out) + " --method sjd --quiet " + flags);
+  };
+  REQUIRE(batch("auto", "--limit 1").exit_code == 0);
+  REQUIRE(batch("fixed", "-L 4 --limit 1").exit_code == 0);
+  const auto first = nlohmann::json::parse(read_file(dir / "auto" / "manifest.jsonl"));
+  CHECK(first["planning"]["window_prior"] == nlohmann::json({0.6, 0.8, 0.75}));
+  CHECK_THAT(first["planning"]["step_cost"].get<std::string>(), Catch::Contains("crc32"));
+  CHECK(!nlohmann::json::parse(read_file(dir / "fixed" / "manifest.jsonl")).contains("planning"));
+
+  // The same bundle: the auto folder resumes.
+  REQUIRE(batch("auto", "").exit_code == 0);
+  // A re-measured prior would choose other windows: the auto folder is refused, the fixed one resumes.
+  std::filesystem::remove_all(dir / "model");
+  model = model_with_prior(dir, "model", {{"repeat-up", {0.5, 0.7, 0.7}}});
+  std::ofstream(dir / "prompts.txt", std::ios::app) << "a green ring\n";
+  const auto refused = batch("auto", "");
+  INFO(refused.err);
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("manifest.jsonl:1") && Catch::Contains("window_prior"));
+  CHECK(batch("fixed", "-L 4").exit_code == 0);
+}
