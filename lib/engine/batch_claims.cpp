@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/batch_manifest.h"
 #include "engine/bundle.h"
 #include "io/atomic_file.h"
 
@@ -32,15 +33,16 @@ std::string random_token() {
 
 constexpr auto kHeartbeat = std::chrono::seconds(20);
 
-// A live claim of another run: refuse, naming the claim and its owner.
-[[noreturn]] void refuse_other_run(const std::filesystem::path& claim, const nlohmann::json& content) {
+// A live claim of another run: refuse, naming the claim, its owner and what differs.
+[[noreturn]] void refuse_other_run(const std::filesystem::path& claim, const nlohmann::json& content,
+                                   const nlohmann::json& identity) {
   throw InputError(claim.string() + ": another sjd batch (" + content.value("host", std::string()) + ", process " +
-                   std::to_string(content.value("pid", int64_t{0})) +
-                   ") is working in this folder with other prompts or settings; wait for it or use another --out-dir");
+                   std::to_string(content.value("pid", int64_t{0})) + ") is working in this folder with " +
+                   identity_difference(content["identity"], identity) + "; wait for it or use another --out-dir");
 }
 
 bool other_identity(const nlohmann::json& content, const nlohmann::json& identity) {
-  return content.is_object() && content.contains("identity") && content["identity"] != identity;
+  return content.is_object() && content.contains("identity") && !same_identity(content["identity"], identity);
 }
 
 }  // namespace
@@ -92,7 +94,7 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
     const Claim existing = inspect(file);
     if (existing.exists) {
       if (existing.live) {
-        if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content);
+        if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content, identity);
         return false;
       }
       remove_stale(file);
@@ -141,7 +143,7 @@ void ClaimBoard::check_live_claims(const std::function<nlohmann::json(int64_t)>&
     const int64_t index = std::stoll(digits);
     if (index >= count) continue;
     const Claim claim = inspect(entry.path());
-    if (claim.live && other_identity(claim.content, identity_of(index))) refuse_other_run(entry.path(), claim.content);
+    if (claim.live && other_identity(claim.content, identity_of(index))) refuse_other_run(entry.path(), claim.content, identity_of(index));
   }
 }
 

@@ -4,7 +4,7 @@
 // twice and a process with other settings is refused while another still works
 // there. Claiming image i creates ".claim.i" with O_EXCL; the file holds its
 // owner (host, process id, a random token) and the image's identity (prompt,
-// model, settings). The owner touches it every heartbeat; a claim is stale --
+// model, settings, and what automatic windows read: batch_manifest.h). The owner touches it every heartbeat; a claim is stale --
 // and taken over -- when its process is gone (same host) or it has not been
 // touched for `stale_after`. docs/security.md describes the protocol.
 #include <nlohmann/json.hpp>

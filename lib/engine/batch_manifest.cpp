@@ -43,6 +43,7 @@ std::string record_problem(const nlohmann::json& j) {
     if (j.contains(key) && !j[key].is_string()) return std::string("\"") + key + "\" is not a string";
   }
   if (j.contains("settings") && !j["settings"].is_object()) return "\"settings\" is not an object";
+  if (j.contains("planning") && !j["planning"].is_object()) return "\"planning\" is not an object";
   if (j.contains("file_bytes") && !j["file_bytes"].is_number_unsigned()) return "\"file_bytes\" is not a size";
   if (j.contains("file_crc32") && !j["file_crc32"].is_number_unsigned()) return "\"file_crc32\" is not a number";
   return {};
@@ -131,50 +132,67 @@ nlohmann::json image_identity(const std::string& prompt, const std::string& mode
 
 namespace {
 
-// The first difference between a recorded and an expected identity, as "KEY OLD (now NEW)".
-std::string first_difference(const nlohmann::json& recorded, const nlohmann::json& expected) {
-  const auto describe = [](const std::string& key, const nlohmann::json& old_value, const nlohmann::json& new_value) {
-    return key + " " + (old_value.is_null() ? "unset" : old_value.dump()) + " (now " +
-           (new_value.is_null() ? "unset" : new_value.dump()) + ")";
-  };
-  for (const char* key : {"prompt", "model"}) {
-    if (recorded[key] != expected[key]) return describe(key, recorded[key], expected[key]);
+// `j[key]` when j is an object that has it, else null (a claim file may hold anything).
+nlohmann::json field(const nlohmann::json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) ? j.at(key) : nlohmann::json();
+}
+
+// The first key whose values differ between two objects (or null values), as "KEY OLD (now NEW)"; "" when none.
+std::string differing_key(const nlohmann::json& recorded, const nlohmann::json& expected, const std::string& prefix) {
+  const auto shown = [](const nlohmann::json& v) { return v.is_null() ? std::string("unset") : v.dump(); };
+  if (!(recorded.is_object() || recorded.is_null()) || !(expected.is_object() || expected.is_null())) {
+    return recorded == expected ? std::string() : prefix + shown(recorded) + " (now " + shown(expected) + ")";
   }
-  nlohmann::json keys = expected["settings"];
-  keys.update(recorded["settings"]);  // the union of both key sets
+  nlohmann::json keys = nlohmann::json::object();
+  if (expected.is_object()) keys.update(expected);
+  if (recorded.is_object()) keys.update(recorded);  // the union of both key sets
   for (const auto& [key, unused] : keys.items()) {
-    const auto old_value = recorded["settings"].value(key, nlohmann::json());
-    const auto new_value = expected["settings"].value(key, nlohmann::json());
-    if (old_value != new_value) return describe(key, old_value, new_value);
-  }
-  // What automatic windows read from the bundle: its step-cost profile or acceptance prior was replaced.
-  const nlohmann::json old_planning = recorded.value("planning", nlohmann::json::object());
-  const nlohmann::json new_planning = expected.value("planning", nlohmann::json::object());
-  nlohmann::json planning_keys = new_planning;
-  planning_keys.update(old_planning);
-  for (const auto& [key, unused] : planning_keys.items()) {
-    const auto old_value = old_planning.value(key, nlohmann::json());
-    const auto new_value = new_planning.value(key, nlohmann::json());
-    if (old_value != new_value) return "automatic windows that read the bundle's " + describe(key, old_value, new_value);
+    const nlohmann::json old_value = field(recorded, key), new_value = field(expected, key);
+    if (old_value != new_value) return prefix + key + " " + shown(old_value) + " (now " + shown(new_value) + ")";
   }
   return {};
 }
 
+// The recorded identity, a line or claim written before images recorded their windows' planning
+// inputs taken to have the expected ones.
+nlohmann::json with_planning_of(nlohmann::json recorded, const nlohmann::json& expected) {
+  if (recorded.is_object() && !recorded.contains("planning") && expected.contains("planning")) {
+    recorded["planning"] = expected["planning"];
+  }
+  return recorded;
+}
+
 }  // namespace
 
+bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expected) {
+  return with_planning_of(recorded, expected) == expected;
+}
+
+std::string identity_difference(const nlohmann::json& recorded_identity, const nlohmann::json& expected) {
+  const nlohmann::json recorded = with_planning_of(recorded_identity, expected);
+  if (!recorded.is_object()) return "an identity that is not a JSON object";
+  for (const char* key : {"prompt", "model"}) {
+    if (field(recorded, key) != field(expected, key)) {
+      return differing_key(nlohmann::json{{key, field(recorded, key)}}, nlohmann::json{{key, field(expected, key)}}, "");
+    }
+  }
+  if (std::string d = differing_key(field(recorded, "settings"), field(expected, "settings"), ""); !d.empty()) return d;
+  // What automatic windows read: the step-cost profile (the bundle's for the device kind, or --cost-profile)
+  // and the bundle's acceptance prior.
+  return differing_key(field(recorded, "planning"), field(expected, "planning"), "automatic windows planned from ");
+}
+
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected) {
-  // Manifests written before the model (or the windows' planning inputs) were recorded are taken to match.
-  const nlohmann::json recorded =
-      image_identity(done.record.value("prompt", std::string()),
-                     done.record.value("model", expected["model"].get<std::string>()),
-                     done.record.value("settings", nlohmann::json::object()),
-                     done.record.contains("planning") ? done.record["planning"]
-                                                      : expected.value("planning", nlohmann::json()));
-  if (recorded == expected) return;
+  // Manifests written before the model was recorded are taken to be of this model.
+  nlohmann::json recorded = image_identity(done.record.value("prompt", std::string()),
+                                           done.record.value("model", expected["model"].get<std::string>()),
+                                           done.record.value("settings", nlohmann::json::object()),
+                                           field(done.record, "planning"));
+  if (same_identity(recorded, expected)) return;
   throw InputError(done.manifest.string() + ":" + std::to_string(done.line) + ": image " +
                    done.record.value("file", std::string()) + " was made with " +
-                   first_difference(recorded, expected) +
-                   "; resume with the same prompts and settings, or use another --out-dir");
+                   identity_difference(recorded, expected) +
+                   "; resume with the same prompts, settings and bundle, or use another --out-dir");
 }
 
 }  // namespace sjd::engine

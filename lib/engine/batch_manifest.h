@@ -58,8 +58,17 @@ void record_file_checksum(nlohmann::json& record, const std::filesystem::path& f
 nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
                               nlohmann::json planning = nullptr);
 
+// Whether a recorded identity (a manifest line's or a claim's) is `expected`; one
+// written before images recorded their windows' planning inputs (an older sjd) is
+// taken to have the expected ones.
+bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expected);
+
+// The first difference between a recorded and an expected identity, e.g.
+// "cfg 2.0 (now 1.5)" or "automatic windows planned from window_prior [...] (now [...])".
+std::string identity_difference(const nlohmann::json& recorded, const nlohmann::json& expected);
+
 // Throws InputError when a finished image was made with another identity,
-// naming the manifest line and the first difference ("cfg 2.0 (now 1.5)").
+// naming the manifest line and the first difference.
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected);
 
 }  // namespace sjd::engine

@@ -11,6 +11,7 @@
 #include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "engine/progress_line.h"
+#include "engine/window_prior.h"
 #include "io/atomic_file.h"
 #include "io/png_reader.h"
 #include "text/utf8.h"
@@ -136,6 +137,7 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
 }
 
 CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log) {
+  check_window_prior(generator.bundle());  // a malformed bundle is refused even when every run is resumed
   const int methods = static_cast<int>(options.methods.size());
   const int64_t total = static_cast<int64_t>(options.prompts.size()) * options.seeds * methods;
   const std::filesystem::path runs_dir = options.out_dir / "runs";

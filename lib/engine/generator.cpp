@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <iomanip>
 #include <sstream>
 
 #include "decoding/draft_book.h"
@@ -265,7 +266,8 @@ nlohmann::json Generator::window_planning(const GenerationSettings& settings) co
   const decoding::StepCostProfile profile = resolve_cost_profile(bundle_, settings);
   const std::vector<double> prior = resolve_window_prior(bundle_, settings, method);
   std::ostringstream step_cost;
-  step_cost << profile.name() << " (crc32 " << std::hex << io::png_crc32(profile.summary()) << ")";
+  step_cost << profile.name() << " (crc32 " << std::hex << std::setw(8) << std::setfill('0')
+            << io::png_crc32(profile.to_json().dump()) << ")";  // every point at full precision
   return {{"step_cost", step_cost.str()},
           {"window_prior", prior.empty() ? nlohmann::json("generic") : nlohmann::json(prior)}};
 }

@@ -151,10 +151,15 @@ TEST_CASE("batch: on a terminal a progress line follows the images in flight ste
   TempDir dir("batched_progress");
   write_file(dir / "prompts.txt", kPrompts);
   // Every update shown (SJD_PROGRESS_INTERVAL=0), so a line within an image appears however fast the machine.
-  setenv("SJD_PROGRESS_INTERVAL", "0", 1);
+  struct EveryUpdate {
+    EveryUpdate() { setenv("SJD_PROGRESS_INTERVAL", "0", 1); }
+    ~EveryUpdate() { unsetenv("SJD_PROGRESS_INTERVAL"); }
+  };
   const std::string command = batch(dir / "prompts.txt", dir / "out", "--method sjd --batch-size 2");
-  const auto shown = run_sjd_on_terminal(command);
-  unsetenv("SJD_PROGRESS_INTERVAL");
+  const auto shown = [&] {
+    const EveryUpdate every_update;
+    return run_sjd_on_terminal(command);
+  }();
   INFO(shown.out);
   REQUIRE(shown.exit_code == 0);
   // Updated within an image (some image in flight partly done), and at the end.

@@ -186,4 +186,15 @@ TEST_CASE("batch: a folder is not resumed once the bundle's window prior changed
   CHECK(refused.exit_code == 2);
   CHECK_THAT(refused.err, Catch::Contains("manifest.jsonl:1") && Catch::Contains("window_prior"));
   CHECK(batch("fixed", "-L 4").exit_code == 0);
+
+  // So is a folder whose step-cost profile file was recalibrated in between (same name, other points).
+  const std::string profile = " --cost-profile " + quoted(half_step_profile(dir));
+  REQUIRE(batch("profiled", "--limit 1" + profile).exit_code == 0);
+  auto recalibrated = nlohmann::json::parse(read_file(dir / "profile.json"));
+  recalibrated["curves"][0]["points"][1][1] = 1.25;
+  std::ofstream(dir / "profile.json") << recalibrated.dump();
+  const auto changed = batch("profiled", profile);
+  INFO(changed.err);
+  CHECK(changed.exit_code == 2);
+  CHECK_THAT(changed.err, Catch::Contains("automatic windows planned from step_cost"));
 }
