@@ -102,7 +102,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
               "step-cost profile (JSON from `sjd bench --calibrate`) for automatic windows; default: the bundle's");
   add_count_setting(cmd, o, a, "--batch-size", 1, &S::batch_size,
                     "prompts decoded at once, or auto: batch takes 8 on a CPU, 16 on a GPU (less if memory is "
-                    "short), generate and compare take 1; automatic windows are planned for it");
+                    "short), generate and compare take 1; automatic windows are planned for it (above 1 from the "
+                    "model's acceptance prior alone)");
 }
 
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,

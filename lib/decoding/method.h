@@ -44,6 +44,9 @@ struct MethodConfig {
   sampling::Relaxation relax;
 
   bool speculative() const { return name != "ar"; }
+  // The window planner chooses the chain or the tree before steps: what reads the step-cost
+  // profile and the acceptance prior (decoding/window_planner.h).
+  bool planned_windows() const { return speculative() && (auto_window || auto_tree); }
   Exactness exactness() const;
   // No relaxation: the output is the model's own decoding (sampled or greedy).
   bool lossless() const { return exactness() != Exactness::kLossy; }

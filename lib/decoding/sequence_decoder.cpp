@@ -46,7 +46,7 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
     throw std::invalid_argument("window must be at least 1");
   }
   result_.stats.cost_profile = planner_.profile().summary();
-  if (method.speculative() && (method.auto_window || method.auto_tree)) {  // only automatic windows read them
+  if (method.planned_windows()) {  // fixed windows read no prior
     result_.stats.window_prior = planner_.prior_by_age();
     result_.stats.window_learning = planner_.learns();
   }

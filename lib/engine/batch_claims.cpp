@@ -143,7 +143,8 @@ void ClaimBoard::check_live_claims(const std::function<nlohmann::json(int64_t)>&
     const int64_t index = std::stoll(digits);
     if (index >= count) continue;
     const Claim claim = inspect(entry.path());
-    if (claim.live && other_identity(claim.content, identity_of(index))) refuse_other_run(entry.path(), claim.content, identity_of(index));
+    const nlohmann::json identity = identity_of(index);
+    if (claim.live && other_identity(claim.content, identity)) refuse_other_run(entry.path(), claim.content, identity);
   }
 }
 

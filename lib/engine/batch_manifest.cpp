@@ -171,11 +171,10 @@ bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expecte
 std::string identity_difference(const nlohmann::json& recorded_identity, const nlohmann::json& expected) {
   const nlohmann::json recorded = with_planning_of(recorded_identity, expected);
   if (!recorded.is_object()) return "an identity that is not a JSON object";
-  for (const char* key : {"prompt", "model"}) {
-    if (field(recorded, key) != field(expected, key)) {
-      return differing_key(nlohmann::json{{key, field(recorded, key)}}, nlohmann::json{{key, field(expected, key)}}, "");
-    }
-  }
+  const auto head = [](const nlohmann::json& j) {
+    return nlohmann::json{{"prompt", field(j, "prompt")}, {"model", field(j, "model")}};
+  };
+  if (std::string d = differing_key(head(recorded), head(expected), ""); !d.empty()) return d;
   if (std::string d = differing_key(field(recorded, "settings"), field(expected, "settings"), ""); !d.empty()) return d;
   // What automatic windows read: the step-cost profile (the bundle's for the device kind, or --cost-profile)
   // and the bundle's acceptance prior.

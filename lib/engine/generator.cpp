@@ -262,7 +262,7 @@ void Generator::check_memory(const GenerationShape& shape) const {
 
 nlohmann::json Generator::window_planning(const GenerationSettings& settings) const {
   const decoding::MethodConfig method = method_from_settings(settings);
-  if (!method.speculative() || !(method.auto_window || method.auto_tree)) return nullptr;
+  if (!method.planned_windows()) return nullptr;
   const decoding::StepCostProfile profile = resolve_cost_profile(bundle_, settings);
   const std::vector<double> prior = resolve_window_prior(bundle_, settings, method);
   std::ostringstream step_cost;
