@@ -278,12 +278,14 @@ def grid_indices(eval_scenes, count):
     return order[:count]
 
 
-def write_grid(path, eval_scenes, records, out_dir, indices, scale):
-    """Top row the generator's ground truth, bottom row the model's images, `scale`x nearest-neighbour."""
+def write_grid(path, eval_scenes, records, out_dir, indices):
+    """Top row the generator's ground truth, bottom row the model's images, enlarged (nearest neighbour) to at
+    least 128 px a side."""
     gap = 4
     cells = []
     for i in indices:
         made = read_png(os.path.join(out_dir, records[i]["file"]))
+        scale = max(1, 128 // made.shape[0])
         truth = scenes.render(eval_scenes[i], made.shape[0])
         cells.append([np.kron(im, np.ones((scale, scale, 1), dtype=np.uint8)) for im in (truth, made)])
     side = cells[0][0].shape[0]
@@ -372,8 +374,7 @@ def main(argv=None):
         f.write("\n")
     if args.grid:
         indices = grid_indices(eval_scenes, args.grid_count)
-        write_grid(args.grid, eval_scenes, records_by_method[first], os.path.join(args.out_dir, first), indices,
-                   scale=2)
+        write_grid(args.grid, eval_scenes, records_by_method[first], os.path.join(args.out_dir, first), indices)
         for column, i in enumerate(indices):
             print(f"grid column {column + 1}: {eval_scenes[i]['caption']}")
     return 0

@@ -4,7 +4,12 @@
   scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
       [--scenes 32000] [--steps 11000] [--seed 0] [--threads 1] [--device cuda]
       [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704] [--image-size 64]
-      [--state-dir DIR --time-limit SECONDS]
+      [--state-dir DIR --time-limit SECONDS] [--init-from HF_DIR]
+
+--init-from starts from the transformer weights of an earlier run's Hugging Face folder (same
+architecture and vocabulary) instead of a random initialisation: the 128 px model is the 64 px
+one trained on further at 32 x 32 codes. RoPE has no learned table, so the longer sequences need
+no new weights; the optimiser and the schedule start afresh.
 
 --time-limit (seconds from the start, encoding included) stops training at the first step that
 ends past the limit (every run makes at least one step) and saves the whole
@@ -51,7 +56,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -271,6 +276,32 @@ def code_loss(model, ids, targets, layout):
     return F.cross_entropy(logits.float(), targets[keep])
 
 
+def load_hf_weights(model, hf_dir):
+    """Copies the safetensors weights of an HF folder written by write_hf_folder into `model`; every tensor
+    must be there with the model's shape (names a missing, extra or other-shaped tensor otherwise).
+    Returns a digest of the weights, which the training settings record."""
+    index_path = os.path.join(hf_dir, "model.safetensors.index.json")
+    if not os.path.exists(index_path):
+        raise StateError(f"{index_path}: missing (--init-from needs an HF folder this script wrote)")
+    with open(index_path, encoding="utf-8") as f:
+        files = sorted(set(json.load(f)["weight_map"].values()))
+    loaded, digest = {}, hashlib.sha256()
+    for file in files:
+        digest.update(file_digest(os.path.join(hf_dir, file)).encode())
+        loaded.update(load_file(os.path.join(hf_dir, file)))
+    own = model.state_dict()
+    for name in sorted(set(own) | set(loaded)):
+        if name not in loaded:
+            raise StateError(f"{hf_dir}: tensor {name} missing (the model has it)")
+        if name not in own:
+            raise StateError(f"{hf_dir}: tensor {name} is not in this architecture")
+        if loaded[name].shape != own[name].shape:
+            raise StateError(f"{hf_dir}: tensor {name} has shape {list(loaded[name].shape)}, the model "
+                             f"{list(own[name].shape)}")
+    model.load_state_dict({name: t.to(own[name].dtype) for name, t in loaded.items()})
+    return digest.hexdigest()
+
+
 def hf_config(arch, vocabulary_map, vocab_size, vq_config):
     c = {
         "architectures": ["ChameleonForConditionalGeneration"],
@@ -441,6 +472,8 @@ def main(argv=None):
     parser.add_argument("--compact-state", action="store_true",
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
+    parser.add_argument("--init-from", metavar="HF_DIR",
+                        help="start from this HF folder's transformer weights (same architecture and vocabulary)")
     args = parser.parse_args(argv)
     began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
     if (args.time_limit is not None or args.compact_state) and not args.state_dir:
@@ -463,7 +496,13 @@ def main(argv=None):
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
                                       args.image_size)) for i in range(args.scenes)]
 
-    model = ChameleonLM(arch, layout["vocab_size"]).to(device)  # initialised on the CPU: the same on every device
+    model = ChameleonLM(arch, layout["vocab_size"])  # initialised on the CPU: the same on every device
+    try:
+        init_digest = load_hf_weights(model, args.init_from) if args.init_from else None
+    except StateError as e:
+        print(f"train_default_model: {e}", file=sys.stderr)
+        return 2
+    model = model.to(device)
     params = sum(p.numel() for p in model.parameters())
     print(f"transformer: {params / 1e6:.2f} M parameters; {args.scenes} scenes; {args.steps} steps of "
           f"{args.batch_size}", flush=True)
@@ -480,7 +519,7 @@ def main(argv=None):
     # Everything that decides the weights: a state saved under other values cannot be resumed.
     settings = {"arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
                 "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads,
-                "compact_state": args.compact_state,
+                "compact_state": args.compact_state, "init_from": init_digest,
                 "vq": file_digest(os.path.join(args.vq_dir, "vqgan.ckpt")),
                 "tokenizer": file_digest(os.path.join(args.text_dir, "tokenizer.json"))}
     try:
@@ -534,7 +573,8 @@ def main(argv=None):
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
-              "device": args.device, "uncond_fraction": UNCOND_FRACTION,
+              "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
+              "init_digest": init_digest,
               "final_loss": round(float(np.mean(losses[-20:])), 4),
               "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}
     with open(os.path.join(args.out_dir, "train_report.json"), "w", encoding="utf-8") as f:

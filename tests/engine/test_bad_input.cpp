@@ -77,7 +77,7 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --seed -1", "--seed"},
       {g + " --window 0", "--window"},
       {g + " --window 2147483647", "--window"},
-      {g + " --method sjd --window 300", "277 tokens"},
+      {g + " --method sjd --window 1100", "1061 tokens"},
       {g + " --method sjd-pac --pd-k 2147483647 --pd-depth 3", "--pd-k"},
       {g + " --method sjd-pac --pd-k 8 --pd-depth 6", "draft tree"},
       {g + " --method sjd --relax lantern --lantern-k -3", "--lantern-k"},

@@ -42,14 +42,14 @@ TEST_CASE("generate: fixed seed gives the golden token ids and a PNG with its se
   CHECK_THAT(r.out, Catch::Contains("wrote"));
   CHECK(nlohmann::json::parse(read_file(tokens)) == golden.at("tokens"));
   const auto size = sjd::io::read_png_size(png);
-  CHECK(size.first == 64);
-  CHECK(size.second == 64);
+  CHECK(size.first == 128);
+  CHECK(size.second == 128);
   bool saw_prompt = false;
   for (const auto& [key, value] : sjd::io::read_png_text(png)) saw_prompt |= key == "prompt" && value == prompt;
   CHECK(saw_prompt);
   const auto s = nlohmann::json::parse(read_file(stats));
-  CHECK(s["tokens"] == 277);  // begin-image, 2 size tokens, 16 rows of 16 codes + row end, end-image, end of turn
-  CHECK(s["steps"] == 277);   // AR: one forward pass per token
+  CHECK(s["tokens"] == 1061);  // begin-image, 2 size tokens, 32 rows of 32 codes + row end, end-image, end of turn
+  CHECK(s["steps"] == 1061);  // AR: one forward pass per token
   CHECK(s["lossless"] == true);
 
   // The same seed reproduces the image exactly; a speculative method runs too.
@@ -103,7 +103,7 @@ TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prom
   // Resuming with other settings or prompts would mix two runs: refused, the images kept.
   const auto other_cfg = run_sjd(cmd + " --cfg 2.5");
   CHECK(other_cfg.exit_code == 2);
-  CHECK_THAT(other_cfg.err, Catch::Contains("manifest.jsonl:") && Catch::Contains("cfg 1.5 (now 2.5)"));  // the bundle says 1.5
+  CHECK_THAT(other_cfg.err, Catch::Contains("manifest.jsonl:") && Catch::Contains("cfg 1.25 (now 2.5)"));  // the bundle says 1.25
   write_file(prompts, "a red pear\na blue square\na green ring\n");
   const auto other_prompts = run_sjd(cmd);
   CHECK(other_prompts.exit_code == 2);
@@ -154,7 +154,7 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   CHECK_THAT(r.out, Catch::Contains("sjd-pac") && Catch::Contains("speed-up"));
   const auto report = nlohmann::json::parse(read_file(dir / "compare.json"));
   REQUIRE(report["methods"].size() == 3);
-  CHECK(report["methods"][0]["steps"] == 277.0);  // ar: a forward pass per token
+  CHECK(report["methods"][0]["steps"] == 1061.0);  // ar: a forward pass per token
   CHECK(report["methods"][2]["step_compression"].get<double>() > 1.0);
   // The figure: 64-pixel images drawn 3x in a labelled grid (one column per method, one row per
   // seed) with charts beside it; tests/engine/test_compare_figure.cpp checks its layout.
@@ -172,13 +172,13 @@ TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
   REQUIRE(r.exit_code == 0);
   const auto s = nlohmann::json::parse(read_file(dir / "s.json"));
   const auto at_step = s["committed_at_step"].get<std::vector<int64_t>>();
-  REQUIRE(at_step.size() == 277);
+  REQUIRE(at_step.size() == 1061);
   CHECK(std::is_sorted(at_step.begin(), at_step.end()));
   CHECK(at_step.back() == s["steps"].get<int64_t>() - 1);
   int64_t histogram_tokens = 0;
   const auto histogram = s["accepted_length_histogram"].get<std::vector<int64_t>>();
   for (size_t n = 0; n < histogram.size(); ++n) histogram_tokens += static_cast<int64_t>(n) * histogram[n];
-  CHECK(histogram_tokens == 277);
+  CHECK(histogram_tokens == 1061);
   // Side by side (the default): the image and the map, 256 pixels each, and a colour bar.
   CHECK(sjd::io::read_png_size(dir / "h.png").first > 2 * 256);
 }

@@ -262,7 +262,7 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   CHECK_THAT(partly.out, Contains("3 of 4 runs were already done"));
   const auto other = run_sjd(compare_command(out) + " --cfg 3");
   CHECK(other.exit_code == 2);
-  CHECK_THAT(other.err, Contains("manifest.jsonl") && Contains("cfg 1.5 (now 3.0)"));  // the bundle says 1.5
+  CHECK_THAT(other.err, Contains("manifest.jsonl") && Contains("cfg 1.25 (now 3.0)"));  // the bundle says 1.25
 }
 
 TEST_CASE("compare and generate show a progress line on a terminal, unless --quiet", "[cli][ux][progress]") {
@@ -276,7 +276,7 @@ TEST_CASE("compare and generate show a progress line on a terminal, unless --qui
   const auto line = run_sjd_on_terminal(generate);
   INFO(line.out);
   REQUIRE(line.exit_code == 0);
-  CHECK(std::regex_search(line.out, std::regex(R"(\rtokens 277/277  steps \d+  [0-9.]+ tokens/step  \d+ tokens/s  ETA 0s)")));
+  CHECK(std::regex_search(line.out, std::regex(R"(\rtokens 1061/1061  steps \d+  [0-9.]+ tokens/step  \d+ tokens/s  ETA 0s)")));
   const auto quiet = run_sjd_on_terminal(generate + " --quiet");
   REQUIRE(quiet.exit_code == 0);
   CHECK(quiet.out.find("tokens/s") == std::string::npos);

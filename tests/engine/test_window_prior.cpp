@@ -83,7 +83,7 @@ TEST_CASE("generate: the bundle's window prior for the run's init decides the fi
     INFO(flags);
     CHECK(generate_stats(dir, trusting, "s", flags)["windows"]["prior_by_age"] == generic_prior);
   }
-  CHECK(generate_stats(dir, trusting, "s", "--method sjd --init repeat-up --cfg 1.5")["windows"]["prior_by_age"] ==
+  CHECK(generate_stats(dir, trusting, "s", "--method sjd --init repeat-up --cfg 1.25")["windows"]["prior_by_age"] ==
         nlohmann::json({0.9, 0.9, 0.9}));  // the bundle's own cfg, written out
   // No automatic window, no prior to report.
   const auto ar = generate_stats(dir, trusting, "ar", "--method ar");

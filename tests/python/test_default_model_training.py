@@ -149,6 +149,33 @@ def test_a_saved_training_state_is_refused_for_other_settings_or_altered_parts(s
     assert f"{part.name}: its digest does not match" in capsys.readouterr().err
 
 
+def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings(stages, hf_dir, tmp_path, capsys):
+    # At learning rate 0 (AdamW's decay scales with it) the written weights are the starting ones: the 64 px run's
+    # exactly when initialised from it (its bf16 values survive the float32 round trip), the seed's own otherwise
+    # (hf_dir trained two steps from that same seed's initialisation).
+    frozen = ("--lr", "0", "--image-size", "128")
+    assert train_transformer(stages, tmp_path / "warm", 0, *frozen, "--init-from", str(hf_dir)) == 0
+    assert train_transformer(stages, tmp_path / "cold", 0, *frozen) == 0
+    start = load_file(str(hf_dir / "model.safetensors"))
+    warm = load_file(str(tmp_path / "warm" / "model.safetensors"))
+    cold = load_file(str(tmp_path / "cold" / "model.safetensors"))
+    assert start.keys() == warm.keys() and all(torch.equal(start[k], warm[k]) for k in start)
+    assert not all(torch.equal(start[k], cold[k]) for k in start)
+    assert json.loads((tmp_path / "warm" / "train_report.json").read_text())["init_from"] == str(hf_dir)
+
+    assert train_transformer(stages, tmp_path / "narrow", 0, "--init-from", str(hf_dir), "--hidden-size", "128") == 2
+    assert re.search(r"tensor \S+ has shape \[\d+(, \d+)?\], the model \[", capsys.readouterr().err)
+    assert train_transformer(stages, tmp_path / "none", 0, "--init-from", str(tmp_path)) == 2
+    assert "model.safetensors.index.json: missing" in capsys.readouterr().err
+    # A paused warm-started run is not resumed as a cold one.
+    state = tmp_path / "state"
+    assert train_transformer(stages, tmp_path / "paused", 0, "--init-from", str(hf_dir), "--state-dir", str(state),
+                             "--time-limit", "0") == train_default_model.PAUSED
+    capsys.readouterr()
+    assert train_transformer(stages, tmp_path / "paused", 0, "--state-dir", str(state)) == 2
+    assert re.search(r"saved with other settings \(init_from\)", capsys.readouterr().err)
+
+
 def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages, tmp_path, monkeypatch):
     monkeypatch.setattr(train_default_model, "SHARD_BYTES", 1024 * 1024)
     assert train_transformer(stages, tmp_path / "hf", 0) == 0

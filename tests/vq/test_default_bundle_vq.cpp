@@ -9,7 +9,8 @@
 
 using namespace sjd;
 
-TEST_CASE("the default bundle's VQ decoder turns a 16x16 grid into a colourful 64x64 image", "[vq][default]") {
+TEST_CASE("the default bundle's VQ decoder turns its code grid into a colourful image of its resolution",
+          "[vq][default]") {
   const auto bundle_dir = testing::source_dir() / "models/default";
   const auto bundle = nlohmann::json::parse(testing::read_file(bundle_dir / "bundle.json"));
   const auto config = vq::parse_vq_config(bundle.at("vq"), "models/default/bundle.json: vq");
@@ -22,7 +23,8 @@ TEST_CASE("the default bundle's VQ decoder turns a 16x16 grid into a colourful 6
   const at::Tensor codes = at::randint(config.codebook_size, {grid_h, grid_w}, at::kLong);
   const at::Tensor image = decoder->decode(codes).to(at::kFloat);
   REQUIRE(image.sizes() == at::IntArrayRef{grid_h * config.downsample, grid_w * config.downsample, 3});
-  REQUIRE(image.sizes() == at::IntArrayRef{64, 64, 3});
+  const int64_t side = bundle.at("layout").at("resolutions").at(0);  // the size the bundle draws
+  REQUIRE(image.sizes() == at::IntArrayRef{side, side, 3});
 
   // Brightness varies across the picture ...
   const float luminance_std = image.mean(2).std().item<float>();
