@@ -285,7 +285,7 @@ def write_grid(path, eval_scenes, records, out_dir, indices):
     cells = []
     for i in indices:
         made = read_png(os.path.join(out_dir, records[i]["file"]))
-        scale = max(1, 128 // made.shape[0])
+        scale = -(-128 // made.shape[0])  # rounded up
         truth = scenes.render(eval_scenes[i], made.shape[0])
         cells.append([np.kron(im, np.ones((scale, scale, 1), dtype=np.uint8)) for im in (truth, made)])
     side = cells[0][0].shape[0]

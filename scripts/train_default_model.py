@@ -276,19 +276,30 @@ def code_loss(model, ids, targets, layout):
     return F.cross_entropy(logits.float(), targets[keep])
 
 
-def load_hf_weights(model, hf_dir):
-    """Copies the safetensors weights of an HF folder written by write_hf_folder into `model`; every tensor
-    must be there with the model's shape (names a missing, extra or other-shaped tensor otherwise).
-    Returns a digest of the weights, which the training settings record."""
+def read_hf_weights(hf_dir, text_dir):
+    """The transformer tensors of an HF folder written by write_hf_folder, and a digest of them (which the training
+    settings record). Raises StateError naming what is missing or unreadable, or a tokenizer other than
+    text_dir's (the embedding rows would mean other tokens)."""
     index_path = os.path.join(hf_dir, "model.safetensors.index.json")
-    if not os.path.exists(index_path):
-        raise StateError(f"{index_path}: missing (--init-from needs an HF folder this script wrote)")
-    with open(index_path, encoding="utf-8") as f:
-        files = sorted(set(json.load(f)["weight_map"].values()))
-    loaded, digest = {}, hashlib.sha256()
-    for file in files:
-        digest.update(file_digest(os.path.join(hf_dir, file)).encode())
-        loaded.update(load_file(os.path.join(hf_dir, file)))
+    tokenizer_path = os.path.join(hf_dir, "tokenizer.json")
+    try:
+        with open(index_path, encoding="utf-8") as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+        if file_digest(tokenizer_path) != file_digest(os.path.join(text_dir, "tokenizer.json")):
+            raise StateError(f"{tokenizer_path}: another tokenizer than --text-dir's")
+        loaded, digest = {}, hashlib.sha256()
+        for file in files:
+            digest.update(file_digest(os.path.join(hf_dir, file)).encode())
+            loaded.update(load_file(os.path.join(hf_dir, file)))
+    except FileNotFoundError as e:
+        raise StateError(f"{e.filename}: missing (--init-from needs an HF folder this script wrote)") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # unreadable JSON or safetensors
+        raise StateError(f"{hf_dir}: not a readable HF folder ({e})") from None
+    return loaded, digest.hexdigest()
+
+
+def apply_hf_weights(model, loaded, hf_dir):
+    """Copies `loaded` into `model`: every tensor must be there with the model's shape."""
     own = model.state_dict()
     for name in sorted(set(own) | set(loaded)):
         if name not in loaded:
@@ -299,7 +310,6 @@ def load_hf_weights(model, hf_dir):
             raise StateError(f"{hf_dir}: tensor {name} has shape {list(loaded[name].shape)}, the model "
                              f"{list(own[name].shape)}")
     model.load_state_dict({name: t.to(own[name].dtype) for name, t in loaded.items()})
-    return digest.hexdigest()
 
 
 def hf_config(arch, vocabulary_map, vocab_size, vq_config):
@@ -491,14 +501,23 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer, layout = train_text_tokenizer.load(args.text_dir)
+    try:  # before encoding the scenes (minutes at 128 px): a wrong folder is refused at once
+        init_weights, init_digest = read_hf_weights(args.init_from, args.text_dir) if args.init_from else ({}, None)
+    except StateError as e:
+        print(f"train_default_model: {e}", file=sys.stderr)
+        return 2
     codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes, args.image_size,
                                           os.path.join(args.out_dir, "codes.npz"), args.threads, device)
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
                                       args.image_size)) for i in range(args.scenes)]
 
+    # Seeded here, not only at the start: encoding the scenes builds the VQGAN (its layers draw their initial
+    # values) only when codes.npz is not cached, and the transformer must not depend on that.
+    torch.manual_seed(args.seed)
     model = ChameleonLM(arch, layout["vocab_size"])  # initialised on the CPU: the same on every device
     try:
-        init_digest = load_hf_weights(model, args.init_from) if args.init_from else None
+        if args.init_from:
+            apply_hf_weights(model, init_weights, args.init_from)
     except StateError as e:
         print(f"train_default_model: {e}", file=sys.stderr)
         return 2
@@ -519,9 +538,11 @@ def main(argv=None):
     # Everything that decides the weights: a state saved under other values cannot be resumed.
     settings = {"arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps, "batch_size": args.batch_size,
                 "lr": args.lr, "seed": args.seed, "device": device.type, "threads": args.threads,
-                "compact_state": args.compact_state, "init_from": init_digest,
+                "compact_state": args.compact_state,
                 "vq": file_digest(os.path.join(args.vq_dir, "vqgan.ckpt")),
                 "tokenizer": file_digest(os.path.join(args.text_dir, "tokenizer.json"))}
+    if init_digest:  # only then: states paused before --init-from existed stay resumable
+        settings["init_from"] = init_digest
     try:
         saved = load_state(args.state_dir, settings) if args.state_dir else None
     except StateError as e:

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kMargin = 16;
 constexpr int kGap = 10;
-constexpr int kCellTarget = 192;      // a 64-pixel image is drawn 3x
+constexpr int kCellTarget = 192;      // a 64-pixel image is drawn 3x, a 128-pixel one 2x
 constexpr int kRowHeaderWidth = 210;
 constexpr int kChartsWidth = 400;
 constexpr int kChartsGap = 36;

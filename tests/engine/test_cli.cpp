@@ -156,7 +156,7 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   REQUIRE(report["methods"].size() == 3);
   CHECK(report["methods"][0]["steps"] == 1061.0);  // ar: a forward pass per token
   CHECK(report["methods"][2]["step_compression"].get<double>() > 1.0);
-  // The figure: 64-pixel images drawn 3x in a labelled grid (one column per method, one row per
+  // The figure: 128-pixel images drawn 2x in a labelled grid (one column per method, one row per
   // seed) with charts beside it; tests/engine/test_compare_figure.cpp checks its layout.
   const auto size = sjd::io::read_png_size(dir / "compare.png");
   CHECK(size.first > 3 * 192);

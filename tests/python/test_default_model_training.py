@@ -10,13 +10,14 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -84,6 +85,11 @@ def test_transformer_training_is_deterministic_for_a_seed(stages, hf_dir, tmp_pa
     other = load_file(str(tmp_path / "other" / "model.safetensors"))
     assert all((first[k] == same[k]).all() for k in first)
     assert any(not (first[k] == other[k]).all() for k in first)
+    # Again in the same folder, now with its encoded scenes cached (no VQGAN built): the same weights.
+    assert (tmp_path / "same" / "codes.npz").exists()
+    assert train_transformer(stages, tmp_path / "same", 0) == 0
+    cached = load_file(str(tmp_path / "same" / "model.safetensors"))
+    assert all(torch.equal(first[k], cached[k]) for k in first)
     assert json.loads((tmp_path / "same" / "train_report.json").read_text())["device"] == "cpu"
 
 
@@ -167,6 +173,14 @@ def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings
     assert re.search(r"tensor \S+ has shape \[\d+(, \d+)?\], the model \[", capsys.readouterr().err)
     assert train_transformer(stages, tmp_path / "none", 0, "--init-from", str(tmp_path)) == 2
     assert "model.safetensors.index.json: missing" in capsys.readouterr().err
+    altered = tmp_path / "altered"
+    shutil.copytree(hf_dir, altered)
+    save_file({k: v for k, v in start.items() if k != "lm_head.weight"}, str(altered / "model.safetensors"))
+    assert train_transformer(stages, tmp_path / "x", 0, "--init-from", str(altered)) == 2
+    assert "tensor lm_head.weight missing" in capsys.readouterr().err
+    (altered / "tokenizer.json").write_text((altered / "tokenizer.json").read_text() + " ")
+    assert train_transformer(stages, tmp_path / "x", 0, "--init-from", str(altered)) == 2
+    assert "another tokenizer than --text-dir's" in capsys.readouterr().err
     # A paused warm-started run is not resumed as a cold one.
     state = tmp_path / "state"
     assert train_transformer(stages, tmp_path / "paused", 0, "--init-from", str(hf_dir), "--state-dir", str(state),
