@@ -13,7 +13,9 @@ gives unseen scenes of seen combinations (the model trained on train scenes 0..1
 Generates one image per caption and method with `sjd batch` (same seeds for every method:
 batch seed + prompt index), reads the PNGs back and checks against each scene's ground truth:
   object      the stated colour covers at least half of the object's true shape, at its stated
-              position and size (nearest palette colour per pixel);
+              position and size (nearest palette colour per pixel), and its pixels near there
+              take the stated shape: of the four shapes' masks the stated one matches them about
+              as well as the best (intersection over union), so a filled circle is no ring;
   background  solid: its colour covers half of the pixels away from the objects; gradient:
               the first colour fills the top eighth and the second the bottom eighth; stripes:
               the pixels of each stripe have the stripe's colour (half of them or more);
@@ -53,6 +55,10 @@ import scenes  # noqa: E402
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DEFAULT_METHODS = "ar,jacobi,sjd,scd-mc,scd-gs,sjd-pac,sjd-pac+cool,sjd-pac+lantern"
 HALF = 0.5  # share of a region that must have the stated colour
+# How much worse than the best-matching shape the stated one may match an object's pixels. Two different shapes'
+# masks overlap by at most about 0.82 (circle and square; a filled circle and a ring 0.70), while the VQGAN's
+# reconstruction of a small circle at 128 px is itself a little square: 0.1 keeps it a circle.
+SHAPE_MARGIN = 0.1
 
 
 # --------------------------------------------------------------------------- PNG files
@@ -128,12 +134,44 @@ def _share(labels, mask, colour):
     return float((labels[mask] == scenes.COLOURS.index(colour)).mean()) if mask.any() else 0.0
 
 
+def _shape_ious(labels, o, size, x, y, background_labels):
+    """{shape: intersection over union of its mask, at the object's stated place and size, with the pixels of
+    the object's colour within 1.4 radii of its centre}. Pixels where the true background has that colour too (a
+    gradient passing through it) say nothing about the shape and are left out."""
+    cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])
+    r = size * scenes.SIZES[o["size"]] * 1.4
+    colour = scenes.COLOURS.index(o["colour"])
+    near = ((x - cx) ** 2 + (y - cy) ** 2 <= r * r) & (background_labels != colour)
+    blob = near & (labels == colour)
+    ious = {}
+    for shape in scenes.SHAPES:
+        mask = near & scenes.object_mask({**o, "shape": shape}, size)
+        ious[shape] = (blob & mask).sum() / max(1, (blob | mask).sum())
+    return ious
+
+
+def _takes_shape(ious, shape):
+    """The stated shape matches the pixels about as well as any (within SHAPE_MARGIN)."""
+    return ious[shape] >= max(ious.values()) - SHAPE_MARGIN
+
+
 def adherence(image, scene):
     """{"objects": [bool per object], "background": bool} for an image [S, S, 3] of a scene dict."""
     size = image.shape[0]
     labels = scenes.nearest_palette_index(image)
-    objects = [_share(labels, scenes.object_mask(o, size), o["colour"]) >= HALF for o in scene["objects"]]
     x, y = scenes.pixel_grid(size)
+    truth = scenes.nearest_palette_index(scenes.render(scene, size))
+    background_labels = scenes.nearest_palette_index(scenes.render_background(scene["background"], size))
+    objects = []
+    for o in scene["objects"]:
+        covered = _share(labels, scenes.object_mask(o, size), o["colour"]) >= HALF
+        # The colour must also take the stated shape, not just cover it: a filled circle covers a ring's pixels
+        # and most of a square's. Where even the true scene's pixels do not tell the shapes apart (the object on
+        # a background of its own colour all round), coverage is all that can be asked.
+        stated = _takes_shape(_shape_ious(labels, o, size, x, y, background_labels), o["shape"])
+        truth_ious = _shape_ious(truth, o, size, x, y, background_labels)
+        ambiguous = any(_takes_shape(truth_ious, other) for other in scenes.SHAPES if other != o["shape"])
+        objects.append(covered and (stated or ambiguous))
     away = np.ones((size, size), dtype=bool)
     for o in scene["objects"]:  # leave a margin around every object (its circumradius plus a third)
         cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])

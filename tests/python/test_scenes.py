@@ -124,6 +124,32 @@ def test_scorer_fails_wrong_colours_and_missing_objects():
     assert not eval_default_model.adherence(scenes.render(swapped), striped)["background"]
 
 
+@pytest.mark.parametrize("size, most_ambiguous", [(64, 0.35), (128, 0.04)])
+def test_scorer_fails_an_object_drawn_in_another_shape(size, most_ambiguous):
+    """A filled circle for a ring (it covers the ring's pixels), a square for a circle: right colour and place,
+    wrong shape. Only where the true scene's own pixels cannot tell the shapes apart does the colour alone decide:
+    an object on a background of its colour, and at 64 px a small circle and a small square, whose masks differ in
+    a few pixels (intersection over union 0.94)."""
+    x, y = scenes.pixel_grid(size)
+    checked = ambiguous = 0
+    for s in EVAL[:40]:
+        truth = scenes.nearest_palette_index(scenes.render(s, size))
+        background = scenes.nearest_palette_index(scenes.render_background(s["background"], size))
+        for i, o in enumerate(s["objects"]):
+            ious = eval_default_model._shape_ious(truth, o, size, x, y, background)
+            if any(eval_default_model._takes_shape(ious, other) for other in scenes.SHAPES if other != o["shape"]):
+                ambiguous += 1
+                continue
+            for other in scenes.SHAPES:
+                if other != o["shape"]:
+                    drawn = {**s, "objects": [{**p, "shape": other} if j == i else p for j, p in enumerate(s["objects"])]}
+                    result = eval_default_model.adherence(scenes.render(drawn, size), s)["objects"]
+                    assert result == [j != i for j in range(len(s["objects"]))], (s["caption"], other)
+                    checked += 1
+    objects = sum(len(s["objects"]) for s in EVAL[:40])
+    assert checked == 3 * (objects - ambiguous) and ambiguous <= most_ambiguous * objects, (ambiguous, objects)
+
+
 def test_png_round_trip(tmp_path):
     image = scenes.render(EVAL[0])
     eval_default_model.write_png(tmp_path / "a.png", image)
