@@ -262,13 +262,25 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
   const at::Tensor q = qk.narrow(2, 0, heads).transpose(1, 2);  // [rows, heads, W, D]
   cache_.write(layer, slots, qk.narrow(2, heads, kv_heads), v);
   // Each run of consecutive cache rows attends in one call, reading its keys in place: the rows
-  // of a batch with finished sequences between live ones are not copied out of the cache.
+  // of a batch with finished sequences between live ones are not copied out of the cache. On
+  // the CPU a run is also cut where its rows' lengths drift apart, and each part reads only the
+  // keys of its own longest row: in a continuous batch a refilled slot starts short, and one
+  // call would make it read (and mask) every key of the longest row.
+  const bool cut_by_length = device().is_cpu();
   std::vector<at::Tensor> parts;
   for (size_t begin = 0; begin < rows.size();) {
+    int64_t shortest = cache_.length(rows[begin]), longest = shortest;
     size_t end = begin + 1;
-    while (end < rows.size() && rows[end] == rows[end - 1] + 1) ++end;
+    for (; end < rows.size() && rows[end] == rows[end - 1] + 1; ++end) {
+      const int64_t length = cache_.length(rows[end]);
+      if (cut_by_length && std::max(longest, length) - std::min(shortest, length) > kCpuKeySpread) break;
+      shortest = std::min(shortest, length);
+      longest = std::max(longest, length);
+    }
     const int64_t first = static_cast<int64_t>(begin), count = static_cast<int64_t>(end - begin);
-    parts.push_back(attend(layer, rows[begin], q.narrow(0, first, count), bias.narrow(0, first, count)));
+    at::Tensor part_bias = bias.narrow(0, first, count);
+    if (cut_by_length) part_bias = part_bias.narrow(3, 0, longest + width);  // the later keys are all masked
+    parts.push_back(attend(layer, rows[begin], q.narrow(0, first, count), part_bias));
     begin = end;
   }
   const at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 0);

@@ -31,6 +31,9 @@ class Transformer : public TokenModel {
   static constexpr int64_t kPrefillChunk = 256;
   // On a GPU, attention spans a multiple of this many keys (see attention_bias).
   static constexpr int64_t kKeyBucket = 256;
+  // On the CPU, rows whose committed lengths differ by more than this attend in separate calls,
+  // each reading only its own keys: a call costs about what reading this many keys of a row does.
+  static constexpr int64_t kCpuKeySpread = 128;
 
   Transformer(TransformerConfig config, TransformerWeights weights);
 

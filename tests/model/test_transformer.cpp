@@ -327,3 +327,41 @@ TEST_CASE("attention with enable_gqa gives query head h the K/V head h / group, 
   const at::Tensor tiled = at::scaled_dot_product_attention(q, k.repeat({1, 2, 1, 1}), v.repeat({1, 2, 1, 1}), bias);
   CHECK_FALSE(at::allclose(grouped, tiled, 1e-3, 1e-3));
 }
+
+TEST_CASE("rows of very different lengths attend as each row alone", "[model]") {
+  // On the CPU a run of rows is cut where the lengths drift apart by more than kCpuKeySpread,
+  // and each part reads only the keys of its own longest row (a continuous batch refills a slot
+  // with a short sequence beside long ones). Cutting at the wrong length would drop a long
+  // row's keys or read a short row's stale slots.
+  Transformer model = tiny_transformer(tiny_config(true), 5);
+  const auto tokens_of = [](int64_t n, int64_t salt) {
+    std::vector<int64_t> t;
+    for (int64_t i = 0; i < n; ++i) t.push_back((i * 7 + salt) % 29 + 1);
+    return t;
+  };
+  const int64_t spread = Transformer::kCpuKeySpread;
+  const std::vector<RowPrompt> prompts = {prompt_of(tokens_of(2 * spread + 40, 1)), prompt_of(tokens_of(3, 2)),
+                                          prompt_of(tokens_of(20, 3)), prompt_of(tokens_of(spread + 60, 4)),
+                                          prompt_of(tokens_of(spread + 10, 5))};
+  const int64_t capacity = 2 * spread + 64;
+  const DraftTree drafts = chain({7, 8, 9});
+  const auto alone = [&](size_t i) {
+    model.reserve(1, capacity, capacity);
+    model.open_row(0, prompts[i]);
+    return model.forward_rows({RowWindow{0, prompts[i].tokens.back(), &drafts}});
+  };
+  std::vector<at::Tensor> expected;
+  for (size_t i = 0; i < prompts.size(); ++i) expected.push_back(alone(i));
+
+  model.reserve(static_cast<int64_t>(prompts.size()), capacity, capacity);
+  std::vector<RowWindow> windows;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    model.open_row(static_cast<int64_t>(i), prompts[i]);
+    windows.push_back({static_cast<int64_t>(i), prompts[i].tokens.back(), &drafts});
+  }
+  const at::Tensor batched = model.forward_rows(windows);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("row " << i << " of " << prompts[i].tokens.size() << " prompt tokens");
+    CHECK(at::allclose(batched[static_cast<int64_t>(i)], expected[i][0], 1e-5, 1e-5));
+  }
+}
