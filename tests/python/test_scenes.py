@@ -128,7 +128,7 @@ def test_scorer_fails_wrong_colours_and_missing_objects():
 def test_scorer_fails_an_object_drawn_in_another_shape(size, most_ambiguous):
     """A filled circle for a ring (it covers the ring's pixels), a square for a circle: right colour and place,
     wrong shape. Only where the true scene's own pixels cannot tell the shapes apart does the colour alone decide:
-    an object on a background of its colour, and at 64 px a small circle and a small square, whose masks differ in
+    a gradient band of the object's colour around it, and at 64 px a small circle and a small square, whose masks differ in
     a few pixels (intersection over union 0.94)."""
     x, y = scenes.pixel_grid(size)
     checked = ambiguous = 0
@@ -136,7 +136,11 @@ def test_scorer_fails_an_object_drawn_in_another_shape(size, most_ambiguous):
         truth = scenes.nearest_palette_index(scenes.render(s, size))
         background = scenes.nearest_palette_index(scenes.render_background(s["background"], size))
         for i, o in enumerate(s["objects"]):
-            ious = eval_default_model._shape_ious(truth, o, size, x, y, background)
+            others = np.zeros((size, size), dtype=bool)
+            for j, p in enumerate(s["objects"]):
+                if j != i:
+                    others |= scenes.object_mask(p, size)
+            ious = eval_default_model._shape_ious(truth, o, size, x, y, background, others)
             if any(eval_default_model._takes_shape(ious, other) for other in scenes.SHAPES if other != o["shape"]):
                 ambiguous += 1
                 continue
@@ -148,6 +152,22 @@ def test_scorer_fails_an_object_drawn_in_another_shape(size, most_ambiguous):
                     checked += 1
     objects = sum(len(s["objects"]) for s in EVAL[:40])
     assert checked == 3 * (objects - ambiguous) and ambiguous <= most_ambiguous * objects, (ambiguous, objects)
+
+
+def test_shape_test_leaves_out_a_neighbour_of_the_same_colour():
+    # A large red square on the left reaches into the disc around a large red circle in the centre; its pixels
+    # must not count for or against the circle's shape.
+    circle = {"size": "large", "colour": "red", "shape": "circle", "position": "centre"}
+    square = {"size": "large", "colour": "red", "shape": "square", "position": "left"}
+    s = {"background": {"kind": "solid", "colours": ["white"]}, "objects": [circle, square]}
+    size = 128
+    x, y = scenes.pixel_grid(size)
+    labels = scenes.nearest_palette_index(scenes.render(s, size))
+    background = scenes.nearest_palette_index(scenes.render_background(s["background"], size))
+    others = scenes.object_mask(square, size)
+    nothing = np.zeros_like(others)
+    assert eval_default_model._shape_ious(labels, circle, size, x, y, background, others)["circle"] == 1.0
+    assert eval_default_model._shape_ious(labels, circle, size, x, y, background, nothing)["circle"] < 1.0
 
 
 def test_png_round_trip(tmp_path):
