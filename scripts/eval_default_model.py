@@ -136,15 +136,20 @@ def _share(labels, mask, colour):
     return float((labels[mask] == scenes.COLOURS.index(colour)).mean()) if mask.any() else 0.0
 
 
+def _around(o, size, x, y):
+    """Mask of the pixels within 1.4 radii of an object's centre (its circumradius plus a third)."""
+    cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])
+    r = size * scenes.SIZES[o["size"]] * 1.4
+    return (x - cx) ** 2 + (y - cy) ** 2 <= r * r
+
+
 def _shape_ious(labels, o, size, x, y, background_labels, neighbours):
     """{shape: intersection over union of its mask, at the object's stated place and size, with the pixels of
     the object's colour within 1.4 radii of its centre}. Pixels that say nothing about this object's shape are
     left out: where the true background has its colour too (a gradient passing through it), and those of the
     other objects (`neighbours`, a mask), which may share its colour and reach into that disc."""
-    cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])
-    r = size * scenes.SIZES[o["size"]] * 1.4
     colour = scenes.COLOURS.index(o["colour"])
-    near = ((x - cx) ** 2 + (y - cy) ** 2 <= r * r) & (background_labels != colour) & ~neighbours
+    near = _around(o, size, x, y) & (background_labels != colour) & ~neighbours
     blob = near & (labels == colour)
     ious = {}
     for shape in scenes.SHAPES:
@@ -182,10 +187,8 @@ def adherence(image, scene):
         ambiguous = any(_takes_shape(truth_ious, other) for other in scenes.SHAPES if other != o["shape"])
         objects.append(covered and (stated or ambiguous))
     away = np.ones((size, size), dtype=bool)
-    for o in scene["objects"]:  # leave a margin around every object (its circumradius plus a third)
-        cx, cy = (size * f for f in scenes.POSITIONS[o["position"]])
-        r = size * scenes.SIZES[o["size"]] * 1.4
-        away &= (x - cx) ** 2 + (y - cy) ** 2 > r * r
+    for o in scene["objects"]:  # leave a margin around every object
+        away &= ~_around(o, size, x, y)
     b = scene["background"]
     if b["kind"] == "solid":
         background = _share(labels, away, b["colours"][0]) >= HALF
