@@ -55,33 +55,7 @@ if [ "$image_size" != 64 ]; then
     --init-from "$lm64" --steps "${FT_STEPS:-2000}" --scenes "${FT_SCENES:-16000}"
 fi
 
-# The bundle folder holds the release files (the transformer weights are used in place) plus
-# what the Lumina-mGPT exporter writes: bundle.json and the decoder half of the VQGAN. The
-# model draws IMAGE_SIZE px images (size token <reserved08800+IMAGE_SIZE/32>); its top-k keeps a quarter of the
-# 512 codes, as Lumina-mGPT's 2000 of 8192 does. The guidance scale was measured per model: 1.25 for the 128 px
-# one, 1.5 for v2 at 64 px (docs/default_model.md).
-cfg=1.25
-[ "$image_size" = 64 ] && cfg=1.5
-rm -f "$out"/*
-for f in config.json model.safetensors.index.json tokenizer.json tokenizer_config.json "$work"/hf/model*.safetensors; do
-  cp "$work/hf/$(basename "$f")" "$out/"
-done
-stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$out" --out "$out" \
-  --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions "$image_size" --resolution "$image_size" --top-k 128 --cfg "$cfg" --name sjd-default-scenes
-# Drafts start as the code above them: on these flat scenes that takes ~10% fewer steps than random drafts with
-# shorter automatic windows (docs/default_model.md, "Draft initialisation"). Two entries are added afterwards with
-# the built program: the CPU step-cost profile (step_cost/cpu-f32) by `sjd bench --calibrate` on the machine it
-# describes, and the windows' acceptance prior (window_prior) by scripts/window_prior.py (docs/default_model.md).
-"$python" - "$out/bundle.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-with open(path) as f:
-    bundle = json.load(f)
-bundle["defaults"]["init"] = "repeat-up"
-with open(path, "w") as f:
-    json.dump(bundle, f, indent=2)
-    f.write("\n")
-PY
+# The bundle: the release files plus what the Lumina-mGPT exporter writes (bundle.json, the VQGAN's decoder).
+stage export scripts/export_default_bundle.sh "$work/hf" "$work/vq" "$image_size" "$out"
 cat "$work/stage_seconds.txt"
 du -sh "$out"

@@ -132,25 +132,7 @@ fi
 [ $code -eq 0 ] || exit 1
 rm -rf "$work/state"  # finished: nothing left to resume
 
-# The bundle, as build_default_model.sh makes it (the exporter adds bundle.json and the VQ decoder).
-bundle=$work/bundle
-rm -rf "$bundle" && mkdir -p "$bundle"
-cfg=1.25  # as build_default_model.sh: measured 1.25 at 128 px, 1.5 at 64 px
-[ "$image_size" = 64 ] && cfg=1.5
-cp "$work"/hf/config.json "$work"/hf/model.safetensors.index.json "$work"/hf/tokenizer.json \
-   "$work"/hf/tokenizer_config.json "$work"/hf/model*.safetensors "$bundle"/
-stage export "$python" scripts/export_bundle.py lumina-mgpt --hf-dir "$bundle" --out "$bundle" \
-  --vqgan-ckpt "$work/vq/vqgan.ckpt" --vqgan-yaml "$work/vq/vqgan.yaml" \
-  --resolutions "$image_size" --resolution "$image_size" --top-k 128 --cfg "$cfg" --name sjd-default-scenes || exit 1
-"$python" - "$bundle/bundle.json" <<'PY' || exit 1
-import json, sys
-path = sys.argv[1]
-with open(path) as f:
-    bundle = json.load(f)
-bundle["defaults"]["init"] = "repeat-up"  # as build_default_model.sh
-with open(path, "w") as f:
-    json.dump(bundle, f, indent=2)
-    f.write("\n")
-PY
+# The bundle, as build_default_model.sh makes it.
+stage export scripts/export_default_bundle.sh "$work/hf" "$work/vq" "$image_size" "$work/bundle" || exit 1
 pack bundle hf/train_report.json vq/vq_report.json $(cd "$work" && ls -- *.log)
 echo "device_train: finished; the bundle is bundle/ in $out's parts"

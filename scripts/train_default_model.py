@@ -4,12 +4,18 @@
   scripts/train_default_model.py --vq-dir work/vq --text-dir work/text --out-dir work/hf \
       [--scenes 32000] [--steps 11000] [--seed 0] [--threads 1] [--device cuda]
       [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704] [--image-size 64]
-      [--state-dir DIR --time-limit SECONDS] [--init-from HF_DIR]
+      [--state-dir DIR --time-limit SECONDS | --finish-within SECONDS] [--init-from HF_DIR]
 
 --init-from starts from the transformer weights of an earlier run's Hugging Face folder (same
 architecture and vocabulary) instead of a random initialisation: the 128 px model is the 64 px
 one trained on further at 32 x 32 codes. RoPE has no learned table, so the longer sequences need
 no new weights; the optimiser and the schedule start afresh.
+
+--finish-within SECONDS sets the number of steps (at most --steps) so that training ends that many
+seconds after the start, encoding included: a throwaway copy of the model is timed for a few steps
+first, and the run then trains with the step count it chose (train_report.json records it, so
+the same weights come from --steps N without it). A sweep on a device machine gives each setting
+an equal share of a call this way (scripts/device_sweep.sh).
 
 --time-limit (seconds from the start, encoding included) stops training at the first step that
 ends past the limit (every run makes at least one step) and saves the whole
@@ -77,6 +83,7 @@ ARCH = {
 QK_NORM_EPS = 1e-5
 SHARD_BYTES = 15 * 1024 * 1024  # safetensors shards small enough for a device machine to bring back
 UNCOND_FRACTION = 0.1
+PROBE_WARMUP, PROBE_STEPS = 3, 20  # untimed, then timed steps that price a step for --finish-within
 DOWNSAMPLE = 2 ** (len(train_vq.CONFIG["ch_mult"]) - 1)
 
 
@@ -274,6 +281,46 @@ def code_loss(model, ids, targets, layout):
     head = model.lm_head.weight[first:first + layout["codebook_size"]]
     logits = h[keep].to(head.dtype) @ head.T
     return F.cross_entropy(logits.float(), targets[keep])
+
+
+def make_optimizer(model, lr):
+    """AdamW with weight decay on the 2-D weights other than norms."""
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "norm" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "norm" not in n)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95))
+
+
+def train_step(model, optimizer, rows, codes, prompts, layout, rng, device):
+    """One optimiser step on the scenes `rows`; returns the loss."""
+    ids, targets = (t.to(device) for t in make_batch(rows, codes, prompts, layout, rng))
+    # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        loss = code_loss(model, ids, targets, layout)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed):
+    """Wall time of one training step at these settings, timed on a throwaway model with its own data
+    order, so the run's model, optimiser and random streams are as they would be without it."""
+    torch_rng = torch.get_rng_state()
+    model = ChameleonLM(arch, vocab_size).to(device)
+    optimizer = make_optimizer(model, lr)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 12]))
+    for step in range(PROBE_WARMUP + PROBE_STEPS):
+        if step == PROBE_WARMUP:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            start = time.time()
+        train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng, device)
+    # loss.item() in each step waits for the device, so the clock saw every step end.
+    elapsed = time.time() - start
+    torch.set_rng_state(torch_rng)
+    return elapsed / PROBE_STEPS
 
 
 def read_hf_weights(hf_dir, text_dir):
@@ -479,6 +526,11 @@ def main(argv=None):
     parser.add_argument("--time-limit", type=float,
                         help="seconds from the start (encoding the scenes included) before pausing at the next step "
                              "(needs --state-dir)")
+    parser.add_argument("--finish-within", type=float, metavar="SECONDS",
+                        help="choose the number of steps (at most --steps) from a timed probe so that training ends "
+                             "this many seconds after the start, encoding included")
+    parser.add_argument("--encode-only", action="store_true",
+                        help="encode the scenes into --out-dir/codes.npz and stop (a sweep shares them)")
     parser.add_argument("--compact-state", action="store_true",
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
@@ -488,6 +540,9 @@ def main(argv=None):
     began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
     if (args.time_limit is not None or args.compact_state) and not args.state_dir:
         parser.error("--time-limit and --compact-state need --state-dir (where the paused state goes)")
+    if args.finish_within is not None and (args.state_dir or args.finish_within <= 0):
+        parser.error("--finish-within needs a positive number of seconds and no --state-dir (a timed run is not "
+                     "paused and resumed)")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
     if args.image_size <= 0 or args.image_size % 32:
@@ -508,6 +563,9 @@ def main(argv=None):
         return 2
     codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes, args.image_size,
                                           os.path.join(args.out_dir, "codes.npz"), args.threads, device)
+    if args.encode_only:
+        print(f"encoded {args.scenes} scenes into {args.out_dir}/codes.npz ({encode_seconds:.0f} s)", flush=True)
+        return 0
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
                                       args.image_size)) for i in range(args.scenes)]
 
@@ -523,12 +581,17 @@ def main(argv=None):
         return 2
     model = model.to(device)
     params = sum(p.numel() for p in model.parameters())
+    max_steps, probe_seconds = args.steps, None
+    if args.finish_within is not None:
+        probe_seconds = seconds_per_step(arch, layout["vocab_size"], codes, prompts, layout, args.batch_size, args.lr,
+                                         device, args.seed)
+        # A tenth kept back for the device's variation and writing the folder.
+        left = args.finish_within - (time.time() - began)
+        args.steps = max(1, min(max_steps, int(0.9 * left / probe_seconds)))
+        print(f"probe: {probe_seconds * 1000:.1f} ms per step; {args.steps} steps fit in {left:.0f} s", flush=True)
     print(f"transformer: {params / 1e6:.2f} M parameters; {args.scenes} scenes; {args.steps} steps of "
           f"{args.batch_size}", flush=True)
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "norm" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "norm" not in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=args.lr, betas=(0.9, 0.95))
+    optimizer = make_optimizer(model, args.lr)
     warmup = max(1, min(50, args.steps // 10))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) * (
         0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, s / args.steps)))))
@@ -575,16 +638,8 @@ def main(argv=None):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
         cursor += args.batch_size
-        ids, targets = (t.to(device) for t in make_batch(rows, codes, prompts, layout, rng))
-        # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            loss = code_loss(model, ids, targets, layout)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        losses.append(train_step(model, optimizer, rows, codes, prompts, layout, rng, device))
         schedule.step()
-        losses.append(loss.item())
         if step % args.log_every == 0 or step == args.steps - 1:
             recent = float(np.mean(losses[-args.log_every:]))
             print(f"step {step:5d}  loss {recent:.4f}  lr {schedule.get_last_lr()[0]:.2e}  "
@@ -595,7 +650,8 @@ def main(argv=None):
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
-              "init_digest": init_digest,
+              "init_digest": init_digest, "finish_within": args.finish_within, "max_steps": max_steps,
+              "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),
               "final_loss": round(float(np.mean(losses[-20:])), 4),
               "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}
     with open(os.path.join(args.out_dir, "train_report.json"), "w", encoding="utf-8") as f:

@@ -229,17 +229,15 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
         config = json.loads((hf_dir / "config.json").read_text())
         assert config["max_position_embeddings"] >= 32 * 33 + 5 + 128
     bundle_dir = tmp_path / "bundle"
-    bundle_dir.mkdir()
-    for name in ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                 "tokenizer_config.json"):
-        (bundle_dir / name).write_bytes((hf_dir / name).read_bytes())
-    export = subprocess.run([sys.executable, str(SCRIPTS / "export_bundle.py"), "lumina-mgpt", "--hf-dir",
-                             str(bundle_dir), "--out", str(bundle_dir), "--vqgan-ckpt", str(stages / "vq" / "vqgan.ckpt"),
-                             "--vqgan-yaml", str(stages / "vq" / "vqgan.yaml"), "--resolutions", str(size),
-                             "--resolution", str(size), "--top-k", "128"], capture_output=True, text=True, timeout=300)
+    export = subprocess.run([str(SCRIPTS / "export_default_bundle.sh"), str(hf_dir), str(stages / "vq"), str(size),
+                             str(bundle_dir)], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHON=sys.executable))
     assert export.returncode == 0, export.stderr
     bundle = json.loads((bundle_dir / "bundle.json").read_text())
     assert bundle["layout"]["grid_height"] * bundle["layout"]["grid_width"] == (size // 4) ** 2
+    # The defaults measured for the shipped models (docs/default_model.md).
+    assert bundle["defaults"] == {"cfg": 1.5 if size == 64 else 1.25, "temperature": 1.0, "top_k": 128,
+                                  "method": "ar", "init": "repeat-up"}
     # The VQGAN's own resolution is the side it trained at (it places attention blocks), not the image's.
     assert bundle["transformer"]["qk_norm"] and bundle["vq"]["resolution"] == scenes.IMAGE_SIZE
 
@@ -284,6 +282,69 @@ def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bund
     other = subprocess.run([str(script), str(tmp_path / "third")], capture_output=True, text=True, timeout=60,
                            env=dict(env, WORK=str(tmp_path / "work2"), LM_STEPS="3"))
     assert other.returncode == 2 and "made with other settings" in other.stderr
+
+
+def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(stages, hf_dir, tmp_path, capsys):
+    # Time enough: the most steps (--steps 2) fit, and the timed probe leaves the run as a plain --steps 2
+    # run (the fixture's): same weights, bit for bit. No time: one step.
+    assert train_transformer(stages, tmp_path / "ample", 0, "--finish-within", "600") == 0
+    report = json.loads((tmp_path / "ample" / "train_report.json").read_text())
+    assert report["steps"] == 2 and report["max_steps"] == 2 and report["probe_seconds_per_step"] > 0
+    assert all(torch.equal(a, b) for a, b in zip(load_file(tmp_path / "ample" / "model.safetensors").values(),
+                                                 load_file(hf_dir / "model.safetensors").values()))
+    assert train_transformer(stages, tmp_path / "none", 0, "--finish-within", "0.001") == 0
+    assert json.loads((tmp_path / "none" / "train_report.json").read_text())["steps"] == 1
+    with pytest.raises(SystemExit) as refused:
+        train_transformer(stages, tmp_path / "both", 0, "--finish-within", "60", "--state-dir", str(tmp_path / "s"))
+    assert refused.value.code == 2 and "--finish-within needs" in capsys.readouterr().err
+
+
+def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages, tmp_path):
+    # scripts/device_sweep.sh as a GPU session runs it, on the CPU at toy size, with a carried tokenizer and
+    # VQGAN: two candidates, the second on fewer scenes than the first (it reuses the encoded ones).
+    candidates = tmp_path / "candidates.txt"
+    candidates.write_text("# toy candidates\n"
+                          "small --image-size 64 --scenes 24 --batch-size 2 --steps 2\n\n"
+                          "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
+                          "--intermediate-size 128  # a comment\n")
+    out, dest = tmp_path / "out", tmp_path / "dest"
+    env = dict(os.environ, DEVICE="cpu", CALL_SECONDS="400", WORK=str(tmp_path / "work"), THREADS="1",
+               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=sys.executable)
+    run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
+                         text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = (out / "sweep.txt").read_text()
+    assert "encoded 24 scenes at 64 px" in summary
+    assert "== small (" in summary and "== narrow (" in summary and summary.count("exit 0") == 2
+    files = list(out.iterdir())
+    assert len(files) <= 8 and all(f.is_file() and f.stat().st_size < 16 * 1024 * 1024 for f in files)
+
+    made = subprocess.run([str(SCRIPTS / "sweep_bundles.sh"), str(out), str(dest)], capture_output=True, text=True,
+                          timeout=300, env=dict(env, VQ_DIR=str(stages / "vq")))
+    assert made.returncode == 0, made.stdout + made.stderr
+    for name, steps, hidden in (("small", 2, 256), ("narrow", 3, 64)):
+        report = json.loads((dest / name / "hf" / "train_report.json").read_text())
+        assert report["steps"] == steps and report["arch"]["hidden_size"] == hidden and report["finish_within"] > 0
+        assert "encoded" not in (dest / name / "train.log").read_text()  # the sweep encoded them once
+        bundle = json.loads((dest / name / "bundle" / "bundle.json").read_text())
+        assert bundle["family"] == "lumina-mgpt" and bundle["defaults"]["init"] == "repeat-up"
+        assert f"{name}/bundle: " in made.stdout
+    assert not list(dest.rglob("codes.npz"))  # the encoded scenes stay on the machine
+
+
+@pytest.mark.parametrize("lines, where, message", [
+    ("a/b --image-size 64 --scenes 8", 2, "is not a name"),
+    ("a --scenes 8", 2, "give --image-size and --scenes"),
+    ("a --image-size 64 --scenes 8 --device cuda", 2, "--device is set by the sweep itself"),
+    ("a --image-size 64 --scenes 8\na --image-size 64 --scenes 4", 3, "'a' is named twice"),
+])
+def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message):
+    candidates = tmp_path / "candidates.txt"
+    candidates.write_text("# candidates\n" + lines + "\n")
+    run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and f"{candidates}:{where}: " in run.stderr and message in run.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
