@@ -25,6 +25,11 @@ for report in "$dest"/*/hf/train_report.json; do
   candidate=$(dirname "$(dirname "$report")")
   size=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["image_size"])' "$report")
   scripts/export_default_bundle.sh "$candidate/hf" "$vq" "$size" "$candidate/bundle" > "$candidate/export.log"
-  echo "$candidate/bundle: $("$python" -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print(f"{r[\"parameters\"] / 1e6:.2f} M parameters, {r[\"steps\"]} steps of {r[\"batch_size\"]} on {r[\"scenes\"]} scenes, final loss {r[\"final_loss\"]}")' "$report"), $(du -sh "$candidate/bundle" | cut -f1)"
+  "$python" - "$report" "$candidate/bundle" <<'PY'
+import json, os, sys
+report, bundle = json.load(open(sys.argv[1])), sys.argv[2]
+size = sum(os.path.getsize(os.path.join(bundle, f)) for f in os.listdir(bundle))
+print(f"{bundle}: {report['parameters'] / 1e6:.2f} M parameters, {report['steps']} steps of {report['batch_size']} on "
+      f"{report['scenes']} scenes, final loss {report['final_loss']}; {size / 1e6:.1f} MB")
+PY
 done

@@ -328,7 +328,7 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
         assert "encoded" not in (dest / name / "train.log").read_text()  # the sweep encoded them once
         bundle = json.loads((dest / name / "bundle" / "bundle.json").read_text())
         assert bundle["family"] == "lumina-mgpt" and bundle["defaults"]["init"] == "repeat-up"
-        assert f"{name}/bundle: " in made.stdout
+        assert f"{name}/bundle: " in made.stdout and f"{steps} steps of 2" in made.stdout
     assert not list(dest.rglob("codes.npz"))  # the encoded scenes stay on the machine
 
 
