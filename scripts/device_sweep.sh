@@ -8,22 +8,26 @@
 #
 #   scripts/device_sweep.sh OUT_DIR CANDIDATES
 #
-# CANDIDATES  a text file, one candidate per line: a name (letters, digits, - and _), then
-#             train_default_model.py flags for it: --image-size and --scenes always, and any of --steps
-#             (the most steps), --batch-size, --lr, --hidden-size, --layers, --heads,
-#             --intermediate-size; # starts a comment. The script sets the folders, device, seed and
-#             time itself. The scenes are encoded once per image size, before the candidates' shares
-#             (the largest count; a candidate takes the first of them).
+# CANDIDATES  a text file, one candidate per line: a name (a letter or digit, then letters, digits,
+#             - and _; not "vq" or "text"), then train_default_model.py flags for it: --image-size and
+#             --scenes always, and any of --steps (the most steps), --batch-size, --lr, --hidden-size,
+#             --layers, --heads, --intermediate-size; # starts a comment. Every line is checked by
+#             train_default_model.py's own parser before anything runs. The script sets the folders,
+#             device, seed and time itself. The scenes are encoded once per image size, before the
+#             candidates' shares (the largest count; a candidate takes the first of them).
 #             scripts/sweep_candidates.txt is the sweep docs/default_model.md proposes.
-# OUT_DIR     sweep.txt (each candidate's exit code, steps, ms per step, final loss and time) and
-#             sweep.tar.gz.partNN: NAME/hf and NAME/train.log per candidate, and vq/ and text/ when
-#             they were trained here. At most 7 parts of 15 MiB come back: about four candidates of
-#             7 M parameters.
-# Exit code 0: every candidate finished; 1: some did not (sweep.txt says which) or packing failed;
-# 2: bad arguments or a bad line in CANDIDATES (named).
+# OUT_DIR     sweep.txt (each candidate's exit code, steps, ms per step, final loss and time) and, as
+#             soon as each candidate finishes, NAME.tar.gz (NAME/hf and NAME/train.log; parts
+#             NAME.tar.gz.partNN past 15 MiB), and vq.tar.gz and text.tar.gz when they were trained
+#             here. At most 8 files and 64 MiB come back: an archive that would pass that is not kept
+#             (sweep.txt says so). A candidate that overruns its share by a minute is stopped; the others
+#             keep what they made.
+# Exit code 0: every candidate finished and came back; 1: some did not (sweep.txt says which);
+# 2: bad arguments, a bad line in CANDIDATES (named), or a WORK folder the sweep did not make.
 # Environment: TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, default out/v2/text and out/v2/vq,
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
-#   CALL_SECONDS (540), WORK (/tmp/sjd-sweep, emptied first), PYTHON (python3).
+#   CALL_SECONDS (540), WORK (/tmp/sjd-sweep: made by the sweep, or emptied if an earlier sweep made it),
+#   PYTHON (python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -36,12 +40,21 @@ device=${DEVICE:-cuda}
 seed=${SEED:-0}
 threads=${THREADS:-4}
 budget=${CALL_SECONDS:-540}
-work=${WORK:-/tmp/sjd-sweep}
+work=$(realpath -m "${WORK:-/tmp/sjd-sweep}")
 text_dir=${TEXT_DIR:-out/v2/text}
 vq_dir=${VQ_DIR:-out/v2/vq}
-pack_seconds=30  # kept back at the end for packing
+pack_seconds=30     # kept back at the end of the call
+startup_seconds=10  # of a share: Python's start before train_default_model.py's clock, and writing the folder
+overrun_seconds=60  # past its share, a candidate is stopped
+part_bytes=$((15 * 1024 * 1024))
+max_files=8 max_bytes=$((63 * 1024 * 1024))  # what a device call brings back (with a MiB to spare)
 
 [ -f "$candidates" ] || { echo "device_sweep: CANDIDATES $candidates is not a file" >&2; exit 2; }
+if [ -e "$work" ] && [ -n "$(ls -A "$work")" ] && [ ! -f "$work/.sjd-sweep" ]; then
+  echo "device_sweep: WORK $work is not empty and was not made by a sweep; give another WORK" >&2
+  exit 2
+fi
+
 value_of() {  # value_of FLAG WORDS...: the value after FLAG among WORDS, or nothing
   local flag=$1 value=""
   shift
@@ -62,49 +75,79 @@ while IFS= read -r line || [ -n "$line" ]; do
   [ ${#words[@]} -gt 0 ] || continue
   name=${words[0]}
   where="$candidates:$line_number"
-  [[ $name =~ ^[A-Za-z0-9_-]+$ ]] || { echo "device_sweep: $where: '$name' is not a name (letters, digits, - and _)" >&2; exit 2; }
+  [[ $name =~ ^[A-Za-z0-9][A-Za-z0-9_-]*$ ]] && [ "$name" != vq ] && [ "$name" != text ] ||
+    { echo "device_sweep: $where: '$name' is not a candidate name (a letter or digit, then letters, digits," \
+           "- and _; not vq or text)" >&2; exit 2; }
   for earlier in "${names[@]}"; do
     [ "$earlier" != "$name" ] || { echo "device_sweep: $where: '$name' is named twice" >&2; exit 2; }
   done
   for word in "${words[@]:1}"; do
-    case $word in
-      --out-dir|--vq-dir|--text-dir|--device|--seed|--threads|--state-dir|--time-limit|--finish-within|--init-from)
-        echo "device_sweep: $where: $word is set by the sweep itself" >&2; exit 2 ;;
+    case ${word%%=*} in
+      --out-dir|--vq-dir|--text-dir|--device|--seed|--threads|--state-dir|--time-limit|--finish-within|--init-from|\
+      --encode-only|--compact-state|--check-args)
+        echo "device_sweep: $where: ${word%%=*} is set by the sweep itself" >&2; exit 2 ;;
     esac
   done
   size=$(value_of --image-size "${words[@]:1}")
   count=$(value_of --scenes "${words[@]:1}")
   [[ $size =~ ^[0-9]+$ && $count =~ ^[0-9]+$ ]] ||
     { echo "device_sweep: $where: give --image-size and --scenes as numbers" >&2; exit 2; }
+  # The training script's own parser (no abbreviations) judges the rest, before anything runs.
+  problem=$("$python" scripts/train_default_model.py --vq-dir . --text-dir . --out-dir . --check-args \
+              "${words[@]:1}" 2>&1 >/dev/null) ||
+    { echo "device_sweep: $where: $(tail -n 1 <<<"$problem")" >&2; exit 2; }
   [ "${most_scenes[$size]:-0}" -ge "$count" ] || most_scenes[$size]=$count
   names+=("$name")
   flags+=("${words[*]:1}")
 done < "$candidates"
 [ ${#names[@]} -gt 0 ] || { echo "device_sweep: $candidates names no candidate" >&2; exit 2; }
 
-rm -rf "$work" && mkdir -p "$work" "$out"
-rm -f "$out"/sweep.tar.gz.part* "$out"/sweep.txt
+rm -rf "$work" && mkdir -p "$work/cand" "$out" && touch "$work/.sjd-sweep"
+rm -f "$out"/*.tar.gz "$out"/*.tar.gz.part* "$out"/sweep.txt
 summary=$out/sweep.txt
 echo "device_sweep: $(date -u +%FT%TZ), device $device, seed $seed, $budget s, candidates from $candidates" > "$summary"
 export PYTHONUNBUFFERED=1
 
+keep() {  # keep NAME DIR PATH...: DIR's PATHs as OUT_DIR/NAME.tar.gz (parts past 15 MiB), if they still fit
+  local name=$1 dir=$2 files bytes
+  shift 2
+  tar -czf "$work/$name.tar.gz" -C "$dir" -- "$@" ||
+    { echo "$name: packing failed" | tee -a "$summary" >&2; return 1; }
+  bytes=$(stat -c %s "$work/$name.tar.gz")
+  files=$(( (bytes + part_bytes - 1) / part_bytes ))
+  local kept_files kept_bytes
+  kept_files=$(find "$out" -maxdepth 1 -type f | wc -l)
+  kept_bytes=$(du -cb "$out" | tail -1 | cut -f1)
+  if [ $((kept_files + files)) -gt $max_files ] || [ $((kept_bytes + bytes)) -gt $max_bytes ]; then
+    echo "$name: not kept: $bytes bytes in $files file(s) would pass what comes back ($max_files files," \
+         "$max_bytes bytes)" | tee -a "$summary" >&2
+    rm -f "$work/$name.tar.gz"
+    return 1
+  fi
+  if [ "$files" -eq 1 ]; then
+    mv "$work/$name.tar.gz" "$out/"
+  else
+    split -b "$part_bytes" -d -a 2 "$work/$name.tar.gz" "$out/$name.tar.gz.part" && rm -f "$work/$name.tar.gz"
+  fi
+  echo "kept $name: $bytes bytes" | tee -a "$summary"
+}
+
 # The tokenizer and VQGAN: carried, or trained here (and then brought back for the bundles).
-packed=()
-if [ -f "$text_dir/tokenizer.json" ]; then
+if [ -f "$text_dir/tokenizer.json" ] && [ -f "$text_dir/vocabulary.json" ]; then
   cp -r "$text_dir" "$work/text"
 else
   "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed" > "$work/text.log" 2>&1 ||
     { echo "text tokenizer failed: $(tail -n 3 "$work/text.log")" | tee -a "$summary" >&2; exit 1; }
-  packed+=(text)
+  keep text "$work" text || exit 1
 fi
-if [ -f "$vq_dir/vqgan.ckpt" ]; then
+if [ -f "$vq_dir/vqgan.ckpt" ] && [ -f "$vq_dir/vqgan.yaml" ]; then
   cp -r "$vq_dir" "$work/vq"
 else
   begun=$(date +%s)
   "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" > "$work/vq.log" 2>&1 ||
     { echo "VQGAN failed: $(tail -n 3 "$work/vq.log")" | tee -a "$summary" >&2; exit 1; }
   echo "VQGAN trained here: $(( $(date +%s) - begun )) s" | tee -a "$summary"
-  packed+=(vq)
+  keep vq "$work" vq || exit 1
 fi
 
 # The scenes, once per image size: the candidates' shares are training time only.
@@ -123,41 +166,31 @@ for i in "${!names[@]}"; do
   left=$(( budget - pack_seconds - ($(date +%s) - started) ))
   share=$(( left / (${#names[@]} - i) ))
   read -r -a extra <<<"${flags[$i]}"
-  mkdir -p "$work/$name/hf"
-  # train_default_model.py reuses encoded scenes that match its VQGAN, seed and size, and are enough.
-  ln -s "$work/codes-$(value_of --image-size "${extra[@]}")/codes.npz" "$work/$name/hf/codes.npz"
+  folder=$work/cand/$name
+  mkdir -p "$folder/hf"
+  # A copy (not a link) of the encoded scenes, which train_default_model.py reuses as they match its VQGAN,
+  # seed and size and are enough.
+  cp "$work/codes-$(value_of --image-size "${extra[@]}")/codes.npz" "$folder/hf/codes.npz"
   begun=$(date +%s)
-  if [ "$share" -lt 10 ]; then
+  if [ "$share" -le "$startup_seconds" ]; then
     code=124
-    echo "no time left" > "$work/$name/train.log"
+    echo "no time left" > "$folder/train.log"
   else
-    "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$work/$name/hf" \
-      --device "$device" --seed "$seed" --threads "$threads" --finish-within "$share" "${extra[@]}" \
-      > "$work/$name/train.log" 2>&1
+    # The sweep's own flags come last, so they win.
+    timeout -k 5 $((share + overrun_seconds)) "$python" scripts/train_default_model.py "${extra[@]}" \
+      --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$folder/hf" --device "$device" --seed "$seed" \
+      --threads "$threads" --finish-within $((share - startup_seconds)) > "$folder/train.log" 2>&1
     code=$?
   fi
-  [ $code -eq 0 ] || failed=1
+  rm -f "$folder/hf/codes.npz"  # large, and the bundles do not need it
   {
     echo "== $name (${flags[$i]}): exit $code, $(( $(date +%s) - begun )) s of a $share s share"
-    grep -E '^(probe|transformer|wrote)' "$work/$name/train.log"
-    [ $code -eq 0 ] || tail -n 3 "$work/$name/train.log"
+    grep -E '^(probe|transformer|wrote)' "$folder/train.log"
+    [ $code -eq 0 ] || tail -n 3 "$folder/train.log"
   } | tee -a "$summary"
-  [ $code -eq 0 ] && packed+=("$name/hf" "$name/train.log")
-done
-# The encoded scenes stay here: they are large, and the bundles do not need them.
-for name in "${names[@]}"; do rm -f "$work/$name/hf/codes.npz"; done
-
-if [ ${#packed[@]} -gt 0 ]; then
-  tar -czf - -C "$work" "${packed[@]}" | split -b $((15 * 1024 * 1024)) -d -a 2 - "$out/sweep.tar.gz.part" ||
-    { echo "device_sweep: packing failed" | tee -a "$summary" >&2; exit 1; }
-  parts=$(ls "$out"/sweep.tar.gz.part* | wc -l)
-  bytes=$(du -cb "$out"/sweep.tar.gz.part* | tail -1 | cut -f1)
-  echo "packed ${packed[*]} into $parts part(s), $bytes bytes" | tee -a "$summary"
-  if [ "$parts" -gt 7 ]; then
-    echo "device_sweep: $parts parts will not all come back (at most 8 files); sweep fewer or smaller candidates" |
-      tee -a "$summary" >&2
-    exit 1
+  if [ $code -ne 0 ] || ! keep "$name" "$work/cand" "$name/hf" "$name/train.log"; then
+    failed=1
   fi
-fi
+done
 echo "device_sweep: $(( $(date +%s) - started )) s in all" | tee -a "$summary"
 exit $failed

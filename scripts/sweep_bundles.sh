@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Bundles from what a scripts/device_sweep.sh call brought back, made here: unpacks OUT_DIR's
-# sweep.tar.gz.part* into DEST and makes DEST/NAME/bundle of every candidate in it with
-# scripts/export_default_bundle.sh, on the VQGAN trained in the call or else VQ_DIR's (default
-# out/v2/vq, the one the sweep carried).
+# Bundles from what a scripts/device_sweep.sh call brought back, made here: every candidate
+# archive in OUT_DIR (NAME.tar.gz, or its parts) is unpacked into DEST/NAME (replacing what
+# was there) and made DEST/NAME/bundle with scripts/export_default_bundle.sh, on the VQGAN
+# the sweep trained (its vq.tar.gz) or else VQ_DIR's (default out/v2/vq, the one the sweep
+# carried); a VQGAN other than the one a candidate was trained on is refused (exit code 2).
 #
 #   scripts/sweep_bundles.sh OUT_DIR DEST
 #
@@ -14,22 +15,52 @@ set -euo pipefail
 out=$1 dest=$2
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-ls "$out"/sweep.tar.gz.part* > /dev/null 2>&1 ||
-  { echo "sweep_bundles: $out holds no sweep.tar.gz.part* (a device_sweep.sh OUT_DIR)" >&2; exit 2; }
+[ -f "$out/sweep.txt" ] || { echo "sweep_bundles: $out holds no sweep.txt (a device_sweep.sh OUT_DIR)" >&2; exit 2; }
 mkdir -p "$dest"
-cat "$out"/sweep.tar.gz.part* | tar -xz -C "$dest"
+
+unpack() {  # unpack NAME: OUT_DIR's NAME.tar.gz or NAME.tar.gz.part* into DEST, replacing DEST/NAME
+  rm -rf "${dest:?}/$1"
+  if [ -f "$out/$1.tar.gz" ]; then
+    tar -xzf "$out/$1.tar.gz" -C "$dest"
+  else
+    cat "$out/$1".tar.gz.part* | tar -xz -C "$dest"
+  fi
+}
+
+shopt -s nullglob
+names=()
+for archive in "$out"/*.tar.gz "$out"/*.tar.gz.part00; do
+  archive=$(basename "$archive" .part00)
+  names+=("${archive%.tar.gz}")
+done
 vq=${VQ_DIR:-out/v2/vq}
-[ -d "$dest/vq" ] && vq=$dest/vq
-for report in "$dest"/*/hf/train_report.json; do
-  [ -f "$report" ] || { echo "sweep_bundles: no finished candidate in $out" >&2; exit 2; }
-  candidate=$(dirname "$(dirname "$report")")
+if [ -f "$out/vq.tar.gz" ] || [ -f "$out/vq.tar.gz.part00" ]; then
+  unpack vq
+  vq=$dest/vq
+fi
+[ -f "$vq/vqgan.ckpt" ] || { echo "sweep_bundles: no VQGAN: $vq/vqgan.ckpt is missing (set VQ_DIR)" >&2; exit 2; }
+vq_digest=$(sha256sum "$vq/vqgan.ckpt" | cut -d' ' -f1)
+made=0
+for name in "${names[@]}"; do
+  [ "$name" != vq ] && [ "$name" != text ] || continue
+  unpack "$name"
+  report=$dest/$name/hf/train_report.json
+  [ -f "$report" ] || { echo "sweep_bundles: $out/$name.tar.gz holds no $name/hf/train_report.json" >&2; exit 2; }
+  "$python" - "$report" "$vq_digest" "$vq" <<'PY' || exit 2
+import json, sys
+report, digest, vq = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+if report["vq_digest"] != digest:
+    sys.exit(f"sweep_bundles: {sys.argv[1]}: trained on another VQGAN than {vq}/vqgan.ckpt (set VQ_DIR)")
+PY
   size=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["image_size"])' "$report")
-  scripts/export_default_bundle.sh "$candidate/hf" "$vq" "$size" "$candidate/bundle" > "$candidate/export.log"
-  "$python" - "$report" "$candidate/bundle" <<'PY'
+  scripts/export_default_bundle.sh "$dest/$name/hf" "$vq" "$size" "$dest/$name/bundle" > "$dest/$name/export.log"
+  "$python" - "$report" "$dest/$name/bundle" <<'PY'
 import json, os, sys
 report, bundle = json.load(open(sys.argv[1])), sys.argv[2]
 size = sum(os.path.getsize(os.path.join(bundle, f)) for f in os.listdir(bundle))
 print(f"{bundle}: {report['parameters'] / 1e6:.2f} M parameters, {report['steps']} steps of {report['batch_size']} on "
       f"{report['scenes']} scenes, final loss {report['final_loss']}; {size / 1e6:.1f} MB")
 PY
+  made=$((made + 1))
 done
+[ "$made" -gt 0 ] || { echo "sweep_bundles: no finished candidate in $out (its sweep.txt says why)" >&2; exit 2; }

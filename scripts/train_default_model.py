@@ -13,8 +13,8 @@ no new weights; the optimiser and the schedule start afresh.
 
 --finish-within SECONDS sets the number of steps (at most --steps) so that training ends that many
 seconds after the start, encoding included: a throwaway copy of the model is timed for a few steps
-first, and the run then trains with the step count it chose (train_report.json records it, so
-the same weights come from --steps N without it). A sweep on a device machine gives each setting
+first, and the run then trains with the step count it chose (train_report.json records it; on
+the CPU --steps N without it gives the same weights). A sweep on a device machine gives each setting
 an equal share of a call this way (scripts/device_sweep.sh).
 
 --time-limit (seconds from the start, encoding included) stops training at the first step that
@@ -306,8 +306,8 @@ def train_step(model, optimizer, rows, codes, prompts, layout, rng, device):
 
 def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed):
     """Wall time of one training step at these settings, timed on a throwaway model with its own data
-    order, so the run's model, optimiser and random streams are as they would be without it."""
-    torch_rng = torch.get_rng_state()
+    order, so the run's model, optimiser and data stream are as they would be without it (its initial
+    values are drawn after the run's model is made, and nothing after that draws from torch's generator)."""
     model = ChameleonLM(arch, vocab_size).to(device)
     optimizer = make_optimizer(model, lr)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 12]))
@@ -318,9 +318,7 @@ def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, d
             start = time.time()
         train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng, device)
     # loss.item() in each step waits for the device, so the clock saw every step end.
-    elapsed = time.time() - start
-    torch.set_rng_state(torch_rng)
-    return elapsed / PROBE_STEPS
+    return (time.time() - start) / PROBE_STEPS
 
 
 def read_hf_weights(hf_dir, text_dir):
@@ -504,7 +502,8 @@ def load_state(state_dir, settings):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # No abbreviations: scripts/device_sweep.sh refuses the flags it sets itself by their full names.
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--vq-dir", required=True)
     parser.add_argument("--text-dir", required=True)
     parser.add_argument("--out-dir", required=True, help="the Hugging Face style folder to write")
@@ -529,6 +528,8 @@ def main(argv=None):
     parser.add_argument("--finish-within", type=float, metavar="SECONDS",
                         help="choose the number of steps (at most --steps) from a timed probe so that training ends "
                              "this many seconds after the start, encoding included")
+    parser.add_argument("--check-args", action="store_true",
+                        help="check the arguments and stop (scripts/device_sweep.sh checks its candidates so)")
     parser.add_argument("--encode-only", action="store_true",
                         help="encode the scenes into --out-dir/codes.npz and stop (a sweep shares them)")
     parser.add_argument("--compact-state", action="store_true",
@@ -540,13 +541,18 @@ def main(argv=None):
     began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
     if (args.time_limit is not None or args.compact_state) and not args.state_dir:
         parser.error("--time-limit and --compact-state need --state-dir (where the paused state goes)")
-    if args.finish_within is not None and (args.state_dir or args.finish_within <= 0):
+    if args.finish_within is not None and (args.state_dir or not 0 < args.finish_within < math.inf):
         parser.error("--finish-within needs a positive number of seconds and no --state-dir (a timed run is not "
                      "paused and resumed)")
+    for name in ("scenes", "steps", "batch_size", "hidden_size", "layers", "heads", "intermediate_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
     if args.image_size <= 0 or args.image_size % 32:
         parser.error(f"--image-size {args.image_size} is not a positive multiple of 32 (Lumina's size token unit)")
+    if args.check_args:
+        return 0
     arch = dict(ARCH, hidden_size=args.hidden_size, num_hidden_layers=args.layers, num_attention_heads=args.heads,
                 num_key_value_heads=args.heads, intermediate_size=args.intermediate_size,
                 max_position_embeddings=max_positions(args.image_size))
@@ -650,7 +656,7 @@ def main(argv=None):
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
-              "init_digest": init_digest, "finish_within": args.finish_within, "max_steps": max_steps,
+              "init_digest": init_digest, "vq_digest": settings["vq"], "finish_within": args.finish_within, "max_steps": max_steps,
               "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),
               "final_loss": round(float(np.mean(losses[-20:])), 4),
               "encode_seconds": round(encode_seconds, 1), "train_seconds": round(train_seconds, 1)}

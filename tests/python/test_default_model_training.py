@@ -237,7 +237,7 @@ def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf
     assert bundle["layout"]["grid_height"] * bundle["layout"]["grid_width"] == (size // 4) ** 2
     # The defaults measured for the shipped models (docs/default_model.md).
     assert bundle["defaults"] == {"cfg": 1.5 if size == 64 else 1.25, "temperature": 1.0, "top_k": 128,
-                                  "method": "ar", "init": "repeat-up"}
+                                  "method": "sjd-pac", "init": "repeat-up"}
     # The VQGAN's own resolution is the side it trained at (it places attention blocks), not the image's.
     assert bundle["transformer"]["qk_norm"] and bundle["vq"]["resolution"] == scenes.IMAGE_SIZE
 
@@ -286,42 +286,54 @@ def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bund
 
 def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(stages, hf_dir, tmp_path, capsys):
     # Time enough: the most steps (--steps 2) fit, and the timed probe leaves the run as a plain --steps 2
-    # run (the fixture's): same weights, bit for bit. No time: one step.
+    # run (the fixture's): same weights, bit for bit. No time: one step of at most 1000, trained as a plain
+    # --steps 1 run is (its warm-up and schedule follow the steps chosen, not the most).
+    def weights(folder):
+        return list(load_file(folder / "model.safetensors").values())
+
     assert train_transformer(stages, tmp_path / "ample", 0, "--finish-within", "600") == 0
     report = json.loads((tmp_path / "ample" / "train_report.json").read_text())
     assert report["steps"] == 2 and report["max_steps"] == 2 and report["probe_seconds_per_step"] > 0
-    assert all(torch.equal(a, b) for a, b in zip(load_file(tmp_path / "ample" / "model.safetensors").values(),
-                                                 load_file(hf_dir / "model.safetensors").values()))
-    assert train_transformer(stages, tmp_path / "none", 0, "--finish-within", "0.001") == 0
+    assert all(torch.equal(a, b) for a, b in zip(weights(tmp_path / "ample"), weights(hf_dir)))
+    assert train_transformer(stages, tmp_path / "none", 0, "--finish-within", "0.001", "--steps", "1000") == 0
     assert json.loads((tmp_path / "none" / "train_report.json").read_text())["steps"] == 1
+    assert train_transformer(stages, tmp_path / "one", 0, "--steps", "1") == 0
+    assert all(torch.equal(a, b) for a, b in zip(weights(tmp_path / "none"), weights(tmp_path / "one")))
     with pytest.raises(SystemExit) as refused:
         train_transformer(stages, tmp_path / "both", 0, "--finish-within", "60", "--state-dir", str(tmp_path / "s"))
     assert refused.value.code == 2 and "--finish-within needs" in capsys.readouterr().err
 
 
+def sweep(out, candidates, work, stages, seconds, lines):
+    candidates.write_text(lines)
+    env = dict(os.environ, DEVICE="cpu", CALL_SECONDS=str(seconds), WORK=str(work), THREADS="1",
+               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=sys.executable)
+    return subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
 def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages, tmp_path):
     # scripts/device_sweep.sh as a GPU session runs it, on the CPU at toy size, with a carried tokenizer and
     # VQGAN: two candidates, the second on fewer scenes than the first (it reuses the encoded ones).
-    candidates = tmp_path / "candidates.txt"
-    candidates.write_text("# toy candidates\n"
-                          "small --image-size 64 --scenes 24 --batch-size 2 --steps 2\n\n"
-                          "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
-                          "--intermediate-size 128  # a comment\n")
     out, dest = tmp_path / "out", tmp_path / "dest"
-    env = dict(os.environ, DEVICE="cpu", CALL_SECONDS="400", WORK=str(tmp_path / "work"), THREADS="1",
-               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=sys.executable)
-    run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
-                         text=True, timeout=600, env=env)
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 400,
+                "# toy candidates\n"
+                "small --image-size 64 --scenes 24 --batch-size 2 --steps 2\n\n"
+                "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
+                "--intermediate-size 128  # a comment\n")
     assert run.returncode == 0, run.stdout + run.stderr
     summary = (out / "sweep.txt").read_text()
     assert "encoded 24 scenes at 64 px" in summary
-    assert "== small (" in summary and "== narrow (" in summary and summary.count("exit 0") == 2
-    files = list(out.iterdir())
-    assert len(files) <= 8 and all(f.is_file() and f.stat().st_size < 16 * 1024 * 1024 for f in files)
+    assert "== small (" in summary and "== narrow (" in summary and summary.count(": exit 0,") == 2
+    assert sorted(f.name for f in out.iterdir()) == ["narrow.tar.gz", "small.tar.gz", "sweep.txt"]
+    assert all(f.stat().st_size < 16 * 1024 * 1024 for f in out.iterdir())
 
+    (dest / "small").mkdir(parents=True)
+    (dest / "small" / "stale.txt").write_text("from an earlier sweep")
     made = subprocess.run([str(SCRIPTS / "sweep_bundles.sh"), str(out), str(dest)], capture_output=True, text=True,
-                          timeout=300, env=dict(env, VQ_DIR=str(stages / "vq")))
+                          timeout=300, env=dict(os.environ, VQ_DIR=str(stages / "vq"), PYTHON=sys.executable))
     assert made.returncode == 0, made.stdout + made.stderr
+    assert not (dest / "small" / "stale.txt").exists()  # a candidate's folder is replaced, not merged
     for name, steps, hidden in (("small", 2, 256), ("narrow", 3, 64)):
         report = json.loads((dest / name / "hf" / "train_report.json").read_text())
         assert report["steps"] == steps and report["arch"]["hidden_size"] == hidden and report["finish_within"] > 0
@@ -331,20 +343,58 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
         assert f"{name}/bundle: " in made.stdout and f"{steps} steps of 2" in made.stdout
     assert not list(dest.rglob("codes.npz"))  # the encoded scenes stay on the machine
 
+    # Another VQGAN than the candidates were trained on is refused.
+    other_vq = tmp_path / "other_vq"
+    shutil.copytree(stages / "vq", other_vq)
+    with open(other_vq / "vqgan.ckpt", "ab") as f:
+        f.write(b"\0")
+    wrong = subprocess.run([str(SCRIPTS / "sweep_bundles.sh"), str(out), str(tmp_path / "dest2")],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, VQ_DIR=str(other_vq), PYTHON=sys.executable))
+    assert wrong.returncode == 2 and "trained on another VQGAN" in wrong.stderr
+
+
+def test_device_sweep_with_no_time_left_says_so_and_exits_1(stages, tmp_path):
+    # 40 s less the 30 kept for packing leave each of two candidates less than the start-up allowance.
+    out = tmp_path / "out"
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 40,
+                "a --image-size 64 --scenes 8 --batch-size 2 --steps 2\nb --image-size 64 --scenes 8 --steps 2\n")
+    assert run.returncode == 1, run.stdout + run.stderr
+    summary = (out / "sweep.txt").read_text()
+    assert summary.count("exit 124") == 2 and summary.count("no time left") == 2
+    assert sorted(f.name for f in out.iterdir()) == ["sweep.txt"]
+
 
 @pytest.mark.parametrize("lines, where, message", [
-    ("a/b --image-size 64 --scenes 8", 2, "is not a name"),
+    ("a/b --image-size 64 --scenes 8", 2, "is not a candidate name"),
+    ("--lr 1e-3 --image-size 64 --scenes 8", 2, "is not a candidate name"),
+    ("vq --image-size 64 --scenes 8", 2, "is not a candidate name"),
     ("a --scenes 8", 2, "give --image-size and --scenes"),
     ("a --image-size 64 --scenes 8 --device cuda", 2, "--device is set by the sweep itself"),
+    ("a --image-size 64 --scenes 8 --seed=3", 2, "--seed is set by the sweep itself"),
+    ("a --image-size 64 --scenes 8 --dev cuda", 2, "unrecognized arguments: --dev cuda"),
+    ("a --image-size 64 --scenes 8 --heads 3", 2, "is not a multiple of --heads 3"),
     ("a --image-size 64 --scenes 8\na --image-size 64 --scenes 4", 3, "'a' is named twice"),
 ])
 def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message):
     candidates = tmp_path / "candidates.txt"
     candidates.write_text("# candidates\n" + lines + "\n")
     run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHON=sys.executable))
     assert run.returncode == 2 and f"{candidates}:{where}: " in run.stderr and message in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_device_sweep_leaves_a_work_folder_it_did_not_make(tmp_path):
+    work = tmp_path / "mine"
+    work.mkdir()
+    (work / "notes.txt").write_text("keep me")
+    candidates = tmp_path / "candidates.txt"
+    candidates.write_text("a --image-size 64 --scenes 8\n")
+    run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, WORK=str(work)))
+    assert run.returncode == 2 and "was not made by a sweep" in run.stderr
+    assert (work / "notes.txt").read_text() == "keep me"
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
