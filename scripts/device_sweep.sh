@@ -11,18 +11,20 @@
 # CANDIDATES  a text file, one candidate per line: a name (a letter or digit, then letters, digits,
 #             - and _; not "vq" or "text"), then train_default_model.py flags for it: --image-size and
 #             --scenes always, and any of --steps (the most steps), --batch-size, --lr, --hidden-size,
-#             --layers, --heads, --intermediate-size; # starts a comment. Every line is checked by
-#             train_default_model.py's own parser before anything runs. The script sets the folders,
-#             device, seed and time itself. The scenes are encoded once per image size, before the
+#             --layers, --heads, --intermediate-size, each as "--flag value" (no other flag is taken); #
+#             starts a comment. Every line is also checked by train_default_model.py's own parser before
+#             anything runs. The script sets the folders, device, seed and time itself. The scenes are encoded once per image size, before the
 #             candidates' shares (the largest count; a candidate takes the first of them).
 #             scripts/sweep_candidates.txt is the sweep docs/default_model.md proposes.
-# OUT_DIR     sweep.txt (each candidate's exit code, steps, ms per step, final loss and time) and, as
-#             soon as each candidate finishes, NAME.tar.gz (NAME/hf and NAME/train.log; parts
+# OUT_DIR     best the call's $OUT itself, with nothing else written there. It gets sweep.txt (each
+#             candidate's exit code, steps, ms per step, final loss and time) and, as soon as each
+#             candidate finishes, NAME.tar.gz (NAME/hf and NAME/train.log; parts
 #             NAME.tar.gz.partNN past 15 MiB), and vq.tar.gz and text.tar.gz when they were trained
 #             here. At most 8 files and 64 MiB come back: an archive that would pass that is not kept
-#             (sweep.txt says so). A candidate that overruns its share by a minute is stopped; the others
-#             keep what they made.
-# Exit code 0: every candidate finished and came back; 1: some did not (sweep.txt says which);
+#             (sweep.txt says so). A candidate that overruns its share by a minute, or reaches CALL_SECONDS,
+#             is stopped; the others keep what they made. Keep CALL_SECONDS under the call's limit by the
+#             packing time (about 30 s).
+# Exit code 0: every candidate finished, wrote its model and came back; 1: some did not (sweep.txt says which);
 # 2: bad arguments, a bad line in CANDIDATES (named), or a WORK folder the sweep did not make.
 # Environment: TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, default out/v2/text and out/v2/vq,
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
@@ -50,10 +52,13 @@ part_bytes=$((15 * 1024 * 1024))
 max_files=8 max_bytes=$((63 * 1024 * 1024))  # what a device call brings back (with a MiB to spare)
 
 [ -f "$candidates" ] || { echo "device_sweep: CANDIDATES $candidates is not a file" >&2; exit 2; }
-if [ -e "$work" ] && [ -n "$(ls -A "$work")" ] && [ ! -f "$work/.sjd-sweep" ]; then
+if [ -e "$work" ] && [ -n "$(find "$work" -mindepth 1 -maxdepth 1 -print -quit)" ] && [ ! -f "$work/.sjd-sweep" ]; then
   echo "device_sweep: WORK $work is not empty and was not made by a sweep; give another WORK" >&2
   exit 2
 fi
+out_real=$(realpath -m "$out")
+case "$work/" in "$out_real/"*) nested=1 ;; *) case "$out_real/" in "$work/"*) nested=1 ;; *) nested=0 ;; esac ;; esac
+[ "$nested" = 0 ] || { echo "device_sweep: WORK $work and OUT_DIR $out must not hold one another" >&2; exit 2; }
 
 value_of() {  # value_of FLAG WORDS...: the value after FLAG among WORDS, or nothing
   local flag=$1 value=""
@@ -81,11 +86,12 @@ while IFS= read -r line || [ -n "$line" ]; do
   for earlier in "${names[@]}"; do
     [ "$earlier" != "$name" ] || { echo "device_sweep: $where: '$name' is named twice" >&2; exit 2; }
   done
-  for word in "${words[@]:1}"; do
-    case ${word%%=*} in
-      --out-dir|--vq-dir|--text-dir|--device|--seed|--threads|--state-dir|--time-limit|--finish-within|--init-from|\
-      --encode-only|--compact-state|--check-args)
-        echo "device_sweep: $where: ${word%%=*} is set by the sweep itself" >&2; exit 2 ;;
+  for ((w = 1; w < ${#words[@]}; w += 2)); do
+    case ${words[$w]} in
+      --image-size|--scenes|--steps|--batch-size|--lr|--hidden-size|--layers|--heads|--intermediate-size) ;;
+      *) echo "device_sweep: $where: ${words[$w]} is not a candidate flag (--image-size, --scenes, --steps," \
+              "--batch-size, --lr, --hidden-size, --layers, --heads or --intermediate-size, each as --flag value)" >&2
+         exit 2 ;;
     esac
   done
   size=$(value_of --image-size "${words[@]:1}")
@@ -102,8 +108,14 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$candidates"
 [ ${#names[@]} -gt 0 ] || { echo "device_sweep: $candidates names no candidate" >&2; exit 2; }
 
-rm -rf "$work" && mkdir -p "$work/cand" "$out" && touch "$work/.sjd-sweep"
-rm -f "$out"/*.tar.gz "$out"/*.tar.gz.part* "$out"/sweep.txt
+# Only a folder an earlier sweep made is emptied.
+[ ! -f "$work/.sjd-sweep" ] || rm -rf "${work:?}"/* "$work/.sjd-sweep" ||
+  { echo "device_sweep: cannot empty WORK $work" >&2; exit 1; }
+mkdir -p "$work/cand" "$out" && touch "$work/.sjd-sweep" ||
+  { echo "device_sweep: cannot make WORK $work or OUT_DIR $out" >&2; exit 1; }
+# Only this sweep's own archives go from OUT_DIR.
+for name in "${names[@]}" vq text; do rm -f "$out/$name.tar.gz" "$out/$name".tar.gz.part*; done
+rm -f "$out/sweep.txt"
 summary=$out/sweep.txt
 echo "device_sweep: $(date -u +%FT%TZ), device $device, seed $seed, $budget s, candidates from $candidates" > "$summary"
 export PYTHONUNBUFFERED=1
@@ -124,11 +136,23 @@ keep() {  # keep NAME DIR PATH...: DIR's PATHs as OUT_DIR/NAME.tar.gz (parts pas
     rm -f "$work/$name.tar.gz"
     return 1
   fi
+  # Into OUT_DIR under a temporary name first, renamed there: a call cut short leaves no half archive.
+  local written=1 part
   if [ "$files" -eq 1 ]; then
-    mv "$work/$name.tar.gz" "$out/"
+    cp "$work/$name.tar.gz" "$out/.$name.tmp" && mv "$out/.$name.tmp" "$out/$name.tar.gz" || written=0
+  elif split -b "$part_bytes" -d -a 2 "$work/$name.tar.gz" "$out/.$name.tmp.part"; then
+    for part in "$out/.$name.tmp.part"*; do
+      mv "$part" "$out/$name.tar.gz.part${part##*.tmp.part}" || written=0
+    done
   else
-    split -b "$part_bytes" -d -a 2 "$work/$name.tar.gz" "$out/$name.tar.gz.part" && rm -f "$work/$name.tar.gz"
+    written=0
   fi
+  if [ "$written" = 0 ]; then
+    echo "$name: writing its archive failed" | tee -a "$summary" >&2
+    rm -f "$out/.$name".tmp* "$out/$name.tar.gz" "$out/$name".tar.gz.part*
+    return 1
+  fi
+  rm -f "$work/$name.tar.gz"
   echo "kept $name: $bytes bytes" | tee -a "$summary"
 }
 
@@ -176,13 +200,20 @@ for i in "${!names[@]}"; do
     code=124
     echo "no time left" > "$folder/train.log"
   else
-    # The sweep's own flags come last, so they win.
-    timeout -k 5 $((share + overrun_seconds)) "$python" scripts/train_default_model.py "${extra[@]}" \
+    # Stopped a minute past its share, and at the latest when the call's CALL_SECONDS are up.
+    stop_after=$((share + overrun_seconds))
+    call_left=$((budget - ($(date +%s) - started)))
+    [ "$stop_after" -le "$call_left" ] || stop_after=$call_left
+    timeout -k 5 "$stop_after" "$python" scripts/train_default_model.py "${extra[@]}" \
       --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$folder/hf" --device "$device" --seed "$seed" \
       --threads "$threads" --finish-within $((share - startup_seconds)) > "$folder/train.log" 2>&1
     code=$?
   fi
   rm -f "$folder/hf/codes.npz"  # large, and the bundles do not need it
+  if [ $code -eq 0 ] && [ ! -f "$folder/hf/train_report.json" ]; then
+    code=1
+    echo "exited 0 without writing a model" >> "$folder/train.log"
+  fi
   {
     echo "== $name (${flags[$i]}): exit $code, $(( $(date +%s) - begun )) s of a $share s share"
     grep -E '^(probe|transformer|wrote)' "$folder/train.log"

@@ -544,9 +544,11 @@ def main(argv=None):
     if args.finish_within is not None and (args.state_dir or not 0 < args.finish_within < math.inf):
         parser.error("--finish-within needs a positive number of seconds and no --state-dir (a timed run is not "
                      "paused and resumed)")
-    for name in ("scenes", "steps", "batch_size", "hidden_size", "layers", "heads", "intermediate_size"):
+    for name in ("scenes", "steps", "batch_size", "hidden_size", "layers", "heads", "intermediate_size", "log_every"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0 <= args.lr < math.inf:  # 0 is allowed: a frozen run (the tests use it)
+        parser.error(f"--lr must be a number >= 0 (got {args.lr})")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
     if args.image_size <= 0 or args.image_size % 32:

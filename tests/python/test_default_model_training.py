@@ -288,17 +288,18 @@ def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(sta
     # Time enough: the most steps (--steps 2) fit, and the timed probe leaves the run as a plain --steps 2
     # run (the fixture's): same weights, bit for bit. No time: one step of at most 1000, trained as a plain
     # --steps 1 run is (its warm-up and schedule follow the steps chosen, not the most).
-    def weights(folder):
-        return list(load_file(folder / "model.safetensors").values())
+    def same_weights(a, b):
+        a, b = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
     assert train_transformer(stages, tmp_path / "ample", 0, "--finish-within", "600") == 0
     report = json.loads((tmp_path / "ample" / "train_report.json").read_text())
     assert report["steps"] == 2 and report["max_steps"] == 2 and report["probe_seconds_per_step"] > 0
-    assert all(torch.equal(a, b) for a, b in zip(weights(tmp_path / "ample"), weights(hf_dir)))
+    assert same_weights(tmp_path / "ample", hf_dir)
     assert train_transformer(stages, tmp_path / "none", 0, "--finish-within", "0.001", "--steps", "1000") == 0
     assert json.loads((tmp_path / "none" / "train_report.json").read_text())["steps"] == 1
     assert train_transformer(stages, tmp_path / "one", 0, "--steps", "1") == 0
-    assert all(torch.equal(a, b) for a, b in zip(weights(tmp_path / "none"), weights(tmp_path / "one")))
+    assert same_weights(tmp_path / "none", tmp_path / "one")
     with pytest.raises(SystemExit) as refused:
         train_transformer(stages, tmp_path / "both", 0, "--finish-within", "60", "--state-dir", str(tmp_path / "s"))
     assert refused.value.code == 2 and "--finish-within needs" in capsys.readouterr().err
@@ -353,6 +354,20 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
                            env=dict(os.environ, VQ_DIR=str(other_vq), PYTHON=sys.executable))
     assert wrong.returncode == 2 and "trained on another VQGAN" in wrong.stderr
 
+    # A broken archive is named and skipped; the others are still made. Files sweep.txt does not name are
+    # not taken for candidates.
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    data = (broken / "narrow.tar.gz").read_bytes()
+    (broken / "narrow.tar.gz").write_bytes(data[:len(data) // 2])
+    (broken / "prebuilt.tar.gz").write_bytes((broken / "small.tar.gz").read_bytes())
+    partial = subprocess.run([str(SCRIPTS / "sweep_bundles.sh"), str(broken), str(tmp_path / "dest3")],
+                             capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, VQ_DIR=str(stages / "vq"), PYTHON=sys.executable))
+    assert partial.returncode == 1 and "narrow.tar.gz (or its parts) is missing or does not unpack" in partial.stderr
+    assert (tmp_path / "dest3" / "small" / "bundle" / "bundle.json").exists()
+    assert sorted(p.name for p in (tmp_path / "dest3").iterdir()) == ["small"]
+
 
 def test_device_sweep_with_no_time_left_says_so_and_exits_1(stages, tmp_path):
     # 40 s less the 30 kept for packing leave each of two candidates less than the start-up allowance.
@@ -370,17 +385,20 @@ def test_device_sweep_with_no_time_left_says_so_and_exits_1(stages, tmp_path):
     ("--lr 1e-3 --image-size 64 --scenes 8", 2, "is not a candidate name"),
     ("vq --image-size 64 --scenes 8", 2, "is not a candidate name"),
     ("a --scenes 8", 2, "give --image-size and --scenes"),
-    ("a --image-size 64 --scenes 8 --device cuda", 2, "--device is set by the sweep itself"),
-    ("a --image-size 64 --scenes 8 --seed=3", 2, "--seed is set by the sweep itself"),
-    ("a --image-size 64 --scenes 8 --dev cuda", 2, "unrecognized arguments: --dev cuda"),
+    ("a --image-size 64 --scenes 8 --device cuda", 2, "--device is not a candidate flag"),
+    ("a --image-size 64 --scenes 8 --seed=3", 2, "--seed=3 is not a candidate flag"),
+    ("a --image-size=64 --scenes 8", 2, "--image-size=64 is not a candidate flag"),
+    ("a --image-size 64 --scenes 8 --help", 2, "--help is not a candidate flag"),
     ("a --image-size 64 --scenes 8 --heads 3", 2, "is not a multiple of --heads 3"),
+    ("a --image-size 64 --scenes 8 --lr -1", 2, "--lr must be a number >= 0"),
     ("a --image-size 64 --scenes 8\na --image-size 64 --scenes 4", 3, "'a' is named twice"),
 ])
 def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message):
     candidates = tmp_path / "candidates.txt"
     candidates.write_text("# candidates\n" + lines + "\n")
     run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
-                         capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHON=sys.executable))
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHON=sys.executable, WORK=str(tmp_path / "work")))
     assert run.returncode == 2 and f"{candidates}:{where}: " in run.stderr and message in run.stderr
     assert not (tmp_path / "out").exists()
 
@@ -395,6 +413,10 @@ def test_device_sweep_leaves_a_work_folder_it_did_not_make(tmp_path):
                          capture_output=True, text=True, timeout=60, env=dict(os.environ, WORK=str(work)))
     assert run.returncode == 2 and "was not made by a sweep" in run.stderr
     assert (work / "notes.txt").read_text() == "keep me"
+    # Nor may the work folder be the output folder (or hold it): its files would all be brought back.
+    nested = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "w" / "out"), str(candidates)],
+                            capture_output=True, text=True, timeout=60, env=dict(os.environ, WORK=str(tmp_path / "w")))
+    assert nested.returncode == 2 and "must not hold one another" in nested.stderr
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
