@@ -75,6 +75,7 @@ declare -A most_scenes  # image size -> the most scenes a candidate trains on at
 line_number=0
 while IFS= read -r line || [ -n "$line" ]; do
   line_number=$((line_number + 1))
+  line=${line%$'\r'}  # a file saved with Windows line endings
   line=${line%%#*}
   read -r -a words <<<"$line"
   [ ${#words[@]} -gt 0 ] || continue

@@ -305,10 +305,10 @@ def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(sta
     assert refused.value.code == 2 and "--finish-within needs" in capsys.readouterr().err
 
 
-def sweep(out, candidates, work, stages, seconds, lines):
+def sweep(out, candidates, work, stages, seconds, lines, python=sys.executable):
     candidates.write_text(lines)
     env = dict(os.environ, DEVICE="cpu", CALL_SECONDS=str(seconds), WORK=str(work), THREADS="1",
-               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=sys.executable)
+               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=python)
     return subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
                           text=True, timeout=600, env=env)
 
@@ -319,7 +319,7 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
     out, dest = tmp_path / "out", tmp_path / "dest"
     run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 400,
                 "# toy candidates\n"
-                "small --image-size 64 --scenes 24 --batch-size 2 --steps 2\n\n"
+                "small --image-size 64 --batch-size 2 --steps 2 --scenes 24\r\n\n"  # a line as Windows ends it
                 "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
                 "--intermediate-size 128  # a comment\n")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -377,6 +377,56 @@ def test_device_sweep_with_no_time_left_says_so_and_exits_1(stages, tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     summary = (out / "sweep.txt").read_text()
     assert summary.count("exit 124") == 2 and summary.count("no time left") == 2
+    assert sorted(f.name for f in out.iterdir()) == ["sweep.txt"]
+
+
+def stand_in_python(tmp_path):
+    # python3 as the sweep calls it, except that a candidate's training run named "hang..." never ends and one
+    # named "silent..." exits 0 without writing a model; the checks, the encoding and the others run for real.
+    script = tmp_path / "python"
+    script.write_text(f"""#!/usr/bin/env bash
+case " $* " in
+  *" --check-args "*|*" --encode-only "*) ;;
+  *"/cand/hang"*) exec sleep 600 ;;
+  *"/cand/silent"*) exit 0 ;;
+esac
+exec {sys.executable} "$@"
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_device_sweep_counts_what_is_already_in_out_dir_and_catches_a_run_without_a_model(stages, tmp_path):
+    # Six files of the caller's own in OUT_DIR, sweep.txt and the first archive make the 8 files a call
+    # brings back: the third candidate's archive is not kept, and sweep.txt says so. The second exits 0
+    # without a model, which is a failure, not a candidate.
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in range(6):
+        (out / f"mine{i}.txt").write_text("the caller's")
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 300,
+                "first --image-size 64 --scenes 8 --batch-size 2 --steps 1\n"
+                "silent --image-size 64 --scenes 8 --steps 1\n"
+                "third --image-size 64 --scenes 8 --batch-size 2 --steps 1\n",
+                python=stand_in_python(tmp_path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    summary = (out / "sweep.txt").read_text()
+    assert "kept first: " in summary and "== silent (" in summary and "exited 0 without writing a model" in summary
+    assert re.search(r"third: not kept: \d+ bytes in 1 file\(s\) would pass what comes back", summary)
+    assert sorted(f.name for f in out.iterdir()) == ["first.tar.gz"] + [f"mine{i}.txt" for i in range(6)] + [
+        "sweep.txt"]
+
+
+def test_device_sweep_stops_a_candidate_when_the_call_is_up(stages, tmp_path):
+    # 55 s, less 30 for packing, leave one share past the start-up allowance: the candidate that never ends
+    # is stopped when CALL_SECONDS are up (before its share's minute of grace), as timeout's 124.
+    out = tmp_path / "out"
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 55,
+                "hang --image-size 64 --scenes 8 --steps 1\n", python=stand_in_python(tmp_path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    summary = (out / "sweep.txt").read_text()
+    assert "== hang (" in summary and ": exit 124," in summary and "no time left" not in summary
+    assert int(re.search(r"device_sweep: (\d+) s in all", summary).group(1)) <= 60
     assert sorted(f.name for f in out.iterdir()) == ["sweep.txt"]
 
 
