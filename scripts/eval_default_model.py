@@ -238,14 +238,27 @@ def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
     return records
 
 
+def object_kind(o):
+    """Held-out pairs one by one, seen pairs by shape: where a model's misses lie."""
+    if (o["colour"], o["shape"]) in scenes.HELD_OUT_PAIRS:
+        return f"held-out {o['colour']} {o['shape']}"
+    return f"seen {o['shape']}s"
+
+
 def score_method(records, eval_scenes, out_dir):
     objects = background = whole = 0
     n_objects = sum(len(s["objects"]) for s in eval_scenes)
+    by_kind = {}  # kind -> [right, of]; an image that was not made counts its objects as misses
+    for s in eval_scenes:
+        for o in s["objects"]:
+            by_kind.setdefault(object_kind(o), [0, 0])[1] += 1
     for i, s in enumerate(eval_scenes):
         if i not in records:
             continue
         result = adherence(read_png(os.path.join(out_dir, records[i]["file"])), s)
         objects += sum(result["objects"])
+        for o, right in zip(s["objects"], result["objects"]):
+            by_kind[object_kind(o)][0] += int(right)
         background += result["background"]
         whole += all(result["objects"]) and result["background"]
     n = len(eval_scenes)
@@ -254,6 +267,7 @@ def score_method(records, eval_scenes, out_dir):
     return {
         "images": len(records),
         "object": rate(objects, n_objects),
+        "object_by_kind": dict(sorted(by_kind.items())),
         "background": rate(background, n),
         "scene": rate(whole, n),
         "mean_steps": float(np.mean(steps)),
@@ -414,6 +428,8 @@ def main(argv=None):
               f"{first})  background {r['background'][0]:.3f}±{r['background'][1]:.3f}  "
               f"steps {r['mean_steps']:.1f}  compression {r['step_compression']:.2f}x  "
               f"{r['seconds_per_image']:.2f} s/image (latency)", flush=True)
+        print("  objects by kind: " + ", ".join(f"{kind} {right}/{of}"
+                                               for kind, (right, of) in r["object_by_kind"].items()), flush=True)
         if args.captions:
             print_per_caption(captions, args.repeat, records, eval_scenes, out_dir)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:

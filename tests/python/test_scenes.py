@@ -265,6 +265,42 @@ def test_captions_mode_scores_each_caption_over_its_seeds(tmp_path, monkeypatch,
     assert json.loads((tmp_path / "out" / "results.json").read_text())["repeat"] == 2
 
 
+def test_objects_are_also_scored_by_kind_held_out_pairs_apart(tmp_path, monkeypatch, capsys):
+    """A stand-in for sjd draws each scene without its held-out objects and skips the last image: the held-out
+    pairs must come out 0 of theirs, the seen shapes all right but the skipped image's. (Solid backgrounds
+    only: a gradient can pass for an object of its blend's colour, which the scorer allows.)"""
+    chosen = [s for s in (scenes.scene(0, "eval", i) for i in range(60)) if s["background"]["kind"] == "solid"][:10]
+    (tmp_path / "captions.txt").write_text("\n".join(s["caption"] for s in chosen) + "\n")
+
+    def fake_batch(sjd, model, prompts_file, out_dir, method, seed, extra):
+        import os
+        os.makedirs(out_dir, exist_ok=True)
+        records = {}
+        with open(prompts_file, encoding="utf-8") as f:
+            for i, line in enumerate(f.readlines()[:-1]):
+                s = scenes.parse_caption(json.loads(line)["prompt"])
+                seen = [o for o in s["objects"] if (o["colour"], o["shape"]) not in scenes.HELD_OUT_PAIRS]
+                eval_default_model.write_png(os.path.join(out_dir, f"{i}.png"), scenes.render({**s, "objects": seen}))
+                records[i] = {"file": f"{i}.png", "steps": 277, "tokens": 277, "seconds": 0.1}
+        return records
+
+    monkeypatch.setattr(eval_default_model, "run_method", fake_batch)
+    assert eval_default_model.main(["--captions", str(tmp_path / "captions.txt"), "--methods", "ar",
+                                    "--out-dir", str(tmp_path / "out")]) == 0
+    by_kind = json.loads((tmp_path / "out" / "results.json").read_text())["methods"]["ar"]["object_by_kind"]
+    expected = {}
+    for i, s in enumerate(chosen):
+        for o in s["objects"]:
+            held_out = (o["colour"], o["shape"]) in scenes.HELD_OUT_PAIRS
+            kind = f"held-out {o['colour']} {o['shape']}" if held_out else f"seen {o['shape']}s"
+            right, of = expected.get(kind, (0, 0))
+            expected[kind] = (right + (not held_out and i < len(chosen) - 1), of + 1)
+    assert {k: tuple(v) for k, v in by_kind.items()} == expected
+    assert any(k.startswith("held-out") for k in expected) and any(k.startswith("seen") for k in expected)
+    assert "objects by kind: " + ", ".join(f"{k} {r}/{n}" for k, (r, n) in sorted(expected.items())) in \
+        capsys.readouterr().out
+
+
 def test_captions_mode_refuses_a_caption_it_cannot_score(tmp_path, capsys):
     (tmp_path / "captions.txt").write_text("a large white ring on the left, on a purple background\na red apple\n")
     assert eval_default_model.main(["--captions", str(tmp_path / "captions.txt")]) == 2
