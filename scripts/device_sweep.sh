@@ -13,10 +13,12 @@
 #             --scenes always, and any of --steps (the most steps), --batch-size, --lr, --hidden-size,
 #             --layers, --heads, --intermediate-size, each as "--flag value" (no other flag is taken); #
 #             starts a comment. Every line is also checked by train_default_model.py's own parser before
-#             anything runs. The script sets the folders, device, seed and time itself. The scenes are encoded once per image size, before the
-#             candidates' shares (the largest count; a candidate takes the first of them).
+#             anything runs (a line may end as Windows ends it). The script sets the folders, device, seed
+#             and time itself. The scenes are encoded once per image size, before the candidates' shares
+#             (the largest count; a candidate takes the first of them).
 #             scripts/sweep_candidates.txt is the sweep docs/default_model.md proposes.
-# OUT_DIR     best the call's $OUT itself, with nothing else written there. It gets sweep.txt (each
+# OUT_DIR     best the call's $OUT itself, with nothing else written there (what is there counts toward
+#             the 8 files and 64 MiB that come back). It gets sweep.txt (each
 #             candidate's exit code, steps, ms per step, final loss and time) and, as soon as each
 #             candidate finishes, NAME.tar.gz (NAME/hf and NAME/train.log; parts
 #             NAME.tar.gz.partNN past 15 MiB), and vq.tar.gz and text.tar.gz when they were trained

@@ -6,6 +6,7 @@ pair with training, and the scorer must pass the generator's own images and fail
 images that break the caption.
 """
 import json
+import os
 import pathlib
 import re
 import sys
@@ -245,7 +246,6 @@ def test_captions_mode_scores_each_caption_over_its_seeds(tmp_path, monkeypatch,
     (tmp_path / "captions.txt").write_text("# examples\n" + "\n".join(captions) + "\n")
 
     def fake_batch(sjd, model, prompts_file, out_dir, method, seed, extra):
-        import os
         os.makedirs(out_dir, exist_ok=True)
         records = {}
         with open(prompts_file, encoding="utf-8") as f:
@@ -273,7 +273,6 @@ def test_objects_are_also_scored_by_kind_held_out_pairs_apart(tmp_path, monkeypa
     (tmp_path / "captions.txt").write_text("\n".join(s["caption"] for s in chosen) + "\n")
 
     def fake_batch(sjd, model, prompts_file, out_dir, method, seed, extra):
-        import os
         os.makedirs(out_dir, exist_ok=True)
         records = {}
         with open(prompts_file, encoding="utf-8") as f:
