@@ -28,7 +28,11 @@
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
 #   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240"),
-#   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used).
+#   SJD_CHECK_TOTAL (seconds for the whole call, default 540: no stage runs past
+#   it, so the device tool's 600 s leave time to pack and print the results),
+#   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used),
+#   SJD_COMMIT (the commit results.md names where the copy has no .git).
+# Exit code: 0 when every command it ran succeeded, 1 when one failed or ran out of time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +47,9 @@ done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
 declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240)
+total=${SJD_CHECK_TOTAL:-540}
+[[ "$total" =~ ^[0-9]+$ ]] || { echo "device_check: SJD_CHECK_TOTAL must be seconds, not '$total'" >&2; exit 2; }
+call_deadline=$(( $(date +%s) + total ))
 for pair in ${SJD_CHECK_LIMITS:-}; do
   key=${pair%%=*} value=${pair#*=}
   [[ -n "${limit[$key]:-}" && "$value" =~ ^[0-9]+$ ]] ||
@@ -54,6 +61,13 @@ export SJD_BUILD_DIR=${SJD_BUILD_DIR:-build-gpu}
 export SJD_DEPS_PREFIX=${SJD_DEPS_PREFIX:-/tmp/sjd-deps}
 export SJD_JOBS=${SJD_JOBS:-$(nproc)}
 export PYTHON=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1   # a Python stopped by `timeout` keeps what it printed
+# DejaVu Sans labels compare.png; a machine without Debian's fonts-dejavu-core
+# gets the copy gathered with the libraries (scripts/gather_gpu_deps.sh).
+system_font=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+if [ -z "${SJD_FONT:-}" ] && [ ! -f "$system_font" ]; then
+  export SJD_FONT=$SJD_DEPS_PREFIX$system_font
+fi
 prebuilt=${SJD_PREBUILT:-}
 if [ -n "$prebuilt" ]; then
   [ -x "$prebuilt/sjd" ] || { echo "device_check: SJD_PREBUILT=$prebuilt has no sjd" >&2; exit 2; }
@@ -86,7 +100,13 @@ cap_log() {
 }
 
 stage_deadline=0
-seconds_left() { echo $(( stage_deadline - $(date +%s) )); }
+# What is left of the stage, and never more than what is left of the call.
+seconds_left() {
+  local end=$stage_deadline
+  [ "$call_deadline" -lt "$end" ] && end=$call_deadline
+  echo $(( end - $(date +%s) ))
+}
+failures=0
 
 # limited SECONDS LOG CMD...: runs CMD with output appended to LOG, stopped at
 # SECONDS or at the stage's deadline, whichever comes first. Sets $rc and $took;
@@ -98,11 +118,13 @@ limited() {
   [ "$left" -lt "$seconds" ] && seconds=$left
   local start; start=$(date +%s)
   if [ "$seconds" -le 0 ]; then
-    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=$no_time; took=0; return
+    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=$no_time; took=0
+    failures=$((failures + 1)); return
   fi
   echo "\$ $*" >> "$log"
   timeout --kill-after=10 "$seconds" "$@" >> "$log" 2>&1
   rc=$?
+  [ "$rc" -eq 0 ] || failures=$((failures + 1))
   took=$(( $(date +%s) - start ))
   echo "[exit $rc after ${took} s]" >> "$log"
 }
@@ -121,7 +143,13 @@ machine() {
   md "# device_check $(date -u '+%Y-%m-%d %H:%M UTC')"
   md ""
   md "- stages: ${stages[*]} (limits in seconds: $(for s in "${stages[@]}"; do printf '%s=%s ' "$s" "${limit[$s]}"; done | sed 's/ $//'))"
-  md "- commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  local commit
+  if commit=$(git rev-parse HEAD 2>/dev/null); then
+    git diff --quiet 2>/dev/null || commit="$commit (with local changes)"
+  else
+    commit="${SJD_COMMIT:-unknown} (no .git here; SJD_COMMIT)"
+  fi
+  md "- commit: $commit"
   md "- gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)"
   md "- torch: $("$PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
   md "- nvcc: $( (${CUDACXX:-/usr/local/cuda/bin/nvcc} --version || nvcc --version) 2>/dev/null | grep -o 'release .*')"
@@ -153,6 +181,7 @@ stage_prebuilt() {
     grep 'not found' "$log" | sort -u | sed 's/^/    /' >> "$results"
     md ""; return 1
   fi
+  touch "$SJD_DEPS_PREFIX/.sjd-prebuilt-loads"
   md "ok: every library found, sjd starts; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   md ""
 }
@@ -183,7 +212,7 @@ stage_build() {
 
 ensure_built() {
   if [ -n "$prebuilt" ]; then
-    [ -f "$SJD_DEPS_PREFIX/.sjd-debs" ] && return 0
+    [ -f "$SJD_DEPS_PREFIX/.sjd-prebuilt-loads" ] && return 0
   elif [ -x "$build/sjd" ]; then
     return 0
   fi
@@ -380,5 +409,7 @@ for s in "${stages[@]}"; do
     md "## $s"; md "skipped: there is no build"; md ""
   fi
 done
+[ "$failures" -eq 0 ] || md "**$failures command(s) failed or ran out of time** (the exit code is 1)"
 echo "device_check: wrote $results"
 cat "$results"
+[ "$failures" -eq 0 ]

@@ -23,15 +23,16 @@
 #             candidate finishes, NAME.tar.gz (NAME/hf and NAME/train.log; parts
 #             NAME.tar.gz.partNN past 15 MiB), and vq.tar.gz and text.tar.gz when they were trained
 #             here. At most 8 files and 64 MiB come back: an archive that would pass that is not kept
-#             (sweep.txt says so). A candidate that overruns its share by a minute, or reaches CALL_SECONDS,
-#             is stopped; the others keep what they made. Keep CALL_SECONDS under the call's limit by the
-#             packing time (about 30 s).
+#             (sweep.txt says so). A candidate that overruns its share by a minute, or reaches
+#             CALL_SECONDS, is stopped; the others keep what they made. Keep CALL_SECONDS under the
+#             call's limit by the packing time (about 30 s).
 # Exit code 0: every candidate finished, wrote its model and came back; 1: some did not (sweep.txt says which);
 # 2: bad arguments, a bad line in CANDIDATES (named), or a WORK folder the sweep did not make.
 # Environment: TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, default out/v2/text and out/v2/vq,
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
-#   CALL_SECONDS (540), WORK (/tmp/sjd-sweep: made by the sweep, or emptied if an earlier sweep made it),
-#   PYTHON (python3).
+#   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take, from the call's
+#   start: a third of CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
+#   if an earlier sweep made it), PYTHON (python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -44,6 +45,7 @@ device=${DEVICE:-cuda}
 seed=${SEED:-0}
 threads=${THREADS:-4}
 budget=${CALL_SECONDS:-540}
+encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
 work=$(realpath -m "${WORK:-/tmp/sjd-sweep}")
 text_dir=${TEXT_DIR:-out/v2/text}
 vq_dir=${VQ_DIR:-out/v2/vq}
@@ -177,13 +179,18 @@ else
   keep vq "$work" vq || exit 1
 fi
 
-# The scenes, once per image size: the candidates' shares are training time only.
+# The scenes, once per image size: the candidates' shares are training time only. Encoding may take
+# ENCODE_SECONDS in all (its time on a GPU is not measured yet), so a slow one fails with time left
+# to say so rather than leaving the candidates none.
+encode_until=$((started + encode_seconds))
 for size in "${!most_scenes[@]}"; do
   begun=$(date +%s)
-  "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$work/codes-$size" \
+  timeout -k 5 $((encode_until > begun ? encode_until - begun : 1)) \
+    "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$work/codes-$size" \
     --device "$device" --seed "$seed" --threads "$threads" --image-size "$size" --scenes "${most_scenes[$size]}" \
     --encode-only > "$work/encode-$size.log" 2>&1 ||
-    { echo "encoding failed: $(tail -n 3 "$work/encode-$size.log")" | tee -a "$summary" >&2; exit 1; }
+    { echo "encoding failed (or passed ENCODE_SECONDS): $(tail -n 3 "$work/encode-$size.log")" |
+        tee -a "$summary" >&2; exit 1; }
   echo "encoded ${most_scenes[$size]} scenes at $size px: $(( $(date +%s) - begun )) s" | tee -a "$summary"
 done
 

@@ -29,6 +29,9 @@
 #   VQ_STEPS (1200), LM_SCENES (32000), LM_STEPS (11000), LM_BATCH (16), LM_LR (3e-3),
 #   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704), IMAGE_SIZE (64; 128 gives 32x32 codes with
 #   the same 64 px VQGAN, which is convolutional),
+#   TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, e.g. out/v2/text and out/v2/vq as the
+#   sweep's: copied instead of trained, and the same the sweep's candidates trained on; default:
+#   trained here, outside the call's budget: the VQGAN's time on a GPU is not measured yet),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
@@ -58,7 +61,7 @@ fi
 # so that a warm machine never continues another run's tokenizer, VQGAN or state.
 settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-32000} steps=${LM_STEPS:-11000}"
 settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
-settings+=" intermediate=${INTERMEDIATE:-704} image_size=$image_size"
+settings+=" intermediate=${INTERMEDIATE:-704} image_size=$image_size text=${TEXT_DIR:-trained} vq=${VQ_DIR:-trained}"
 mkdir -p "$out"
 rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
 mkdir -p "$work"
@@ -102,12 +105,27 @@ pack() {  # pack PATH...: the given paths of the work folder into OUT_DIR, in pa
   fi
 }
 
+carried() {  # carried NAME DIR FILE...: copies a carried DIR into WORK/NAME when it holds every FILE
+  local name=$1 dir=$2 file; shift 2
+  for file in "$@"; do
+    [ -f "$dir/$file" ] || { echo "device_train: $dir has no $file" | tee -a "$summary" >&2; exit 2; }
+  done
+  rm -rf "${work:?}/$name" && cp -r "$dir" "$work/$name" && echo "$name: carried from $dir" | tee -a "$summary"
+}
 if [ ! -f "$work/text/tokenizer.json" ]; then
-  stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed" || exit 1
+  if [ -n "${TEXT_DIR:-}" ]; then
+    carried text "$TEXT_DIR" tokenizer.json vocabulary.json
+  else
+    stage text-tokenizer "$python" scripts/train_text_tokenizer.py --out-dir "$work/text" --seed "$seed" || exit 1
+  fi
 fi
 if [ ! -f "$work/vq/vqgan.ckpt" ]; then
-  stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" \
-    ${VQ_STEPS:+--steps "$VQ_STEPS"} || exit 1
+  if [ -n "${VQ_DIR:-}" ]; then
+    carried vq "$VQ_DIR" vqgan.ckpt vqgan.yaml
+  else
+    stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" \
+      ${VQ_STEPS:+--steps "$VQ_STEPS"} || exit 1
+  fi
 fi
 # What is left of the call's budget, less a minute for the export and the packing.
 limit=$(( budget - ($(date +%s) - started) - 60 ))

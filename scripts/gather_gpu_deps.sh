@@ -25,7 +25,10 @@ done
 mkdir -p "$deb_dir"
 rm -f "$deb_dir"/*.deb
 # apt's download sandbox user may not write here; the files are only unpacked later.
-(cd "$deb_dir" && apt-get download -q -o APT::Sandbox::User=root "${dev_packages[@]}" "${runtime_packages[@]}")
+# fonts-dejavu-core: the font sjd compare labels its figure with (scripts/device_check.sh points
+# SJD_FONT at the unpacked copy when the machine has none).
+(cd "$deb_dir" && apt-get download -q -o APT::Sandbox::User=root "${dev_packages[@]}" "${runtime_packages[@]}" \
+  fonts-dejavu-core)
 ls -1 "$deb_dir"
 total=$(du -cb "$deb_dir"/*.deb | tail -1 | cut -f1)
 echo "gather_gpu_deps: $(ls "$deb_dir"/*.deb | wc -l) packages, $(( total / 1024 / 1024 )) MiB in $deb_dir"

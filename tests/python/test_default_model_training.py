@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -306,10 +307,11 @@ def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(sta
     assert refused.value.code == 2 and "--finish-within needs" in capsys.readouterr().err
 
 
-def sweep(out, candidates, work, stages, seconds, lines, python=sys.executable):
+def sweep(out, candidates, work, stages, seconds, lines, python=sys.executable, **more_env):
     candidates.write_text(lines)
     env = dict(os.environ, DEVICE="cpu", CALL_SECONDS=str(seconds), WORK=str(work), THREADS="1",
-               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=python)
+               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=python,
+               **more_env)
     return subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
                           text=True, timeout=600, env=env)
 
@@ -382,12 +384,14 @@ def test_device_sweep_with_no_time_left_says_so_and_exits_1(stages, tmp_path):
 
 
 def stand_in_python(tmp_path):
-    # python3 as the sweep calls it, except that a candidate's training run named "hang..." never ends and one
-    # named "silent..." exits 0 without writing a model; the checks, the encoding and the others run for real.
+    # python3 as the sweep calls it, except that a candidate's training run named "hang..." never ends, one
+    # named "silent..." exits 0 without writing a model, and with STAND_IN_SLOW_ENCODE set the encoding never
+    # ends; the checks, the encoding and the others run for real.
     script = tmp_path / "python"
     script.write_text(f"""#!/usr/bin/env bash
 case " $* " in
-  *" --check-args "*|*" --encode-only "*) ;;
+  *" --encode-only "*) [ -z "${{STAND_IN_SLOW_ENCODE:-}}" ] || exec sleep 600 ;;
+  *" --check-args "*) ;;
   *"/cand/hang"*) exec sleep 600 ;;
   *"/cand/silent"*) exit 0 ;;
 esac
@@ -432,6 +436,20 @@ def test_device_sweep_stops_a_candidate_when_the_call_is_up(stages, tmp_path):
     assert sorted(f.name for f in out.iterdir()) == ["sweep.txt"]
 
 
+def test_device_sweep_stops_an_encoding_that_passes_its_time(stages, tmp_path):
+    # Encoding the scenes may take ENCODE_SECONDS from the call's start: one that never ends is stopped then,
+    # with the call's time still left to say so, and no candidate is started.
+    out = tmp_path / "out"
+    began = time.monotonic()
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 300,
+                "a --image-size 64 --scenes 8 --steps 1\n", python=stand_in_python(tmp_path),
+                ENCODE_SECONDS="5", STAND_IN_SLOW_ENCODE="1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert time.monotonic() - began < 60
+    summary = (out / "sweep.txt").read_text()
+    assert "encoding failed (or passed ENCODE_SECONDS)" in summary and "== a (" not in summary
+
+
 @pytest.mark.parametrize("lines, where, message", [
     ("a/b --image-size 64 --scenes 8", 2, "is not a candidate name"),
     ("--lr 1e-3 --image-size 64 --scenes 8", 2, "is not a candidate name"),
@@ -469,6 +487,26 @@ def test_device_sweep_leaves_a_work_folder_it_did_not_make(tmp_path):
     nested = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "w" / "out"), str(candidates)],
                             capture_output=True, text=True, timeout=60, env=dict(os.environ, WORK=str(tmp_path / "w")))
     assert nested.returncode == 2 and "must not hold one another" in nested.stderr
+
+
+def test_device_train_takes_a_carried_tokenizer_and_vqgan(stages, tmp_path):
+    # TEXT_DIR and VQ_DIR (the sweep's carried ones): copied, not trained, and the state pauses as usual;
+    # a VQ_DIR without its yaml is refused by name before anything is trained.
+    env = dict(os.environ, DEVICE="cpu", LM_SCENES="24", LM_STEPS="2", LM_BATCH="2", CALL_SECONDS="0",
+               OMP_NUM_THREADS="1", TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"))
+    run = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out")], capture_output=True,
+                         text=True, timeout=600, env=dict(env, WORK=str(tmp_path / "work")))
+    assert run.returncode == 75, run.stdout + run.stderr
+    assert "== text-tokenizer" not in run.stdout and "== vq" not in run.stdout
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert f"text: carried from {stages / 'text'}" in summary and f"vq: carried from {stages / 'vq'}" in summary
+    assert (tmp_path / "work" / "vq" / "vqgan.ckpt").read_bytes() == (stages / "vq" / "vqgan.ckpt").read_bytes()
+    no_yaml = tmp_path / "no_yaml"
+    no_yaml.mkdir()
+    shutil.copy(stages / "vq" / "vqgan.ckpt", no_yaml)
+    refused = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out2")], capture_output=True,
+                             text=True, timeout=120, env=dict(env, WORK=str(tmp_path / "work2"), VQ_DIR=str(no_yaml)))
+    assert refused.returncode == 2 and f"{no_yaml} has no vqgan.yaml" in refused.stderr
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):

@@ -1,4 +1,5 @@
-"""The GPU machine's set-up scripts: scripts/unpack_deps.sh and the argument checks of scripts/device_check.sh.
+"""The GPU machine's set-up scripts: scripts/unpack_deps.sh, and scripts/device_check.sh's argument checks and
+time limits.
 
 unpack_deps.sh puts the gathered .deb files into a prefix folder on a machine without our packages; it must
 never write into / and must refuse a prefix whose symbolic links lead out of it (a -dev package's libfoo.so
@@ -8,6 +9,7 @@ device_check.sh runs on the GPU machine, where a mistyped stage must fail at onc
 import pathlib
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -130,6 +132,7 @@ def test_unpack_deps_names_an_empty_package_folder(tmp_path):
     (["OUT"], {"SJD_CHECK_LIMITS": "build=5m"}, "bad SJD_CHECK_LIMITS entry 'build=5m'"),
     (["OUT"], {"SJD_CHECK_LIMITS": "compile=60"}, "bad SJD_CHECK_LIMITS entry 'compile=60'"),
     (["OUT"], {"SJD_CHECK_DEVICE": "gpu"}, "SJD_CHECK_DEVICE must be cuda or cpu, not 'gpu'"),
+    (["OUT"], {"SJD_CHECK_TOTAL": "9m"}, "SJD_CHECK_TOTAL must be seconds, not '9m'"),
     (["OUT"], {"SJD_PREBUILT": "no-such-folder"}, "SJD_PREBUILT=no-such-folder has no sjd"),
 ])
 def test_device_check_refuses_bad_arguments_before_doing_anything(tmp_path, args, env, message):
@@ -139,3 +142,38 @@ def test_device_check_refuses_bad_arguments_before_doing_anything(tmp_path, args
     assert result.returncode == 2
     assert message in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_device_check_keeps_the_whole_call_within_its_total_and_exits_1_when_a_command_fails(tmp_path):
+    # A stand-in prebuilt sjd that starts (--help) but never finishes a generation: the run stage's first
+    # command is stopped when SJD_CHECK_TOTAL is up (not at the stage's own 60 s), the rest are reported as
+    # not run, results.md says how many failed, and the exit code is 1. The stand-in also reports the
+    # SJD_FONT it was given: the gathered DejaVu Sans in the prefix when the machine has none of its own.
+    # A stand-in Python too (it only answers the script's questions about torch), so that no import of
+    # torch on a busy machine eats the short total.
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.mkdir()
+    (prebuilt / "sjd").write_text('#!/bin/sh\n[ "$1" = --help ] && exit 0\necho "font=[${SJD_FONT:-}]"\nexec sleep 120\n')
+    (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
+    for program in (prebuilt / "sjd", tmp_path / "python"):
+        program.chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    prefix, out = tmp_path / "prefix", tmp_path / "out"
+    began = time.monotonic()
+    result = subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "run"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(prefix), "SJD_CHECK_DEVICE": "cpu", "SJD_CHECK_TOTAL": "15",
+             "PYTHON": str(tmp_path / "python")})
+    took = time.monotonic() - began
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert took < 15 + 10 + 20  # the total, timeout's grace to kill, and packing
+    results = (out / "results.md").read_text()
+    assert "ok: every library found, sjd starts" in results
+    assert "| `generate --method ar --dtype bf16` | TIMED OUT" in results
+    assert "| `generate --method sjd --dtype bf16` | not run (the stage's time was up)" in results
+    assert "command(s) failed or ran out of time** (the exit code is 1)" in results
+    font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    expected = "" if pathlib.Path(font).exists() else f"{prefix}{font}"
+    assert f"font=[{expected}]" in (out / "run.log").read_text()
+
