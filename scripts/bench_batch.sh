@@ -21,7 +21,7 @@ mkdir -p "$out"
 rm -f "$out/errors.log"
 py=${PYTHON:-python3}
 "$py" scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompts.jsonl" --prompts
-echo "bench_batch: $(date -u +%F) $(git rev-parse --short HEAD) $(nproc --all) cores, --device ${DEVICE:-cpu}" \
+echo "bench_batch: $(date -u +%F) $(git rev-parse --short HEAD 2>/dev/null || echo "${SJD_COMMIT:-unknown}") $(nproc --all) cores, --device ${DEVICE:-cpu}" \
      "--dtype ${DTYPE:-f32}; ${count} held-out captions, best of ${reps}"
 printf "%-8s %-34s %3s %9s %10s %12s\n" threads method B images/s vs-B=1 compression
 for threads in ${THREADS:-1 2}; do

@@ -5,7 +5,8 @@
 # the date, machine, commit and commands.
 #   scripts/bench_gpu.sh [out_dir]      (SJD_BUILD_DIR: build folder, default build;
 #                                        SJD_BENCH_PRESETS: presets, default all three;
-#                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset)
+#                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset;
+#                                        SJD_COMMIT: the commit, where the tree has no .git)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SJD_BUILD_DIR:-build}
@@ -16,7 +17,12 @@ mkdir -p "$out"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  # The device machine's copy of the tree has no .git: SJD_COMMIT names the commit there.
+  if git rev-parse HEAD > /dev/null 2>&1; then
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  else
+    echo "commit: ${SJD_COMMIT:-unknown} (no .git here; SJD_COMMIT)"
+  fi
   echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
 } > "$out/machine.txt"
