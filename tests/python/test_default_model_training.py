@@ -26,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
+import code_novelty  # noqa: E402
 import scenes  # noqa: E402
 import train_default_model  # noqa: E402
 import train_text_tokenizer  # noqa: E402
@@ -507,6 +508,26 @@ def test_device_train_takes_a_carried_tokenizer_and_vqgan(stages, tmp_path):
     refused = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out2")], capture_output=True,
                              text=True, timeout=120, env=dict(env, WORK=str(tmp_path / "work2"), VQ_DIR=str(no_yaml)))
     assert refused.returncode == 2 and f"{no_yaml} has no vqgan.yaml" in refused.stderr
+
+
+def test_code_novelty_counts_neighbour_pairs_the_training_codes_lack(stages, tmp_path):
+    # Training codes that are the evaluation scenes' own: no pair is new. The same codes shifted by one: the
+    # pairs differ, so some are new. Every object of the scenes is counted once, under its kind.
+    vq = train_vq.load(stages / "vq")
+    batch = [scenes.scene(0, "eval", i) for i in range(200, 206)]
+    with torch.no_grad():
+        _, codes = vq.encode(train_vq.to_pixels(np.stack([scenes.render(s, 64) for s in batch])))
+    codes = codes.numpy().astype(np.int16)
+    np.savez(tmp_path / "same.npz", codes=codes)
+    np.savez(tmp_path / "shifted.npz", codes=(codes + 1) % 512)
+    same = code_novelty.novelty(stages / "vq", tmp_path / "same.npz", 64, 0, 200, 6)
+    assert sum(kind[0] for kind in same.values()) == sum(len(s["objects"]) for s in batch)
+    assert all(kind[1] > 0 and kind[2] == 0 for kind in same.values())
+    assert all(kind[1] < kind[0] * 2 * 16 * 15 for kind in same.values())  # an object's pairs, not the image's
+    assert any(kind.startswith("held-out ") for kind in same)
+    shifted = code_novelty.novelty(stages / "vq", tmp_path / "shifted.npz", 64, 0, 200, 6)
+    assert {k: v[:2] for k, v in shifted.items()} == {k: v[:2] for k, v in same.items()}
+    assert sum(kind[2] for kind in shifted.values()) > 0
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):

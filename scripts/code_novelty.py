@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""How new the image codes of held-out colour-shape pairs are to the transformer that trained on them.
+
+Encodes evaluation scenes with a VQGAN and, for each object, takes the code cells it covers (at least half of a
+cell's pixels) and the neighbour pairs (left-right and up-down) that touch them, then counts how many of those
+pairs never occur in the training codes (`codes.npz`, written by train_default_model.py). A model that learnt
+which code follows which cannot easily emit a pair it never saw; docs/default_model.md relates this to which
+held-out pairs the default model draws.
+
+  scripts/code_novelty.py --vq-dir out/v2/vq --codes out/v3/hf/codes.npz --image-size 128
+"""
+import argparse
+import collections
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenes  # noqa: E402
+import train_vq  # noqa: E402
+
+CELL = 4  # pixels per code cell side: the default model's VQGAN downsamples 4x
+
+
+def object_kind(o):
+    held = (o["colour"], o["shape"]) in scenes.HELD_OUT_PAIRS
+    return f"held-out {o['colour']} {o['shape']}" if held else f"seen {o['shape']}s"
+
+
+def neighbour_pairs(grid):
+    """(left-right, up-down) neighbour pairs as ids code * 65536 + next code, each shaped like their positions."""
+    g = grid.astype(np.int64)
+    return g[:, :-1] * 65536 + g[:, 1:], g[:-1, :] * 65536 + g[1:, :]
+
+
+def novelty(vq_dir, codes_path, image_size, seed, start, count):
+    """{kind: [objects, pairs, pairs never in training]} over eval scenes start..start+count-1."""
+    train = np.load(codes_path)["codes"]
+    seen = set()
+    for grid in train:
+        across, down = neighbour_pairs(grid)
+        seen.update(across.ravel().tolist())
+        seen.update(down.ravel().tolist())
+    model = train_vq.load(vq_dir)
+    cells = image_size // CELL
+    stats = collections.defaultdict(lambda: [0, 0, 0])
+    with torch.no_grad():
+        for first in range(start, start + count, 25):
+            batch = [scenes.scene(seed, "eval", i) for i in range(first, min(start + count, first + 25))]
+            _, codes = model.encode(train_vq.to_pixels(np.stack([scenes.render(s, image_size) for s in batch])))
+            for s, grid in zip(batch, codes.numpy()):
+                across, down = neighbour_pairs(grid)
+                for o in s["objects"]:
+                    covered = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3)) >= 0.5
+                    pairs = np.concatenate([across[covered[:, :-1] | covered[:, 1:]],
+                                            down[covered[:-1, :] | covered[1:, :]]])
+                    kind = stats[object_kind(o)]
+                    kind[0] += 1
+                    kind[1] += len(pairs)
+                    kind[2] += sum(p not in seen for p in pairs.tolist())
+    return dict(stats)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vq-dir", required=True, help="a train_vq.py folder (vqgan.ckpt)")
+    parser.add_argument("--codes", required=True, help="the training codes: train_default_model.py's codes.npz")
+    parser.add_argument("--image-size", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", type=int, default=200, help="first eval scene (200..399 are the tuning scenes)")
+    parser.add_argument("--count", type=int, default=200)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    stats = novelty(args.vq_dir, args.codes, args.image_size, args.seed, args.start, args.count)
+    for kind in sorted(stats):
+        objects, pairs, unseen = stats[kind]
+        print(f"{kind:24s} {objects:4d} objects  {pairs:6d} neighbour pairs  never in training "
+              f"{unseen / max(pairs, 1):6.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
