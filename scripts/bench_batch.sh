@@ -8,7 +8,7 @@
 # Usage: scripts/bench_batch.sh [N captions, default 16] [repetitions, default 2]
 # Environment: BATCH_SIZES (default "1 2 4 8 16"; the vs-B=1 column compares with the first), THREADS
 # (default "1 2"), SJD (the program, default build/sjd, built if missing), DEVICE (default cpu), DTYPE
-# (default f32).
+# (default f32), SJD_COMMIT (the commit it prints where the tree has no .git).
 # Figures only: nothing here asserts a speed. On a shared machine run it when quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."

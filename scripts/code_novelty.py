@@ -36,8 +36,12 @@ def neighbour_pairs(grid):
 
 
 def novelty(vq_dir, codes_path, image_size, seed, start, count):
-    """{kind: [objects, pairs, pairs never in training]} over eval scenes start..start+count-1."""
+    """({kind: [objects, pairs, pairs never in training]} over eval scenes start..start+count-1, how many distinct
+    codes the training codes hold)."""
     train = np.load(codes_path)["codes"]
+    if train.shape[1:] != (image_size // CELL, image_size // CELL):
+        raise ValueError(f"{codes_path} holds {train.shape[1]} x {train.shape[2]} code grids, not the "
+                         f"{image_size // CELL} x {image_size // CELL} of --image-size {image_size}")
     seen = set()
     for grid in train:
         across, down = neighbour_pairs(grid)
@@ -60,7 +64,7 @@ def novelty(vq_dir, codes_path, image_size, seed, start, count):
                     kind[0] += 1
                     kind[1] += len(pairs)
                     kind[2] += sum(p not in seen for p in pairs.tolist())
-    return dict(stats)
+    return dict(stats), int((np.bincount(train.reshape(-1).astype(np.int64)) > 0).sum())
 
 
 def main(argv=None):
@@ -72,8 +76,13 @@ def main(argv=None):
     parser.add_argument("--start", type=int, default=200, help="first eval scene (200..399 are the tuning scenes)")
     parser.add_argument("--count", type=int, default=200)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    stats = novelty(args.vq_dir, args.codes, args.image_size, args.seed, args.start, args.count)
+    torch.set_num_threads(1)  # small batches of 64-128 px images: more threads only wait on each other
+    try:
+        stats, distinct = novelty(args.vq_dir, args.codes, args.image_size, args.seed, args.start, args.count)
+    except ValueError as error:
+        print(f"code_novelty: {error}", file=sys.stderr)
+        return 2
+    print(f"training codes: {distinct} distinct codes occur in {args.codes}")
     for kind in sorted(stats):
         objects, pairs, unseen = stats[kind]
         print(f"{kind:24s} {objects:4d} objects  {pairs:6d} neighbour pairs  never in training "

@@ -66,7 +66,7 @@ export PYTHONUNBUFFERED=1   # a Python stopped by `timeout` keeps what it printe
 # gets the copy gathered with the libraries (scripts/gather_gpu_deps.sh).
 system_font=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 if [ -z "${SJD_FONT:-}" ] && [ ! -f "$system_font" ]; then
-  export SJD_FONT=$SJD_DEPS_PREFIX$system_font
+  export SJD_FONT=$(realpath -m "$SJD_DEPS_PREFIX")$system_font   # absolute: CTest runs in the build folder
 fi
 prebuilt=${SJD_PREBUILT:-}
 if [ -n "$prebuilt" ]; then
@@ -118,7 +118,7 @@ limited() {
   [ "$left" -lt "$seconds" ] && seconds=$left
   local start; start=$(date +%s)
   if [ "$seconds" -le 0 ]; then
-    echo "device_check: no time left in the stage for: $*" >> "$log"; rc=$no_time; took=0
+    echo "device_check: no time left in the stage or the call for: $*" >> "$log"; rc=$no_time; took=0
     failures=$((failures + 1)); return
   fi
   echo "\$ $*" >> "$log"
@@ -133,7 +133,7 @@ verdict() {  # verdict RC: the word results.md uses
   case "$1" in
     0) echo ok ;;
     124|137) echo "TIMED OUT" ;;
-    "$no_time") echo "not run (the stage's time was up)" ;;
+    "$no_time") echo "not run (the stage's or the call's time was up)" ;;
     *) echo "FAILED (exit $1)" ;;
   esac
 }
@@ -165,6 +165,7 @@ machine() {
 # is found and that the program starts.
 stage_prebuilt() {
   local log=$out/build.log
+  rm -f "$SJD_DEPS_PREFIX/.sjd-prebuilt-loads"   # these binaries are checked afresh, whatever an earlier call found
   md "## build (prebuilt: $prebuilt)"
   sed 's/^/    /' "$prebuilt/BUILD_INFO" >> "$results" 2>/dev/null
   limited 60 "$log" scripts/unpack_deps.sh "${SJD_DEPS_DEBS:-third_party_debs}" "$SJD_DEPS_PREFIX"
@@ -177,6 +178,7 @@ stage_prebuilt() {
   done
   limited 30 "$log" "$prebuilt/sjd" --help
   if [ "$missing" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    failures=$((failures + 1))   # a missing library of tests_cuda alone leaves every command's exit code 0
     md "FAILED: the prebuilt binaries do not load here (see build.log); build on the machine instead (no SJD_PREBUILT)"
     grep 'not found' "$log" | sort -u | sed 's/^/    /' >> "$results"
     md ""; return 1
@@ -191,7 +193,7 @@ stage_build() {
   [ -n "$prebuilt" ] && { stage_prebuilt; return; }
   md "## build"
   if ! command -v c++ >/dev/null && ! command -v g++ >/dev/null; then
-    md "FAILED: no C++ compiler on this machine"; return 1
+    md "FAILED: no C++ compiler on this machine"; failures=$((failures + 1)); return 1
   fi
   limited "${limit[build]}" "$log" scripts/setup.sh
   md "$(verdict $rc): scripts/setup.sh with SJD_DEPS_PREFIX in ${took} s ($SJD_JOBS jobs); log build.log"
@@ -406,7 +408,7 @@ for s in "${stages[@]}"; do
     stage_deadline=$(( $(date +%s) + limit[$s] ))
     "stage_$s"
   else
-    md "## $s"; md "skipped: there is no build"; md ""
+    md "## $s"; md "skipped: there is no build"; md ""; failures=$((failures + 1))
   fi
 done
 [ "$failures" -eq 0 ] || md "**$failures command(s) failed or ran out of time** (the exit code is 1)"

@@ -30,8 +30,8 @@
 # 2: bad arguments, a bad line in CANDIDATES (named), or a WORK folder the sweep did not make.
 # Environment: TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, default out/v2/text and out/v2/vq,
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
-#   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take, from the call's
-#   start: a third of CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
+#   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take in all: a third of
+#   CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
 #   if an earlier sweep made it), PYTHON (python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,8 @@ seed=${SEED:-0}
 threads=${THREADS:-4}
 budget=${CALL_SECONDS:-540}
 encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
+[[ "$budget" =~ ^[0-9]+$ && "$encode_seconds" =~ ^[0-9]+$ ]] ||
+  { echo "device_sweep: CALL_SECONDS and ENCODE_SECONDS must be whole seconds" >&2; exit 2; }
 work=$(realpath -m "${WORK:-/tmp/sjd-sweep}")
 text_dir=${TEXT_DIR:-out/v2/text}
 vq_dir=${VQ_DIR:-out/v2/vq}
@@ -180,9 +182,9 @@ else
 fi
 
 # The scenes, once per image size: the candidates' shares are training time only. Encoding may take
-# ENCODE_SECONDS in all (its time on a GPU is not measured yet), so a slow one fails with time left
-# to say so rather than leaving the candidates none.
-encode_until=$((started + encode_seconds))
+# ENCODE_SECONDS in all from here (its time on a GPU is not measured yet), so a slow one fails with
+# time left to say so rather than leaving the candidates none.
+encode_until=$(( $(date +%s) + encode_seconds ))
 for size in "${!most_scenes[@]}"; do
   begun=$(date +%s)
   timeout -k 5 $((encode_until > begun ? encode_until - begun : 1)) \

@@ -17,7 +17,8 @@
 #           back and carried with this call): unpacked first, so the tokenizer and VQGAN
 #           are reused and training continues where it paused.
 # Exit code 0: finished, bundle/ is in the tar; 75: paused, call again with FROM_DIR;
-# 2: bad arguments, an unreadable FROM_DIR, a work folder made with other settings, or a saved
+# 2: bad arguments, an unreadable FROM_DIR, a TEXT_DIR or VQ_DIR missing a file, a work folder made
+#    with other settings, or a saved
 #    state that cannot be resumed (transformer.log names what differs or is altered);
 # 1: a stage or the packing failed (summary.txt has the end of its log).
 # On a machine still warm, a call without FROM_DIR continues from the work folder itself;
@@ -30,8 +31,9 @@
 #   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704), IMAGE_SIZE (64; 128 gives 32x32 codes with
 #   the same 64 px VQGAN, which is convolutional),
 #   TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, e.g. out/v2/text and out/v2/vq as the
-#   sweep's: copied instead of trained, and the same the sweep's candidates trained on; default:
-#   trained here, outside the call's budget: the VQGAN's time on a GPU is not measured yet),
+#   sweep's: copied instead of trained, and the same the sweep's candidates trained on; part of the
+#   work folder's settings, so a resumed run names them the same way; default: trained here with no
+#   limit of their own, their time taken off the transformer's: the VQGAN's time on a GPU is not measured yet),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
@@ -110,7 +112,9 @@ carried() {  # carried NAME DIR FILE...: copies a carried DIR into WORK/NAME whe
   for file in "$@"; do
     [ -f "$dir/$file" ] || { echo "device_train: $dir has no $file" | tee -a "$summary" >&2; exit 2; }
   done
-  rm -rf "${work:?}/$name" && cp -r "$dir" "$work/$name" && echo "$name: carried from $dir" | tee -a "$summary"
+  rm -rf "${work:?}/$name" && cp -r "$dir" "$work/$name" ||
+    { echo "device_train: cannot copy $dir into $work" | tee -a "$summary" >&2; exit 1; }
+  echo "$name: carried from $dir" | tee -a "$summary"
 }
 if [ ! -f "$work/text/tokenizer.json" ]; then
   if [ -n "${TEXT_DIR:-}" ]; then

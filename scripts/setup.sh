@@ -79,9 +79,12 @@ if "$python" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev
   nvcc=${CUDACXX:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
   [ -x "$nvcc" ] || nvcc=$(command -v nvcc || true)
   [ -n "$nvcc" ] || { echo "setup: Torch has CUDA but no nvcc was found (set CUDACXX)" >&2; exit 1; }
-  # The nvcc found may be a wrapper script; a dry run names the toolkit it runs from (TOP).
-  top=$("$nvcc" --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -1 || true)
-  [ -n "$top" ] && [ -x "$top/bin/nvcc" ] && nvcc=$(realpath "$top/bin/nvcc")
+  # An nvcc found on PATH may be a wrapper script; a dry run names the toolkit it runs from (TOP).
+  # One named by CUDACXX is taken as it is.
+  if [ -z "${CUDACXX:-}" ]; then
+    top=$("$nvcc" --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -1 || true)
+    [ -n "$top" ] && [ -x "$top/bin/nvcc" ] && nvcc=$(realpath "$top/bin/nvcc")
+  fi
   cuda_root=$(dirname "$(dirname "$(realpath "$nvcc")")")
   cuda_cmake_args=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_root" -DCUDA_TOOLKIT_ROOT_DIR="$cuda_root")
   nvrtc=""
