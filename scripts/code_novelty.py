@@ -24,11 +24,6 @@ import train_vq  # noqa: E402
 CELL = 4  # pixels per code cell side: the default model's VQGAN downsamples 4x
 
 
-def object_kind(o):
-    held = (o["colour"], o["shape"]) in scenes.HELD_OUT_PAIRS
-    return f"held-out {o['colour']} {o['shape']}" if held else f"seen {o['shape']}s"
-
-
 def neighbour_pairs(grid):
     """(left-right, up-down) neighbour pairs as ids code * 65536 + next code, each shaped like their positions."""
     g = grid.astype(np.int64)
@@ -60,7 +55,7 @@ def novelty(vq_dir, codes_path, image_size, seed, start, count):
                     covered = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3)) >= 0.5
                     pairs = np.concatenate([across[covered[:, :-1] | covered[:, 1:]],
                                             down[covered[:-1, :] | covered[1:, :]]])
-                    kind = stats[object_kind(o)]
+                    kind = stats[scenes.object_kind(o)]
                     kind[0] += 1
                     kind[1] += len(pairs)
                     kind[2] += sum(p not in seen for p in pairs.tolist())
@@ -76,6 +71,10 @@ def main(argv=None):
     parser.add_argument("--start", type=int, default=200, help="first eval scene (200..399 are the tuning scenes)")
     parser.add_argument("--count", type=int, default=200)
     args = parser.parse_args(argv)
+    for path in (args.codes, os.path.join(args.vq_dir, "vqgan.ckpt")):
+        if not os.path.isfile(path):
+            print(f"code_novelty: {path} is not a file", file=sys.stderr)
+            return 2
     torch.set_num_threads(1)  # small batches of 64-128 px images: more threads only wait on each other
     try:
         stats, distinct = novelty(args.vq_dir, args.codes, args.image_size, args.seed, args.start, args.count)

@@ -18,8 +18,8 @@
 #           are reused and training continues where it paused.
 # Exit code 0: finished, bundle/ is in the tar; 75: paused, call again with FROM_DIR;
 # 2: bad arguments, an unreadable FROM_DIR, a TEXT_DIR or VQ_DIR missing a file, a work folder made
-#    with other settings, or a saved
-#    state that cannot be resumed (transformer.log names what differs or is altered);
+#    with other settings, or a saved state that cannot be resumed (transformer.log names what differs
+#    or is altered);
 # 1: a stage or the packing failed (summary.txt has the end of its log).
 # On a machine still warm, a call without FROM_DIR continues from the work folder itself;
 # a sweep on one machine gives each setting its own WORK.
@@ -30,10 +30,10 @@
 #   VQ_STEPS (1200), LM_SCENES (32000), LM_STEPS (11000), LM_BATCH (16), LM_LR (3e-3),
 #   HIDDEN (256), LAYERS (4), HEADS (4), INTERMEDIATE (704), IMAGE_SIZE (64; 128 gives 32x32 codes with
 #   the same 64 px VQGAN, which is convolutional),
-#   TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, e.g. out/v2/text and out/v2/vq as the
-#   sweep's: copied instead of trained, and the same the sweep's candidates trained on; part of the
-#   work folder's settings, so a resumed run names them the same way; default: trained here with no
-#   limit of their own, their time taken off the transformer's: the VQGAN's time on a GPU is not measured yet),
+#   TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, e.g. out/v2/text and out/v2/vq, the ones
+#   the sweep's candidates trained on: copied instead of trained; part of the work folder's
+#   settings, so a resumed run names them the same way; default: trained here with no limit of
+#   their own, their time taken off the transformer's, as the VQGAN's time on a GPU is not measured),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.

@@ -238,27 +238,20 @@ def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
     return records
 
 
-def object_kind(o):
-    """Held-out pairs one by one, seen pairs by shape: where a model's misses lie."""
-    if (o["colour"], o["shape"]) in scenes.HELD_OUT_PAIRS:
-        return f"held-out {o['colour']} {o['shape']}"
-    return f"seen {o['shape']}s"
-
-
 def score_method(records, eval_scenes, out_dir):
     objects = background = whole = 0
     n_objects = sum(len(s["objects"]) for s in eval_scenes)
     by_kind = {}  # kind -> [right, of]; an image that was not made counts its objects as misses
     for s in eval_scenes:
         for o in s["objects"]:
-            by_kind.setdefault(object_kind(o), [0, 0])[1] += 1
+            by_kind.setdefault(scenes.object_kind(o), [0, 0])[1] += 1
     for i, s in enumerate(eval_scenes):
         if i not in records:
             continue
         result = adherence(read_png(os.path.join(out_dir, records[i]["file"])), s)
         objects += sum(result["objects"])
         for o, right in zip(s["objects"], result["objects"]):
-            by_kind[object_kind(o)][0] += int(right)
+            by_kind[scenes.object_kind(o)][0] += int(right)
         background += result["background"]
         whole += all(result["objects"]) and result["background"]
     n = len(eval_scenes)

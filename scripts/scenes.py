@@ -64,6 +64,13 @@ HELD_OUT_PAIRS = {("red", "triangle"), ("blue", "ring"), ("yellow", "square"), (
 SPLITS = {"train": 0, "eval": 1}
 
 
+def object_kind(o):
+    """Held-out pairs one by one, seen pairs by shape: where a model's misses lie (the scorers report by it)."""
+    if (o["colour"], o["shape"]) in HELD_OUT_PAIRS:
+        return f"held-out {o['colour']} {o['shape']}"
+    return f"seen {o['shape']}s"
+
+
 def _rng(seed, split, index):
     if split not in SPLITS:
         raise ValueError(f"split {split!r} is unknown (known: {', '.join(SPLITS)})")

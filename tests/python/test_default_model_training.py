@@ -532,6 +532,8 @@ def test_code_novelty_counts_neighbour_pairs_the_training_codes_lack(stages, tmp
     assert code_novelty.main(["--vq-dir", str(stages / "vq"), "--codes", str(tmp_path / "same.npz"),
                               "--image-size", "128", "--count", "6"]) == 2
     assert "same.npz holds 16 x 16 code grids, not the 32 x 32 of --image-size 128" in capsys.readouterr().err
+    assert code_novelty.main(["--vq-dir", str(stages / "vq"), "--codes", str(tmp_path / "none.npz")]) == 2
+    assert f"{tmp_path / 'none.npz'} is not a file" in capsys.readouterr().err
 
 
 def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
