@@ -48,6 +48,9 @@ Writes a Hugging Face Chameleon-style folder, the format Lumina-mGPT is released
 config.json (architecture numbers and the whole vocabulary_map), model.safetensors with
 its model.safetensors.index.json, tokenizer.json and tokenizer_config.json; and
 train_report.json (losses, timings). Deterministic for a given seed and thread count.
+
+--object-loss-weight W weighs the codes near an object (within OBJECT_REGION_RADII of its centre) W times the
+others in the loss; the losses printed and reported are then the weighted mean.
 """
 import argparse
 import hashlib
@@ -84,6 +87,9 @@ QK_NORM_EPS = 1e-5
 SHARD_BYTES = 15 * 1024 * 1024  # safetensors shards small enough for a device machine to bring back
 UNCOND_FRACTION = 0.1
 PROBE_WARMUP, PROBE_STEPS = 3, 20  # untimed, then timed steps that price a step for --finish-within
+# --object-loss-weight covers the codes within this many object radii of an object's centre: the whole shape with
+# its edges (a triangle reaches 1.2 radii, a square's corners 1.2) and a ring's hole, where its shape is decided.
+OBJECT_REGION_RADII = 1.3
 DOWNSAMPLE = 2 ** (len(train_vq.CONFIG["ch_mult"]) - 1)
 
 
@@ -254,8 +260,26 @@ def encode_scenes(vq_dir, seed, count, image_size, cache, threads, device):
     return codes, time.time() - start
 
 
-def make_batch(rows, codes, prompts, layout, rng):
-    """(ids [B, T], code targets [B, T] with -100 where there is no image code to predict)."""
+def object_regions(seed, count, grid):
+    """Boolean [count, grid, grid]: the codes of the first `count` training scenes whose patch comes within
+    OBJECT_REGION_RADII object radii of an object's centre (positions and sizes are fractions of the side, so the
+    regions do not depend on the pixel size)."""
+    centres = (np.arange(grid) + 0.5) / grid
+    x, y = np.meshgrid(centres, centres)
+    half = 0.5 / grid  # a patch's half side: the nearest point of a patch is at most this far off its centre per axis
+    regions = np.zeros((count, grid, grid), dtype=bool)
+    for i in range(count):
+        for o in scenes.scene(seed, "train", i)["objects"]:
+            cx, cy = scenes.POSITIONS[o["position"]]
+            dx = np.maximum(np.abs(x - cx) - half, 0.0)
+            dy = np.maximum(np.abs(y - cy) - half, 0.0)
+            regions[i] |= dx * dx + dy * dy <= (OBJECT_REGION_RADII * scenes.SIZES[o["size"]]) ** 2
+    return regions
+
+
+def make_batch(rows, codes, prompts, layout, rng, code_weights=None):
+    """(ids [B, T], code targets [B, T] with -100 where there is no image code to predict, and with code_weights
+    ([N, grid, grid]) the weight of each target [B, T], else None)."""
     sequences = []
     for i in rows:
         generated = generated_tokens(codes[i], layout)
@@ -264,23 +288,29 @@ def make_batch(rows, codes, prompts, layout, rng):
     length = max(len(s) for s in sequences) - 1
     ids = np.full((len(rows), length), layout["bos_id"], dtype=np.int64)  # right padding, never a target
     targets = np.full((len(rows), length), -100, dtype=np.int64)
+    weights = None if code_weights is None else np.zeros((len(rows), length), dtype=np.float32)
     first, last = layout["image_token_first"], layout["image_token_first"] + layout["codebook_size"]
     for b, s in enumerate(sequences):
         ids[b, :len(s) - 1] = s[:-1]
         nxt = s[1:]
         is_code = (nxt >= first) & (nxt < last)
         targets[b, :len(s) - 1] = np.where(is_code, nxt - first, -100)
-    return torch.from_numpy(ids), torch.from_numpy(targets)
+        if weights is not None:  # the codes come in raster order, as the weights are stored
+            weights[b, :len(s) - 1][is_code] = code_weights[rows[b]].reshape(-1)
+    return torch.from_numpy(ids), torch.from_numpy(targets), None if weights is None else torch.from_numpy(weights)
 
 
-def code_loss(model, ids, targets, layout):
-    """Cross-entropy of the image codes, softmax over the image tokens only."""
+def code_loss(model, ids, targets, layout, weights=None):
+    """Cross-entropy of the image codes, softmax over the image tokens only; with weights, their weighted mean."""
     h = model.hidden(ids)
     keep = targets >= 0
     first = layout["image_token_first"]
     head = model.lm_head.weight[first:first + layout["codebook_size"]]
     logits = h[keep].to(head.dtype) @ head.T
-    return F.cross_entropy(logits.float(), targets[keep])
+    if weights is None:
+        return F.cross_entropy(logits.float(), targets[keep])
+    w = weights[keep]
+    return (F.cross_entropy(logits.float(), targets[keep], reduction="none") * w).sum() / w.sum()
 
 
 def make_optimizer(model, lr):
@@ -291,12 +321,13 @@ def make_optimizer(model, lr):
                              lr=lr, betas=(0.9, 0.95))
 
 
-def train_step(model, optimizer, rows, codes, prompts, layout, rng, device):
+def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights=None):
     """One optimiser step on the scenes `rows`; returns the loss."""
-    ids, targets = (t.to(device) for t in make_batch(rows, codes, prompts, layout, rng))
+    ids, targets, weights = (None if t is None else t.to(device)
+                             for t in make_batch(rows, codes, prompts, layout, rng, code_weights))
     # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
     with torch.autocast(device.type, dtype=torch.bfloat16):
-        loss = code_loss(model, ids, targets, layout)
+        loss = code_loss(model, ids, targets, layout, weights)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -535,6 +566,9 @@ def main(argv=None):
     parser.add_argument("--compact-state", action="store_true",
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
+    parser.add_argument("--object-loss-weight", type=float, default=1.0, metavar="W",
+                        help="weigh the loss of the codes on and around the objects W times the background's (their "
+                             "shapes are decided there, in a few codes among many plain ones)")
     parser.add_argument("--init-from", metavar="HF_DIR",
                         help="start from this HF folder's transformer weights (same architecture and vocabulary)")
     args = parser.parse_args(argv)
@@ -549,6 +583,8 @@ def main(argv=None):
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if not 0 <= args.lr < math.inf:  # 0 is allowed: a frozen run (the tests use it)
         parser.error(f"--lr must be a number >= 0 (got {args.lr})")
+    if not 1 <= args.object_loss_weight < math.inf:
+        parser.error(f"--object-loss-weight must be a number >= 1 (got {args.object_loss_weight})")
     if args.hidden_size % args.heads:
         parser.error(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
     if args.image_size <= 0 or args.image_size % 32:
@@ -576,6 +612,10 @@ def main(argv=None):
         return 0
     prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
                                       args.image_size)) for i in range(args.scenes)]
+    code_weights = None
+    if args.object_loss_weight != 1:  # 1 keeps the plain mean, bit for bit as before the option existed
+        code_weights = np.where(object_regions(args.seed, args.scenes, codes.shape[1]),
+                                np.float32(args.object_loss_weight), np.float32(1))
 
     # Seeded here, not only at the start: encoding the scenes builds the VQGAN (its layers draw their initial
     # values) only when codes.npz is not cached, and the transformer must not depend on that.
@@ -614,6 +654,8 @@ def main(argv=None):
                 "tokenizer": file_digest(os.path.join(args.text_dir, "tokenizer.json"))}
     if init_digest:  # only then: states paused before --init-from existed stay resumable
         settings["init_from"] = init_digest
+    if code_weights is not None:  # likewise
+        settings["object_loss_weight"] = args.object_loss_weight
     try:
         saved = load_state(args.state_dir, settings) if args.state_dir else None
     except StateError as e:
@@ -646,7 +688,7 @@ def main(argv=None):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
         cursor += args.batch_size
-        losses.append(train_step(model, optimizer, rows, codes, prompts, layout, rng, device))
+        losses.append(train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights))
         schedule.step()
         if step % args.log_every == 0 or step == args.steps - 1:
             recent = float(np.mean(losses[-args.log_every:]))
@@ -657,6 +699,7 @@ def main(argv=None):
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
+              "object_loss_weight": args.object_loss_weight,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
               "init_digest": init_digest, "vq_digest": settings["vq"], "finish_within": args.finish_within, "max_steps": max_steps,
               "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),

@@ -193,6 +193,60 @@ def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings
     assert re.search(r"saved with other settings \(init_from\)", capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("grid", [16, 32])
+def test_object_regions_hold_every_code_an_object_touches_and_little_else(grid):
+    size = grid * train_default_model.DOWNSAMPLE
+    regions = train_default_model.object_regions(3, 40, grid)
+    for i in range(40):
+        touched, bound = np.zeros((grid, grid), dtype=bool), 0.0
+        for o in scenes.scene(3, "train", i)["objects"]:
+            mask = scenes.object_mask(o, size).reshape(grid, size // grid, grid, size // grid)
+            touched |= mask.any(axis=(1, 3))
+            # in codes: the area of a disc reaching a patch's diagonal past the region's radius
+            bound += np.pi * (train_default_model.OBJECT_REGION_RADII * scenes.SIZES[o["size"]] * grid + 2 ** 0.5) ** 2
+        assert not (touched & ~regions[i]).any(), f"scene {i}: an object's code outside its region"
+        assert touched.sum() < regions[i].sum() <= bound  # a margin (edges, a ring's hole), but near the objects
+    assert 0.03 < regions.mean() < 0.3
+
+
+def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_path, capsys):
+    _, layout = train_text_tokenizer.load(str(stages / "text"))
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, layout["codebook_size"], (3, 4, 4))
+    code_weights = rng.integers(1, 9, (3, 4, 4)).astype(np.float32)
+    prompts = [np.full(3 + i, layout["bos_id"]) for i in range(3)]  # prompts of different lengths
+    ids, targets, weights = train_default_model.make_batch(np.array([2, 0]), codes, prompts, layout,
+                                                           np.random.default_rng(1), code_weights)
+    for b, row in enumerate([2, 0]):  # each target code carries the weight of its place in the grid
+        keep = targets[b] >= 0
+        assert torch.equal(targets[b][keep], torch.from_numpy(codes[row].reshape(-1)))
+        assert torch.equal(weights[b][keep], torch.from_numpy(code_weights[row].reshape(-1)))
+        assert (weights[b][~keep] == 0).all()
+    # The loss is the weighted mean: weight 0 leaves a code out, equal weights are the plain mean.
+    torch.manual_seed(0)
+    model = train_default_model.ChameleonLM(dict(train_default_model.ARCH, hidden_size=32, num_attention_heads=2,
+                                                 num_key_value_heads=2, intermediate_size=64), layout["vocab_size"])
+    loss = lambda w=None: train_default_model.code_loss(model, ids, targets, layout, w).item()  # noqa: E731
+    only_first = torch.zeros_like(weights)
+    only_first[0] = weights[0]
+    alone = train_default_model.make_batch(np.array([2]), codes, prompts, layout, np.random.default_rng(1), code_weights)
+    assert loss(torch.where(targets >= 0, 3.0, 0.0)) == pytest.approx(loss(), rel=1e-5)
+    assert loss(only_first) == pytest.approx(train_default_model.code_loss(model, *alone[:2], layout, alone[2]).item(),
+                                             rel=1e-4)
+    # Weight 1 is the plain loss, bit for bit (runs before the option existed); another weight trains otherwise.
+    assert train_transformer(stages, tmp_path / "one", 0, "--object-loss-weight", "1") == 0
+    assert train_transformer(stages, tmp_path / "four", 0, "--object-loss-weight", "4") == 0
+    plain = load_file(str(hf_dir / "model.safetensors"))
+    one = load_file(str(tmp_path / "one" / "model.safetensors"))
+    four = load_file(str(tmp_path / "four" / "model.safetensors"))
+    assert all(torch.equal(plain[k], one[k]) for k in one)
+    assert not all(torch.equal(one[k], four[k]) for k in one)
+    assert json.loads((tmp_path / "four" / "train_report.json").read_text())["object_loss_weight"] == 4
+    with pytest.raises(SystemExit) as refused:
+        train_transformer(stages, tmp_path / "x", 0, "--object-loss-weight", "0.5")
+    assert refused.value.code == 2 and "--object-loss-weight must be a number >= 1" in capsys.readouterr().err
+
+
 def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages, tmp_path, monkeypatch):
     monkeypatch.setattr(train_default_model, "SHARD_BYTES", 1024 * 1024)
     assert train_transformer(stages, tmp_path / "hf", 0) == 0
