@@ -6,13 +6,15 @@
 #   scripts/bench_gpu.sh [out_dir]      (SJD_BUILD_DIR: build folder, default build;
 #                                        SJD_BENCH_PRESETS: presets, default all three;
 #                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset;
-#                                        SJD_COMMIT: the commit, where the tree has no .git)
+#                                        SJD_COMMIT: the commit, where the tree has no .git;
+#                                        PYTHON: the Python whose torch runs the eager reference, default python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SJD_BUILD_DIR:-build}
 out=${1:-bench_results/$(date -u +%Y%m%d-%H%M%S)}
 presets=${SJD_BENCH_PRESETS:-"lumina-7b-768 emu3-8b-720 llamagen-xl-512"}
 device=${SJD_BENCH_DEVICE:-cuda}
+python=${PYTHON:-python3}
 mkdir -p "$out"
 
 {
@@ -24,12 +26,12 @@ mkdir -p "$out"
     echo "commit: ${SJD_COMMIT:-unknown} (no .git here; SJD_COMMIT)"
   fi
   echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
-  echo "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
+  echo "torch: $("$python" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
 } > "$out/machine.txt"
 
 for preset in $presets; do
   sjd_cmd=("$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --json "$out/$preset.sjd.json")
-  eager_cmd=(python3 scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
+  eager_cmd=("$python" scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
              --json "$out/$preset.eager.json")
   echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"
   "${sjd_cmd[@]}" | tee -a "$out/$preset.sjd.txt"
@@ -37,7 +39,7 @@ for preset in $presets; do
   "${eager_cmd[@]}" | tee -a "$out/$preset.eager.txt"
 done
 
-python3 - "$out" $presets > "$out/results.md" <<'PY'
+"$python" - "$out" $presets > "$out/results.md" <<'PY'
 import json, sys
 out, presets = sys.argv[1], sys.argv[2:]
 print("# sjd bench results\n")

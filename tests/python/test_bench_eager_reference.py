@@ -7,6 +7,7 @@ same weights checksum; and it must report an AR step and every window step.
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -46,3 +47,24 @@ def test_step_vs_eager_times_both_sides_on_the_bundle(tmp_path):
     assert sorted(figures["sjd_ms"]) == sorted(figures["eager_ms"])
     assert "1" in figures["sjd_ms"] and "16" in figures["sjd_ms"]
     assert all(ms > 0 for ms in list(figures["sjd_ms"].values()) + list(figures["eager_ms"].values()))
+
+
+def test_bench_gpu_script_runs_every_python_step_with_PYTHON(tmp_path):
+    """scripts/bench_gpu.sh as the device machine runs it, on the CPU with the tiny preset: every Python it starts
+    (torch's version, the eager reference, the table) is $PYTHON, the one whose torch device_check.sh checked."""
+    sjd = BUILD / "sjd"
+    assert sjd.exists(), f"{sjd} not built (set SJD_BUILD_DIR)"
+    calls = tmp_path / "calls.txt"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$1" >> {calls}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    out = tmp_path / "bench"
+    env = dict(os.environ, SJD_BUILD_DIR=str(BUILD), SJD_BENCH_DEVICE="cpu", SJD_BENCH_PRESETS="tiny",
+               PYTHON=str(python), PATH="/usr/bin:/bin")  # no python3 of the test's own venv on PATH
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "bench_gpu.sh"), str(out)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert calls.read_text().split("\n")[:3] == ["-c", "scripts/bench_eager_reference.py", "-"]
+    results = (out / "results.md").read_text()
+    assert re.search(r"^torch: \S+", (out / "machine.txt").read_text(), re.M)
+    assert re.search(r"^\| tiny \| AR \| [0-9.]+ \| [0-9.]+ \|", results, re.M), results

@@ -171,6 +171,8 @@ def test_device_check_keeps_the_whole_call_within_its_total_and_exits_1_when_a_c
     assert took < 30 + 10 + 20  # the total, timeout's grace to kill, and packing
     results = (out / "results.md").read_text()
     assert "ok: every library found, sjd starts" in results
+    if any(pathlib.Path(d, "ldconfig").exists() for d in ("/sbin", "/usr/sbin")):  # outside this test's PATH
+        assert re.search(r"libstdc\+\+ up to GLIBCXX_3\.4\.\d+", results), results
     assert "| `generate --method ar --dtype bf16` | TIMED OUT" in results
     assert "| `generate --method sjd --dtype bf16` | not run (the stage's or the call's time was up)" in results
     # Every failure counted: ldd's refusal of the stand-in script, the stopped command and those not run.
