@@ -32,7 +32,8 @@
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
 #   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take in all: a third of
 #   CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
-#   if an earlier sweep made it), PYTHON (python3).
+#   if an earlier sweep made it), PYTHON (python3), PART_BYTES (the most bytes of an archive part: 15 MiB, the
+#   most a file that comes back may have, with a MiB to spare; the tests split with a smaller one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -48,13 +49,14 @@ budget=${CALL_SECONDS:-540}
 encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
 [[ "$budget" =~ ^[0-9]+$ && "$encode_seconds" =~ ^[0-9]+$ ]] ||
   { echo "device_sweep: CALL_SECONDS and ENCODE_SECONDS must be whole seconds" >&2; exit 2; }
+part_bytes=${PART_BYTES:-$((15 * 1024 * 1024))}
+[[ "$part_bytes" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep: PART_BYTES must be a whole number of bytes" >&2; exit 2; }
 work=$(realpath -m "${WORK:-/tmp/sjd-sweep}")
 text_dir=${TEXT_DIR:-out/v2/text}
 vq_dir=${VQ_DIR:-out/v2/vq}
 pack_seconds=30     # kept back at the end of the call
 startup_seconds=10  # of a share: Python's start before train_default_model.py's clock, and writing the folder
 overrun_seconds=60  # past its share, a candidate is stopped
-part_bytes=$((15 * 1024 * 1024))
 max_files=8 max_bytes=$((63 * 1024 * 1024))  # what a device call brings back (with a MiB to spare)
 
 [ -f "$candidates" ] || { echo "device_sweep: CANDIDATES $candidates is not a file" >&2; exit 2; }

@@ -229,7 +229,8 @@ def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_p
     loss = lambda w=None: train_default_model.code_loss(model, ids, targets, layout, w).item()  # noqa: E731
     only_first = torch.zeros_like(weights)
     only_first[0] = weights[0]
-    alone = train_default_model.make_batch(np.array([2]), codes, prompts, layout, np.random.default_rng(1), code_weights)
+    alone = train_default_model.make_batch(np.array([2]), codes, prompts, layout, np.random.default_rng(1),
+                                           code_weights)
     assert loss(torch.where(targets >= 0, 3.0, 0.0)) == pytest.approx(loss(), rel=1e-5)
     assert loss(only_first) == pytest.approx(train_default_model.code_loss(model, *alone[:2], layout, alone[2]).item(),
                                              rel=1e-4)
@@ -373,19 +374,22 @@ def sweep(out, candidates, work, stages, seconds, lines, python=sys.executable, 
 
 def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages, tmp_path):
     # scripts/device_sweep.sh as a GPU session runs it, on the CPU at toy size, with a carried tokenizer and
-    # VQGAN: two candidates, the second on fewer scenes than the first (it reuses the encoded ones).
+    # VQGAN: two candidates, the second on fewer scenes than the first (it reuses the encoded ones). Archive parts
+    # of 4 MiB: the first candidate's (3.74 M parameters in bf16) comes back in two, as a real sweep's larger
+    # ones do at 15 MiB, the second's in one archive.
     out, dest = tmp_path / "out", tmp_path / "dest"
     run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 400,
                 "# toy candidates\n"
                 "small --image-size 64 --batch-size 2 --steps 2 --scenes 24\r\n\n"  # a line as Windows ends it
                 "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
-                "--intermediate-size 128  # a comment\n")
+                "--intermediate-size 128  # a comment\n", PART_BYTES=str(4 << 20))
     assert run.returncode == 0, run.stdout + run.stderr
     summary = (out / "sweep.txt").read_text()
     assert "encoded 24 scenes at 64 px" in summary
     assert "== small (" in summary and "== narrow (" in summary and summary.count(": exit 0,") == 2
-    assert sorted(f.name for f in out.iterdir()) == ["narrow.tar.gz", "small.tar.gz", "sweep.txt"]
-    assert all(f.stat().st_size < 16 * 1024 * 1024 for f in out.iterdir())
+    assert sorted(f.name for f in out.iterdir()) == ["narrow.tar.gz", "small.tar.gz.part00", "small.tar.gz.part01",
+                                                     "sweep.txt"]
+    assert all(f.stat().st_size <= 4 << 20 for f in out.iterdir())
 
     (dest / "small").mkdir(parents=True)
     (dest / "small" / "stale.txt").write_text("from an earlier sweep")
@@ -418,7 +422,8 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
     shutil.copytree(out, broken)
     data = (broken / "narrow.tar.gz").read_bytes()
     (broken / "narrow.tar.gz").write_bytes(data[:len(data) // 2])
-    (broken / "prebuilt.tar.gz").write_bytes((broken / "small.tar.gz").read_bytes())
+    small = b"".join(p.read_bytes() for p in sorted(broken.glob("small.tar.gz.part*")))
+    (broken / "prebuilt.tar.gz").write_bytes(small)
     partial = subprocess.run([str(SCRIPTS / "sweep_bundles.sh"), str(broken), str(tmp_path / "dest3")],
                              capture_output=True, text=True, timeout=300,
                              env=dict(os.environ, VQ_DIR=str(stages / "vq"), PYTHON=sys.executable))
@@ -525,6 +530,22 @@ def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message
                          capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHON=sys.executable, WORK=str(tmp_path / "work")))
     assert run.returncode == 2 and f"{candidates}:{where}: " in run.stderr and message in run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("CALL_SECONDS", "9m", "CALL_SECONDS and ENCODE_SECONDS must be whole seconds"),
+    ("ENCODE_SECONDS", "-5", "CALL_SECONDS and ENCODE_SECONDS must be whole seconds"),
+    ("PART_BYTES", "0", "PART_BYTES must be a whole number of bytes"),
+    ("PART_BYTES", "15M", "PART_BYTES must be a whole number of bytes"),
+])
+def test_device_sweep_refuses_a_bad_setting_by_name(tmp_path, name, value, message):
+    candidates = tmp_path / "candidates.txt"
+    candidates.write_text("a --image-size 64 --scenes 8\n")
+    run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, WORK=str(tmp_path / "work"), **{name: value}))
+    assert run.returncode == 2 and message in run.stderr
     assert not (tmp_path / "out").exists()
 
 
