@@ -24,8 +24,11 @@ Reports per method the three rates with a 95% interval (and their difference fro
 first method's, with the interval of the difference: a lossless method should include 0),
 the mean steps and step compression (tokens / forward passes) and the mean seconds per image
 (each image's latency as the manifest records it: at `--batch-size B` it shares its steps with
-B - 1 others, so this is about B / images per second, not the throughput);
-writes results.json.
+B - 1 others, so this is about B / images per second, not the throughput); then the objects by
+kind (each held-out pair apart, the seen pairs by shape) and what the missed ones were drawn as:
+"shape" (their colour there in another shape), "absent" (the background there), or the colour
+that took their place, which says which seen pair the model fell back on; writes results.json
+(object_by_kind, object_misses_by_kind).
 A method name `M+R` runs M with the LOSSY `--relax R` acceptance (cool, uniform, lantern).
 
 --captions scores your own prompts instead of generated scenes: any caption in the scenes'
@@ -163,15 +166,30 @@ def _takes_shape(ious, shape):
     return ious[shape] >= max(ious.values()) - SHAPE_MARGIN
 
 
+def _miss(labels, mask, o, background_labels, ious):
+    """What a missed object was drawn as: "shape" (its colour is there, in some shape: one of the four masks at its
+    place matches its colour's pixels by half or more, or its colour holds most of its pixels), "absent" (the
+    background does), or the colour that holds most of its pixels instead (which seen pair the model fell back on)."""
+    if max(ious.values()) >= HALF:
+        return "shape"
+    most = scenes.COLOURS[np.bincount(labels[mask], minlength=len(scenes.COLOURS)).argmax()]
+    if most == o["colour"]:
+        return "shape"
+    if most == scenes.COLOURS[np.bincount(background_labels[mask], minlength=len(scenes.COLOURS)).argmax()]:
+        return "absent"
+    return most
+
+
 def adherence(image, scene):
-    """{"objects": [bool per object], "background": bool} for an image [S, S, 3] of a scene dict."""
+    """{"objects": [bool per object], "background": bool, "misses": [None, or what a missed object was drawn as
+    (_miss)]} for an image [S, S, 3] of a scene dict."""
     size = image.shape[0]
     labels = scenes.nearest_palette_index(image)
     x, y = scenes.pixel_grid(size)
     truth = scenes.nearest_palette_index(scenes.render(scene, size))
     background_labels = scenes.nearest_palette_index(scenes.render_background(scene["background"], size))
     masks = [scenes.object_mask(o, size) for o in scene["objects"]]
-    objects = []
+    objects, misses = [], []
     for i, o in enumerate(scene["objects"]):
         covered = _share(labels, masks[i], o["colour"]) >= HALF
         # The colour must also take the stated shape, not just cover it: a filled circle covers a ring's pixels
@@ -182,10 +200,12 @@ def adherence(image, scene):
         for j, mask in enumerate(masks):
             if j != i:
                 neighbours |= mask
-        stated = _takes_shape(_shape_ious(labels, o, size, x, y, background_labels, neighbours), o["shape"])
+        ious = _shape_ious(labels, o, size, x, y, background_labels, neighbours)
+        stated = _takes_shape(ious, o["shape"])
         truth_ious = _shape_ious(truth, o, size, x, y, background_labels, neighbours)
         ambiguous = any(_takes_shape(truth_ious, other) for other in scenes.SHAPES if other != o["shape"])
         objects.append(covered and (stated or ambiguous))
+        misses.append(None if objects[-1] else _miss(labels, masks[i], o, background_labels, ious))
     away = np.ones((size, size), dtype=bool)
     for o in scene["objects"]:  # leave a margin around every object
         away &= ~_around(o, size, x, y)
@@ -200,7 +220,7 @@ def adherence(image, scene):
         expected = scenes.render_background(b, size)
         wanted = scenes.nearest_palette_index(expected)
         background = float((labels[away] == wanted[away]).mean()) >= HALF
-    return {"objects": objects, "background": background}
+    return {"objects": objects, "background": background, "misses": misses}
 
 
 def rate(hits, total):
@@ -242,6 +262,7 @@ def score_method(records, eval_scenes, out_dir):
     objects = background = whole = 0
     n_objects = sum(len(s["objects"]) for s in eval_scenes)
     by_kind = {}  # kind -> [right, of]; an image that was not made counts its objects as misses
+    misses_by_kind = {}  # kind -> {what it was drawn as: count}, of the objects in images that were made
     for s in eval_scenes:
         for o in s["objects"]:
             by_kind.setdefault(scenes.object_kind(o), [0, 0])[1] += 1
@@ -250,8 +271,11 @@ def score_method(records, eval_scenes, out_dir):
             continue
         result = adherence(read_png(os.path.join(out_dir, records[i]["file"])), s)
         objects += sum(result["objects"])
-        for o, right in zip(s["objects"], result["objects"]):
+        for o, right, miss in zip(s["objects"], result["objects"], result["misses"]):
             by_kind[scenes.object_kind(o)][0] += int(right)
+            if miss:
+                drawn = misses_by_kind.setdefault(scenes.object_kind(o), {})
+                drawn[miss] = drawn.get(miss, 0) + 1
         background += result["background"]
         whole += all(result["objects"]) and result["background"]
     n = len(eval_scenes)
@@ -261,6 +285,8 @@ def score_method(records, eval_scenes, out_dir):
         "images": len(records),
         "object": rate(objects, n_objects),
         "object_by_kind": dict(sorted(by_kind.items())),
+        "object_misses_by_kind": {kind: dict(sorted(drawn.items(), key=lambda item: (-item[1], item[0])))
+                                  for kind, drawn in sorted(misses_by_kind.items())},
         "background": rate(background, n),
         "scene": rate(whole, n),
         "mean_steps": float(np.mean(steps)),
@@ -423,6 +449,10 @@ def main(argv=None):
               f"{r['seconds_per_image']:.2f} s/image (latency)", flush=True)
         print("  objects by kind: " + ", ".join(f"{kind} {right}/{of}"
                                                for kind, (right, of) in r["object_by_kind"].items()), flush=True)
+        if r["object_misses_by_kind"]:
+            print("  misses drawn as (shape: its colour in another shape; absent: background; else the colour "
+                  "there): " + "; ".join(f"{kind}: " + ", ".join(f"{drawn} {n}" for drawn, n in misses.items())
+                                        for kind, misses in r["object_misses_by_kind"].items()), flush=True)
         if args.captions:
             print_per_caption(captions, args.repeat, records, eval_scenes, out_dir)
     with open(os.path.join(args.out_dir, "results.json"), "w", encoding="utf-8") as f:

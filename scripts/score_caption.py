@@ -8,7 +8,8 @@ SHAPE POSITION" objects, "COLOUR background", "COLOUR to COLOUR gradient backgro
 COLOUR striped background", in one of its sentence forms), and each image is checked as
 scripts/eval_default_model.py checks its evaluation images: per object, whether its stated colour
 covers half of its true shape and takes that shape; the background; and the whole scene. Prints one
-line per image and the totals. A caption outside that grammar is refused (exit code 2) with what could not be read.
+line per image, with what each missed object was drawn as ("shape": its colour in another shape; "absent":
+the background there; else the colour that took its place), and the totals. A caption outside that grammar is refused (exit code 2) with what could not be read.
 To generate images of captions and score them in one go, use eval_default_model.py --captions.
 """
 import argparse
@@ -37,8 +38,11 @@ def main():
         objects += sum(result["objects"])
         backgrounds += result["background"]
         wholes += whole
+        missed = "; ".join(f"{o['size']} {o['colour']} {o['shape']} ({o['position']}) drawn as {miss}"
+                           for o, miss in zip(scene["objects"], result["misses"]) if miss)
         print(f"{path}: objects {sum(result['objects'])}/{len(result['objects'])}, background "
-              f"{'yes' if result['background'] else 'no'}, scene {'yes' if whole else 'no'}")
+              f"{'yes' if result['background'] else 'no'}, scene {'yes' if whole else 'no'}"
+              + (f"; {missed}" if missed else ""))
     n = len(args.images)
     print(f"total: objects {objects}/{n * len(scene['objects'])}, backgrounds {backgrounds}/{n}, scenes {wholes}/{n}")
     return 0

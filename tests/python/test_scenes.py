@@ -106,15 +106,21 @@ def test_scorer_passes_the_generators_own_images():
     for s in EVAL:
         result = eval_default_model.adherence(scenes.render(s), s)
         assert all(result["objects"]) and result["background"], s["caption"]
+        assert result["misses"] == [None] * len(s["objects"])
 
 
 def test_scorer_fails_wrong_colours_and_missing_objects():
     s = next(s for s in EVAL if s["background"]["kind"] == "solid" and len(s["objects"]) >= 2)
-    wrong_colour = scenes.render({**s, "objects": [{**o, "colour": next(
-        c for c in scenes.COLOURS if c not in (o["colour"], *s["background"]["colours"]))} for o in s["objects"]]})
-    assert not any(eval_default_model.adherence(wrong_colour, s)["objects"])
+    # Each miss says what was drawn instead: the colour there, or nothing (the background).
+    instead = [next(c for c in scenes.COLOURS if c not in (o["colour"], *s["background"]["colours"]))
+               for o in s["objects"]]
+    wrong_colour = scenes.render({**s, "objects": [{**o, "colour": c} for o, c in zip(s["objects"], instead)]})
+    result = eval_default_model.adherence(wrong_colour, s)
+    assert not any(result["objects"]) and result["misses"] == instead
     missing = scenes.render({**s, "objects": s["objects"][1:]})
-    assert eval_default_model.adherence(missing, s)["objects"] == [False] + [True] * (len(s["objects"]) - 1)
+    result = eval_default_model.adherence(missing, s)
+    assert result["objects"] == [False] + [True] * (len(s["objects"]) - 1)
+    assert result["misses"] == ["absent"] + [None] * (len(s["objects"]) - 1)
     other_background = next(c for c in scenes.COLOURS if c not in [o["colour"] for o in s["objects"]] +
                             s["background"]["colours"])
     recoloured = scenes.render({**s, "background": {"kind": "solid", "colours": [other_background]}})
@@ -148,8 +154,9 @@ def test_scorer_fails_an_object_drawn_in_another_shape(size, most_ambiguous):
             for other in scenes.SHAPES:
                 if other != o["shape"]:
                     drawn = {**s, "objects": [{**p, "shape": other} if j == i else p for j, p in enumerate(s["objects"])]}
-                    result = eval_default_model.adherence(scenes.render(drawn, size), s)["objects"]
-                    assert result == [j != i for j in range(len(s["objects"]))], (s["caption"], other)
+                    result = eval_default_model.adherence(scenes.render(drawn, size), s)
+                    assert result["objects"] == [j != i for j in range(len(s["objects"]))], (s["caption"], other)
+                    assert result["misses"][i] == "shape", (s["caption"], other)
                     checked += 1
     objects = sum(len(s["objects"]) for s in EVAL[:40])
     assert checked == 3 * (objects - ambiguous) and ambiguous <= most_ambiguous * objects, (ambiguous, objects)

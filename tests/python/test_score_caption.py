@@ -38,3 +38,12 @@ def test_the_generators_own_image_passes_and_another_scene_fails(tmp_path):
     assert f"{good}: objects {len(s['objects'])}/{len(s['objects'])}, background yes, scene yes" in out
     assert f"{bad}:" in out and "scene no" in out.split(f"{bad}:")[1]
     assert "scenes 1/2" in out
+    # A miss says what was drawn instead: here the first object in another colour.
+    o = s["objects"][0]
+    colour = next(c for c in scenes.COLOURS if c not in (o["colour"], *s["background"]["colours"]))
+    recoloured = tmp_path / "recoloured.png"
+    eval_default_model.write_png(str(recoloured), scenes.render({**s, "objects": [{**o, "colour": colour},
+                                                                                   *s["objects"][1:]]}))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/score_caption.py"), "--caption", s["caption"],
+                          str(recoloured)], check=True, capture_output=True, text=True).stdout
+    assert f"; {o['size']} {o['colour']} {o['shape']} ({o['position']}) drawn as {colour}\n" in out
