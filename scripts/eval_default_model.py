@@ -354,9 +354,10 @@ def reconstruction_score(vq_dir, eval_scenes, image_size):
 
 
 def grid_indices(eval_scenes, count):
-    """The first scenes of each background kind in turn, so the grid shows all three."""
+    """The first scenes of each background kind among them in turn, so the grid shows every kind."""
     by_kind = [[i for i, s in enumerate(eval_scenes) if s["background"]["kind"] == kind]
                for kind in scenes.BACKGROUND_KINDS]
+    by_kind = [group for group in by_kind if group]  # the evaluation split has three of the five kinds
     order = [i for group in zip(*by_kind) for i in group]
     return order[:count]
 

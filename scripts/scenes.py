@@ -8,6 +8,10 @@ triangle, ring), each with a colour, a size (small, large) and a position
 sentence forms, for example
 "a small red circle on the left and a large blue square on the right, on a yellow background".
 
+scene(..., variety=True) also draws horizontal and diagonal stripes ("a red and blue horizontally striped
+background"), a training option (train_default_model.py --background-variety); parse_caption and the
+evaluation split keep to the three kinds above.
+
 Everything is a pure function of (seed, split, index): scene(seed, "train", 5)
 is the same scene on every machine, whatever else was generated before.
 Training scenes never contain a HELD_OUT_PAIRS (colour, shape) object;
@@ -57,7 +61,13 @@ POSITION_PHRASES = {
     "bottom": "at the bottom",
     "centre": "in the centre",
 }
-BACKGROUND_KINDS = ["solid", "gradient", "stripes"]
+BACKGROUND_KINDS = ["solid", "gradient", "stripes", "horizontal stripes", "diagonal stripes"]
+# The evaluation split and a plain training split draw the first three kinds; training with variety=True draws all
+# five. The two extra kinds show every colour pair meeting along horizontal and 60-degree edges (a square's top,
+# a triangle's sides) with no object there, so that local geometry is seen in every colour, the held-out pairs'
+# included, while no held-out pair is (docs/default_model.md).
+KIND_WEIGHTS = [0.5, 0.25, 0.25]
+VARIETY_KIND_WEIGHTS = [0.3, 0.15, 0.15, 0.2, 0.2]
 STRIPE_FRACTION = 1.0 / 8.0  # stripe width: 8 px at 64 px, a multiple of the VQ's patch, so no patch straddles two
 # One pair per shape; their colours and shapes still appear in training, only never together.
 HELD_OUT_PAIRS = {("red", "triangle"), ("blue", "ring"), ("yellow", "square"), ("purple", "circle")}
@@ -81,13 +91,18 @@ def _pick(rng, items):
     return items[int(rng.integers(len(items)))]
 
 
-def scene(seed, split, index):
-    """The index-th scene of a split: a dict with background, objects and caption."""
+def scene(seed, split, index, variety=False):
+    """The index-th scene of a split: a dict with background, objects and caption. variety=True draws the
+    background from all of BACKGROUND_KINDS (another scene for the same index)."""
     rng = _rng(seed, split, index)
-    kind = BACKGROUND_KINDS[int(rng.choice(3, p=[0.5, 0.25, 0.25]))]
+    weights = VARIETY_KIND_WEIGHTS if variety else KIND_WEIGHTS
+    kind = BACKGROUND_KINDS[int(rng.choice(len(weights), p=weights))]
     background_colours = [_pick(rng, COLOURS)]
     if kind != "solid":
         background_colours.append(_pick(rng, [c for c in COLOURS if c != background_colours[0]]))
+    background = {"kind": kind, "colours": background_colours}
+    if kind == "diagonal stripes":  # rising or falling, as a triangle's left or right side; the caption does not say
+        background["rising"] = bool(rng.integers(2))
     count = int(rng.choice([1, 2, 3], p=[0.4, 0.4, 0.2]))
     positions = [POSITIONS_ORDER[i] for i in rng.permutation(len(POSITIONS_ORDER))[:count]]
     object_colours = [c for c in COLOURS if c not in background_colours]
@@ -103,7 +118,7 @@ def scene(seed, split, index):
         objects.append({"size": _pick(rng, list(SIZES)), "colour": colour, "shape": shape, "position": position})
     objects.sort(key=lambda o: POSITIONS_ORDER.index(o["position"]))
     form = int(rng.integers(len(SENTENCE_FORMS)))
-    result = {"background": {"kind": kind, "colours": background_colours}, "objects": objects, "form": form}
+    result = {"background": background, "objects": objects, "form": form}
     result["caption"] = caption(result)
     return result
 
@@ -122,7 +137,9 @@ def _background_phrase(b):
         return _with_article(f"{colours[0]} background")
     if b["kind"] == "gradient":
         return _with_article(f"{colours[0]} to {colours[1]} gradient background")
-    return _with_article(f"{colours[0]} and {colours[1]} striped background")
+    if b["kind"] == "stripes":
+        return _with_article(f"{colours[0]} and {colours[1]} striped background")
+    return _with_article(f"{colours[0]} and {colours[1]} {b['kind'].split()[0]}ly striped background")
 
 
 def _listing(phrases):
@@ -231,8 +248,11 @@ def render_background(b, size=IMAGE_SIZE):
     if b["kind"] == "gradient":
         t = (y / size)[..., None]
         return first * (1.0 - t) + second * t
-    if b["kind"] == "stripes":
-        odd = ((np.floor(x / (size * STRIPE_FRACTION)).astype(np.int64) % 2) == 1)[..., None]
+    across = {"stripes": x, "horizontal stripes": y}.get(b["kind"])  # the coordinate across the stripes
+    if b["kind"] == "diagonal stripes":  # edges 60 degrees from the horizontal: along (1, -+sqrt(3)) / 2
+        across = x * np.sqrt(0.75) + (0.5 if b.get("rising") else -0.5) * y
+    if across is not None:
+        odd = ((np.floor(across / (size * STRIPE_FRACTION)).astype(np.int64) % 2) == 1)[..., None]
         return np.where(odd, second, first)
     raise ValueError(f"background kind {b['kind']!r} is unknown (known: {', '.join(BACKGROUND_KINDS)})")
 

@@ -234,21 +234,23 @@ def file_digest(path):
 
 
 @torch.no_grad()
-def encode_scenes(vq_dir, seed, count, image_size, cache, threads, device):
-    """codes [count, grid, grid] of the first `count` training scenes drawn at image_size px (cached by VQ
-    checkpoint digest). The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
+def encode_scenes(vq_dir, train_scenes, seed, variety, image_size, cache, threads, device):
+    """codes [count, grid, grid] of the training scenes (scenes.scene(seed, "train", i, variety) for i < count)
+    drawn at image_size px, cached by VQ checkpoint digest, seed and variety. The VQGAN is convolutional: one
+    trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
+    count = len(train_scenes)
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
         cached = np.load(cache)
+        cached_variety = bool(cached["variety"]) if "variety" in cached.files else False  # older caches: plain
         if (str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count
-                and cached["codes"].shape[1] * DOWNSAMPLE == image_size):
+                and cached["codes"].shape[1] * DOWNSAMPLE == image_size and cached_variety == variety):
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
     model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
     start, chunks = time.time(), []
     for first in range(0, count, 32):
-        images = np.stack([scenes.render(scenes.scene(seed, "train", i), image_size)
-                           for i in range(first, min(count, first + 32))])
+        images = np.stack([scenes.render(s, image_size) for s in train_scenes[first:first + 32]])
         pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=torch.bfloat16):
             _, codes = model.encode(pixels)
@@ -256,20 +258,20 @@ def encode_scenes(vq_dir, seed, count, image_size, cache, threads, device):
         if first % 640 == 0:
             print(f"encoded {first + len(images)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
     codes = np.concatenate(chunks)
-    np.savez(cache, codes=codes, vq_digest=digest, seed=seed)
+    np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety)
     return codes, time.time() - start
 
 
-def object_regions(seed, count, grid):
-    """Boolean [count, grid, grid]: the codes of the first `count` training scenes whose patch comes within
+def object_regions(train_scenes, grid):
+    """Boolean [count, grid, grid]: the codes of each scene whose patch comes within
     OBJECT_REGION_RADII object radii of an object's centre (positions and sizes are fractions of the side, so the
     regions do not depend on the pixel size)."""
     centres = (np.arange(grid) + 0.5) / grid
     x, y = np.meshgrid(centres, centres)
     half = 0.5 / grid  # a patch's half side: the nearest point of a patch is at most this far off its centre per axis
-    regions = np.zeros((count, grid, grid), dtype=bool)
-    for i in range(count):
-        for o in scenes.scene(seed, "train", i)["objects"]:
+    regions = np.zeros((len(train_scenes), grid, grid), dtype=bool)
+    for i, s in enumerate(train_scenes):
+        for o in s["objects"]:
             cx, cy = scenes.POSITIONS[o["position"]]
             dx = np.maximum(np.abs(x - cx) - half, 0.0)
             dy = np.maximum(np.abs(y - cy) - half, 0.0)
@@ -569,6 +571,9 @@ def main(argv=None):
     parser.add_argument("--object-loss-weight", type=float, default=1.0, metavar="W",
                         help="weigh the loss of the codes on and around the objects W times the background's (their "
                              "shapes are decided there, in a few codes among many plain ones)")
+    parser.add_argument("--background-variety", action="store_true",
+                        help="train on scenes with horizontal and diagonal stripes too (scenes.py: every colour "
+                             "along a square's and a triangle's edges, without the held-out pairs)")
     parser.add_argument("--init-from", metavar="HF_DIR",
                         help="start from this HF folder's transformer weights (same architecture and vocabulary)")
     args = parser.parse_args(argv)
@@ -605,16 +610,18 @@ def main(argv=None):
     except StateError as e:
         print(f"train_default_model: {e}", file=sys.stderr)
         return 2
-    codes, encode_seconds = encode_scenes(args.vq_dir, args.seed, args.scenes, args.image_size,
-                                          os.path.join(args.out_dir, "codes.npz"), args.threads, device)
+    # One list for the codes, the captions and the object regions, so that they describe the same scenes.
+    train_scenes = [scenes.scene(args.seed, "train", i, args.background_variety) for i in range(args.scenes)]
+    codes, encode_seconds = encode_scenes(args.vq_dir, train_scenes, args.seed, args.background_variety,
+                                          args.image_size, os.path.join(args.out_dir, "codes.npz"), args.threads,
+                                          device)
     if args.encode_only:
         print(f"encoded {args.scenes} scenes into {args.out_dir}/codes.npz ({encode_seconds:.0f} s)", flush=True)
         return 0
-    prompts = [np.array(prompt_tokens(tokenizer, layout, scenes.scene(args.seed, "train", i)["caption"],
-                                      args.image_size)) for i in range(args.scenes)]
+    prompts = [np.array(prompt_tokens(tokenizer, layout, s["caption"], args.image_size)) for s in train_scenes]
     code_weights = None
     if args.object_loss_weight != 1:  # 1 keeps the plain mean, bit for bit as before the option existed
-        code_weights = np.where(object_regions(args.seed, args.scenes, codes.shape[1]),
+        code_weights = np.where(object_regions(train_scenes, codes.shape[1]),
                                 np.float32(args.object_loss_weight), np.float32(1))
 
     # Seeded here, not only at the start: encoding the scenes builds the VQGAN (its layers draw their initial
@@ -656,6 +663,8 @@ def main(argv=None):
         settings["init_from"] = init_digest
     if code_weights is not None:  # likewise
         settings["object_loss_weight"] = args.object_loss_weight
+    if args.background_variety:  # likewise
+        settings["background_variety"] = True
     try:
         saved = load_state(args.state_dir, settings) if args.state_dir else None
     except StateError as e:
@@ -699,7 +708,7 @@ def main(argv=None):
     write_hf_folder(args.out_dir, model, args.text_dir, layout)
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
-              "object_loss_weight": args.object_loss_weight,
+              "object_loss_weight": args.object_loss_weight, "background_variety": args.background_variety,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
               "init_digest": init_digest, "vq_digest": settings["vq"], "finish_within": args.finish_within, "max_steps": max_steps,
               "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),

@@ -196,10 +196,11 @@ def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings
 @pytest.mark.parametrize("grid", [16, 32])
 def test_object_regions_hold_every_code_an_object_touches_and_little_else(grid):
     size = grid * train_default_model.DOWNSAMPLE
-    regions = train_default_model.object_regions(3, 40, grid)
-    for i in range(40):
+    train_scenes = [scenes.scene(3, "train", i) for i in range(40)]
+    regions = train_default_model.object_regions(train_scenes, grid)
+    for i, s in enumerate(train_scenes):
         touched, bound = np.zeros((grid, grid), dtype=bool), 0.0
-        for o in scenes.scene(3, "train", i)["objects"]:
+        for o in s["objects"]:
             mask = scenes.object_mask(o, size).reshape(grid, size // grid, grid, size // grid)
             touched |= mask.any(axis=(1, 3))
             # in codes: the area of a disc reaching a patch's diagonal past the region's radius
@@ -246,6 +247,26 @@ def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_p
     with pytest.raises(SystemExit) as refused:
         train_transformer(stages, tmp_path / "x", 0, "--object-loss-weight", "0.5")
     assert refused.value.code == 2 and "--object-loss-weight must be a number >= 1" in capsys.readouterr().err
+
+
+def test_background_variety_trains_on_its_own_scenes_and_codes(stages, hf_dir, tmp_path):
+    # The variety scenes are other scenes (captions and pixels), so their codes are cached apart: a plain run in
+    # the same folder afterwards encodes the plain scenes again and trains as the plain fixture did.
+    folder = tmp_path / "hf"
+    assert train_transformer(stages, folder, 0, "--background-variety") == 0
+    variety_codes = dict(np.load(folder / "codes.npz"))  # read now: the next run writes the file anew
+    assert bool(variety_codes["variety"]) and json.loads((folder / "train_report.json").read_text())[
+        "background_variety"]
+    plain = load_file(str(hf_dir / "model.safetensors"))
+    varied = load_file(str(folder / "model.safetensors"))
+    assert not all(torch.equal(plain[k], varied[k]) for k in plain)
+    assert train_transformer(stages, folder, 0) == 0
+    plain_codes = np.load(folder / "codes.npz")
+    assert not bool(plain_codes["variety"])
+    assert np.array_equal(plain_codes["codes"], np.load(hf_dir / "codes.npz")["codes"])
+    assert not np.array_equal(plain_codes["codes"], variety_codes["codes"])
+    again = load_file(str(folder / "model.safetensors"))
+    assert all(torch.equal(plain[k], again[k]) for k in plain)
 
 
 def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages, tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ def test_every_feature_occurs():
         for o in s["objects"]:
             for key in ("colour", "shape", "size", "position"):
                 seen[key].add(o[key])
-    assert seen["kind"] == set(scenes.BACKGROUND_KINDS)
+    assert seen["kind"] == {"solid", "gradient", "stripes"}  # the extra kinds are variety=True's alone
     assert seen["colour"] == set(scenes.COLOURS)
     assert seen["shape"] == set(scenes.SHAPES)
     assert seen["size"] == set(scenes.SIZES)
@@ -84,6 +84,51 @@ def test_captions_say_exactly_what_is_drawn():
             # ...which is none of the background's colours.
             assert o["colour"] not in s["background"]["colours"], caption
         assert len({o["position"] for o in s["objects"]}) == len(s["objects"])
+
+
+VARIETY = [scenes.scene(0, "train", i, variety=True) for i in range(400)]
+
+
+def test_variety_adds_horizontal_and_diagonal_stripes_and_keeps_the_rest():
+    kinds = {}
+    for s in VARIETY:
+        kinds.setdefault(s["background"]["kind"], []).append(s)
+        assert not {(o["colour"], o["shape"]) for o in s["objects"]} & scenes.HELD_OUT_PAIRS, s["caption"]
+        labels = scenes.nearest_palette_index(scenes.render(s))
+        for o in s["objects"]:
+            assert (labels[scenes.object_mask(o)] == scenes.COLOURS.index(o["colour"])).all(), s["caption"]
+    assert set(kinds) == set(scenes.BACKGROUND_KINDS)
+    assert {s["background"]["rising"] for s in kinds["diagonal stripes"]} == {True, False}
+    for kind, word in (("horizontal stripes", "horizontally"), ("diagonal stripes", "diagonally")):
+        for s in kinds[kind]:
+            first, second = s["background"]["colours"]
+            assert f"{first} and {second} {word} striped background" in s["caption"]
+    # The evaluation split is what it was: variety is a training option.
+    assert [scenes.scene(0, "eval", i) for i in range(100)] == EVAL
+
+
+@pytest.mark.parametrize("rising, slope", [(True, -1 / 3 ** 0.5), (False, 1 / 3 ** 0.5)])
+def test_stripes_run_along_a_squares_top_and_a_triangles_sides(rising, slope):
+    size = 128
+    horizontal = scenes.render_background({"kind": "horizontal stripes", "colours": ["red", "blue"]}, size)
+    assert (horizontal == horizontal[:, :1]).all()  # each row one colour
+    rows = scenes.nearest_palette_index(horizontal[:, 0])
+    assert (np.diff(rows) != 0).sum() == 7  # 8 stripes of 16 px
+    # Diagonal: the first colour change along each row moves by 1/sqrt(3) px per row (edges 60 degrees from the
+    # horizontal, as the triangle's sides): to the left going down when rising ("/"), to the right when falling.
+    diagonal = scenes.nearest_palette_index(scenes.render_background(
+        {"kind": "diagonal stripes", "colours": ["red", "blue"], "rising": rising}, size))
+    track = [size // 2]  # the edge nearest the middle of the top row, followed down half the image
+    for row in diagonal[:size // 2]:
+        changes = np.flatnonzero(np.diff(row) != 0)
+        track.append(int(changes[np.abs(changes - track[-1]).argmin()]))
+    assert np.polyfit(np.arange(size // 2), track[1:], 1)[0] == pytest.approx(slope, abs=0.02)
+
+
+def test_the_report_grid_takes_each_background_kind_of_the_scenes_in_turn():
+    indices = eval_default_model.grid_indices(EVAL, 9)
+    assert len(indices) == 9 and len(set(indices)) == 9
+    assert [EVAL[i]["background"]["kind"] for i in indices] == ["solid", "gradient", "stripes"] * 3
 
 
 def test_objects_never_overlap():
