@@ -154,7 +154,8 @@ machine() {
   md "- torch: $("$PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
   md "- nvcc: $( (${CUDACXX:-/usr/local/cuda/bin/nvcc} --version || nvcc --version) 2>/dev/null | grep -o 'release .*')"
   md "- c++: $(c++ --version 2>/dev/null | head -1 || echo none); cmake: $(cmake --version 2>/dev/null | head -1); ninja: $(ninja --version 2>/dev/null || echo none)"
-  local libstdcxx; libstdcxx=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
+  local libstdcxx  # ldconfig lives in /sbin, which a plain user's PATH may lack
+  libstdcxx=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
   md "- os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}"), $(nproc) cores, glibc $(ldd --version 2>/dev/null | head -1 | grep -o '[0-9.]*$'), libstdc++ up to $(grep -ao 'GLIBCXX_3\.4\.[0-9]*' "${libstdcxx:-/nonexistent}" 2>/dev/null | sort -V | tail -1)"
   md "- device: $device; build folder: $build; deps prefix: $SJD_DEPS_PREFIX"
   md ""

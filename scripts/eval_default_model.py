@@ -168,16 +168,17 @@ def _takes_shape(ious, shape):
 
 def _miss(labels, mask, o, background_labels, ious):
     """What a missed object was drawn as: "shape" (its colour is there, in some shape: one of the four masks at its
-    place matches its colour's pixels by half or more, or its colour holds most of its pixels), "absent" (the
-    background does), or the colour that holds most of its pixels instead (which seen pair the model fell back on)."""
+    place matches its colour's pixels by half or more, or its colour holds most of its pixels but too few of
+    them), "absent" (a colour the true background has there holds most of them), or the colour that holds most of
+    its pixels instead (which seen pair the model fell back on)."""
     if max(ious.values()) >= HALF:
         return "shape"
-    most = scenes.COLOURS[np.bincount(labels[mask], minlength=len(scenes.COLOURS)).argmax()]
-    if most == o["colour"]:
+    most = np.bincount(labels[mask], minlength=len(scenes.COLOURS)).argmax()
+    if scenes.COLOURS[most] == o["colour"]:
         return "shape"
-    if most == scenes.COLOURS[np.bincount(background_labels[mask], minlength=len(scenes.COLOURS)).argmax()]:
+    if most in background_labels[mask]:  # either stripe, any band of a gradient
         return "absent"
-    return most
+    return scenes.COLOURS[most]
 
 
 def adherence(image, scene):

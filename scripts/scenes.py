@@ -69,6 +69,7 @@ BACKGROUND_KINDS = ["solid", "gradient", "stripes", "horizontal stripes", "diago
 KIND_WEIGHTS = [0.5, 0.25, 0.25]
 VARIETY_KIND_WEIGHTS = [0.3, 0.15, 0.15, 0.2, 0.2]
 STRIPE_FRACTION = 1.0 / 8.0  # stripe width: 8 px at 64 px, a multiple of the VQ's patch, so no patch straddles two
+# vertical or horizontal stripes (diagonal ones cross patches, as a triangle's sides do)
 # One pair per shape; their colours and shapes still appear in training, only never together.
 HELD_OUT_PAIRS = {("red", "triangle"), ("blue", "ring"), ("yellow", "square"), ("purple", "circle")}
 SPLITS = {"train": 0, "eval": 1}
@@ -249,7 +250,9 @@ def render_background(b, size=IMAGE_SIZE):
         t = (y / size)[..., None]
         return first * (1.0 - t) + second * t
     across = {"stripes": x, "horizontal stripes": y}.get(b["kind"])  # the coordinate across the stripes
-    if b["kind"] == "diagonal stripes":  # edges 60 degrees from the horizontal: along (1, -+sqrt(3)) / 2
+    if b["kind"] == "diagonal stripes":
+        # Edges 60 degrees from the horizontal (y points down): rising ones run along (1, -sqrt(3)) / 2, as a
+        # triangle's left side, falling ones along (1, sqrt(3)) / 2, as its right side.
         across = x * np.sqrt(0.75) + (0.5 if b.get("rising") else -0.5) * y
     if across is not None:
         odd = ((np.floor(across / (size * STRIPE_FRACTION)).astype(np.int64) % 2) == 1)[..., None]

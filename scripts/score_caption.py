@@ -8,8 +8,9 @@ SHAPE POSITION" objects, "COLOUR background", "COLOUR to COLOUR gradient backgro
 COLOUR striped background", in one of its sentence forms), and each image is checked as
 scripts/eval_default_model.py checks its evaluation images: per object, whether its stated colour
 covers half of its true shape and takes that shape; the background; and the whole scene. Prints one
-line per image, with what each missed object was drawn as ("shape": its colour in another shape; "absent":
-the background there; else the colour that took its place), and the totals. A caption outside that grammar is refused (exit code 2) with what could not be read.
+line per image, with what each missed object was drawn as ("shape": its colour in another shape;
+"absent": the background there; else the colour that took its place), and the totals. A caption
+outside that grammar is refused (exit code 2) with what could not be read.
 To generate images of captions and score them in one go, use eval_default_model.py --captions.
 """
 import argparse

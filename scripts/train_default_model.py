@@ -235,9 +235,9 @@ def file_digest(path):
 
 @torch.no_grad()
 def encode_scenes(vq_dir, train_scenes, seed, variety, image_size, cache, threads, device):
-    """codes [count, grid, grid] of the training scenes (scenes.scene(seed, "train", i, variety) for i < count)
-    drawn at image_size px, cached by VQ checkpoint digest, seed and variety. The VQGAN is convolutional: one
-    trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
+    """codes [count, grid, grid] of the training scenes drawn at image_size px. train_scenes must be
+    scenes.scene(seed, "train", i, variety) for i < count: seed and variety (with the VQ checkpoint's digest) are
+    the cache's key. The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
     count = len(train_scenes)
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
@@ -337,7 +337,7 @@ def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code
     return loss.item()
 
 
-def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed):
+def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed, code_weights=None):
     """Wall time of one training step at these settings, timed on a throwaway model with its own data
     order, so the run's model, optimiser and data stream are as they would be without it (its initial
     values are drawn after the run's model is made, and nothing after that draws from torch's generator)."""
@@ -349,7 +349,8 @@ def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, d
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             start = time.time()
-        train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng, device)
+        train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng, device,
+                   code_weights)
     # loss.item() in each step waits for the device, so the clock saw every step end.
     return (time.time() - start) / PROBE_STEPS
 
@@ -569,8 +570,8 @@ def main(argv=None):
                         help="save the optimiser's moments in bfloat16 (the state shrinks by a third; a resumed run "
                              "then depends on where it paused)")
     parser.add_argument("--object-loss-weight", type=float, default=1.0, metavar="W",
-                        help="weigh the loss of the codes on and around the objects W times the background's (their "
-                             "shapes are decided there, in a few codes among many plain ones)")
+                        help="weigh the loss of the codes on and around the objects W >= 1 times the background's "
+                             "(their shapes are decided there, in a few codes among many plain ones)")
     parser.add_argument("--background-variety", action="store_true",
                         help="train on scenes with horizontal and diagonal stripes too (scenes.py: every colour "
                              "along a square's and a triangle's edges, without the held-out pairs)")
@@ -639,7 +640,7 @@ def main(argv=None):
     max_steps, probe_seconds = args.steps, None
     if args.finish_within is not None:
         probe_seconds = seconds_per_step(arch, layout["vocab_size"], codes, prompts, layout, args.batch_size, args.lr,
-                                         device, args.seed)
+                                         device, args.seed, code_weights)
         # A tenth kept back for the device's variation and writing the folder.
         left = args.finish_within - (time.time() - began)
         args.steps = max(1, min(max_steps, int(0.9 * left / probe_seconds)))

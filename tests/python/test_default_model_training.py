@@ -191,6 +191,15 @@ def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings
     capsys.readouterr()
     assert train_transformer(stages, tmp_path / "paused", 0, "--state-dir", str(state)) == 2
     assert re.search(r"saved with other settings \(init_from\)", capsys.readouterr().err)
+    # Nor a run on other data or with another loss: --background-variety and --object-loss-weight are settings too.
+    for option, key in ((("--background-variety",), "background_variety"), (("--object-loss-weight", "4"),
+                                                                             "object_loss_weight")):
+        state = tmp_path / f"state-{key}"
+        assert train_transformer(stages, tmp_path / key, 0, *option, "--state-dir", str(state), "--time-limit",
+                                 "0") == train_default_model.PAUSED
+        capsys.readouterr()
+        assert train_transformer(stages, tmp_path / key, 0, "--state-dir", str(state)) == 2
+        assert re.search(rf"saved with other settings \({key}\)", capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("grid", [16, 32])
