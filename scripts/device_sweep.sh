@@ -11,7 +11,8 @@
 # CANDIDATES  a text file, one candidate per line: a name (a letter or digit, then letters, digits,
 #             - and _; not "vq" or "text"), then train_default_model.py flags for it: --image-size and
 #             --scenes always, and any of --steps (the most steps), --batch-size, --lr, --hidden-size,
-#             --layers, --heads, --intermediate-size, each as "--flag value" (no other flag is taken); #
+#             --layers, --heads, --intermediate-size, --object-loss-weight, each as "--flag value" (no other
+#             flag is taken; --background-variety would need its own encoded scenes); #
 #             starts a comment. Every line is also checked by train_default_model.py's own parser before
 #             anything runs (a line may end as Windows ends it). The script sets the folders, device, seed
 #             and time itself. The scenes are encoded once per image size, before the candidates' shares
@@ -98,8 +99,10 @@ while IFS= read -r line || [ -n "$line" ]; do
   for ((w = 1; w < ${#words[@]}; w += 2)); do
     case ${words[$w]} in
       --image-size|--scenes|--steps|--batch-size|--lr|--hidden-size|--layers|--heads|--intermediate-size) ;;
+      --object-loss-weight) ;;
       *) echo "device_sweep: $where: ${words[$w]} is not a candidate flag (--image-size, --scenes, --steps," \
-              "--batch-size, --lr, --hidden-size, --layers, --heads or --intermediate-size, each as --flag value)" >&2
+              "--batch-size, --lr, --hidden-size, --layers, --heads, --intermediate-size or --object-loss-weight," \
+              "each as --flag value)" >&2
          exit 2 ;;
     esac
   done

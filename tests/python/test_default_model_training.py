@@ -412,7 +412,7 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
                 "# toy candidates\n"
                 "small --image-size 64 --batch-size 2 --steps 2 --scenes 24\r\n\n"  # a line as Windows ends it
                 "narrow --image-size 64 --scenes 16 --batch-size 2 --steps 3 --hidden-size 64 --heads 2 "
-                "--intermediate-size 128  # a comment\n", PART_BYTES=str(4 << 20))
+                "--intermediate-size 128 --object-loss-weight 2  # a comment\n", PART_BYTES=str(4 << 20))
     assert run.returncode == 0, run.stdout + run.stderr
     summary = (out / "sweep.txt").read_text()
     assert "encoded 24 scenes at 64 px" in summary
@@ -430,6 +430,7 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
     for name, steps, hidden in (("small", 2, 256), ("narrow", 3, 64)):
         report = json.loads((dest / name / "hf" / "train_report.json").read_text())
         assert report["steps"] == steps and report["arch"]["hidden_size"] == hidden and report["finish_within"] > 0
+        assert report["object_loss_weight"] == (2 if name == "narrow" else 1)
         assert "encoded" not in (dest / name / "train.log").read_text()  # the sweep encoded them once
         bundle = json.loads((dest / name / "bundle" / "bundle.json").read_text())
         assert bundle["family"] == "lumina-mgpt" and bundle["defaults"]["init"] == "repeat-up"
@@ -551,6 +552,8 @@ def test_device_sweep_stops_an_encoding_that_passes_its_time(stages, tmp_path):
     ("a --image-size 64 --scenes 8 --help", 2, "--help is not a candidate flag"),
     ("a --image-size 64 --scenes 8 --heads 3", 2, "is not a multiple of --heads 3"),
     ("a --image-size 64 --scenes 8 --lr -1", 2, "--lr must be a number >= 0"),
+    ("a --image-size 64 --scenes 8 --object-loss-weight 0", 2, "--object-loss-weight must be a number >= 1"),
+    ("a --image-size 64 --scenes 8 --background-variety x", 2, "--background-variety is not a candidate flag"),
     ("a --image-size 64 --scenes 8\na --image-size 64 --scenes 4", 3, "'a' is named twice"),
 ])
 def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message):
