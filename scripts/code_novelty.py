@@ -5,7 +5,9 @@ Encodes evaluation scenes with a VQGAN and, for each object, takes the code cell
 cell's pixels) and the neighbour pairs (left-right and up-down) that touch them, then counts how many of those
 pairs never occur in the training codes (`codes.npz`, written by train_default_model.py). A model that learnt
 which code follows which cannot easily emit a pair it never saw; docs/default_model.md relates this to which
-held-out pairs the default model draws.
+held-out pairs the default model draws. Also counts the objects whose first code (in raster order, the first cell
+at least a quarter covered), together with the codes above and left of it, never occurs so in training: where an
+object's colour is chosen.
 
   scripts/code_novelty.py --vq-dir out/v2/vq --codes out/v3/hf/codes.npz --image-size 128
 """
@@ -22,6 +24,7 @@ import scenes  # noqa: E402
 import train_vq  # noqa: E402
 
 CELL = 4  # pixels per code cell side: the default model's VQGAN downsamples 4x
+OUTSIDE = 65535  # the code "above" the top row and "left of" the first column: no codebook is this large
 
 
 def neighbour_pairs(grid):
@@ -30,35 +33,47 @@ def neighbour_pairs(grid):
     return g[:, :-1] * 65536 + g[:, 1:], g[:-1, :] * 65536 + g[1:, :]
 
 
+def first_code_contexts(grid):
+    """Ids (code above) * 2**32 + (code left) * 2**16 + code for every cell, shaped like the grid; OUTSIDE above the
+    top row and left of the first column."""
+    g = np.pad(grid.astype(np.int64), ((1, 0), (1, 0)), constant_values=OUTSIDE)
+    return (g[:-1, 1:] << 32) + (g[1:, :-1] << 16) + g[1:, 1:]
+
+
 def novelty(vq_dir, codes_path, image_size, seed, start, count):
-    """({kind: [objects, pairs, pairs never in training]} over eval scenes start..start+count-1, how many distinct
-    codes the training codes hold)."""
+    """({kind: [objects, pairs, pairs never in training, objects whose first code's context never is]} over eval
+    scenes start..start+count-1, how many distinct codes the training codes hold)."""
     train = np.load(codes_path)["codes"]
     if train.shape[1:] != (image_size // CELL, image_size // CELL):
         raise ValueError(f"{codes_path} holds {train.shape[1]} x {train.shape[2]} code grids, not the "
                          f"{image_size // CELL} x {image_size // CELL} of --image-size {image_size}")
-    seen = set()
+    seen, seen_contexts = set(), set()
     for grid in train:
         across, down = neighbour_pairs(grid)
         seen.update(across.ravel().tolist())
         seen.update(down.ravel().tolist())
+        seen_contexts.update(first_code_contexts(grid).ravel().tolist())
     model = train_vq.load(vq_dir)
     cells = image_size // CELL
-    stats = collections.defaultdict(lambda: [0, 0, 0])
+    stats = collections.defaultdict(lambda: [0, 0, 0, 0])
     with torch.no_grad():
         for first in range(start, start + count, 25):
             batch = [scenes.scene(seed, "eval", i) for i in range(first, min(start + count, first + 25))]
             _, codes = model.encode(train_vq.to_pixels(np.stack([scenes.render(s, image_size) for s in batch])))
             for s, grid in zip(batch, codes.numpy()):
                 across, down = neighbour_pairs(grid)
+                contexts = first_code_contexts(grid)
                 for o in s["objects"]:
-                    covered = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3)) >= 0.5
+                    share = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3))
+                    covered = share >= 0.5
+                    first_cell = np.flatnonzero(share.ravel() >= 0.25)[0]
                     pairs = np.concatenate([across[covered[:, :-1] | covered[:, 1:]],
                                             down[covered[:-1, :] | covered[1:, :]]])
                     kind = stats[scenes.object_kind(o)]
                     kind[0] += 1
                     kind[1] += len(pairs)
                     kind[2] += sum(p not in seen for p in pairs.tolist())
+                    kind[3] += int(contexts.ravel()[first_cell]) not in seen_contexts
     return dict(stats), int((np.bincount(train.reshape(-1).astype(np.int64)) > 0).sum())
 
 
@@ -83,9 +98,10 @@ def main(argv=None):
         return 2
     print(f"training codes: {distinct} distinct codes occur in {args.codes}")
     for kind in sorted(stats):
-        objects, pairs, unseen = stats[kind]
+        objects, pairs, unseen, new_first = stats[kind]
         print(f"{kind:24s} {objects:4d} objects  {pairs:6d} neighbour pairs  never in training "
-              f"{unseen / max(pairs, 1):6.1%}")
+              f"{unseen / max(pairs, 1):6.1%}  first code new with its neighbours above and left "
+              f"{new_first / objects:6.1%}")
     return 0
 
 

@@ -630,12 +630,18 @@ def test_code_novelty_counts_neighbour_pairs_the_training_codes_lack(stages, tmp
     np.savez(tmp_path / "shifted.npz", codes=(codes + 1) % 512)
     same, _ = code_novelty.novelty(stages / "vq", tmp_path / "same.npz", 64, 0, 200, 6)
     assert sum(kind[0] for kind in same.values()) == sum(len(s["objects"]) for s in batch)
-    assert all(kind[1] > 0 and kind[2] == 0 for kind in same.values())
+    assert all(kind[1] > 0 and kind[2] == 0 and kind[3] == 0 for kind in same.values())
     assert all(kind[1] < kind[0] * 2 * 16 * 15 for kind in same.values())  # an object's pairs, not the image's
     assert any(kind.startswith("held-out ") for kind in same)
     shifted, _ = code_novelty.novelty(stages / "vq", tmp_path / "shifted.npz", 64, 0, 200, 6)
     assert {k: v[:2] for k, v in shifted.items()} == {k: v[:2] for k, v in same.items()}
     assert sum(kind[2] for kind in shifted.values()) > 0
+    assert all(kind[3] == kind[0] for kind in shifted.values())  # every first code in a context never seen
+    # The context of a cell: the code above, the code left (OUTSIDE past the edge) and its own.
+    out = code_novelty.OUTSIDE
+    contexts = code_novelty.first_code_contexts(np.array([[1, 2], [3, 4]]))
+    assert contexts.tolist() == [[(out << 32) + (out << 16) + 1, (out << 32) + (1 << 16) + 2],
+                                 [(1 << 32) + (out << 16) + 3, (2 << 32) + (3 << 16) + 4]]
     # Grids of another image size are refused by name (exit code 2), not compared.
     assert code_novelty.main(["--vq-dir", str(stages / "vq"), "--codes", str(tmp_path / "same.npz"),
                               "--image-size", "128", "--count", "6"]) == 2
