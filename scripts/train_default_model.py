@@ -50,7 +50,9 @@ its model.safetensors.index.json, tokenizer.json and tokenizer_config.json; and
 train_report.json (losses, timings). Deterministic for a given seed and thread count.
 
 --object-loss-weight W weighs the codes near an object (within OBJECT_REGION_RADII of its centre) W times the
-others in the loss; the losses printed and reported are then the weighted mean.
+others in the loss; the losses printed and reported are then the weighted mean. --background-variety trains on
+scenes.scene(..., variety=True) scenes (horizontal and diagonal stripes too; their codes are cached apart).
+Both were tried on v3 and not kept (docs/default_model.md); both are settings a saved state must match.
 """
 import argparse
 import hashlib
