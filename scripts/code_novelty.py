@@ -6,8 +6,8 @@ cell's pixels) and the neighbour pairs (left-right and up-down) that touch them,
 pairs never occur in the training codes (`codes.npz`, written by train_default_model.py). A model that learnt
 which code follows which cannot easily emit a pair it never saw; docs/default_model.md relates this to which
 held-out pairs the default model draws. Also counts the objects whose first code (in raster order, the first cell
-at least a quarter covered), together with the codes above and left of it, never occurs so in training: where an
-object's colour is chosen.
+at least a quarter covered), together with the codes above and left of it, never occurs so in training: about
+where an object's colour is chosen.
 
   scripts/code_novelty.py --vq-dir out/v2/vq --codes out/v3/hf/codes.npz --image-size 128
 """
@@ -40,6 +40,16 @@ def first_code_contexts(grid):
     return (g[:-1, 1:] << 32) + (g[1:, :-1] << 16) + g[1:, 1:]
 
 
+def first_cell(share):
+    """(row, column) of an object's first code cell in raster order: the first with at least a quarter of its pixels
+    in the object (cells before it hold a few of its pixels at most: up to 12% at 128 px), or where none is, the
+    first with any. share: the object's share of each cell's pixels [cells, cells]."""
+    flat = share.ravel()
+    candidates = np.flatnonzero(flat >= 0.25)
+    first = candidates[0] if len(candidates) else np.flatnonzero(flat > 0)[0]
+    return divmod(int(first), share.shape[1])
+
+
 def novelty(vq_dir, codes_path, image_size, seed, start, count):
     """({kind: [objects, pairs, pairs never in training, objects whose first code's context never is]} over eval
     scenes start..start+count-1, how many distinct codes the training codes hold)."""
@@ -66,14 +76,14 @@ def novelty(vq_dir, codes_path, image_size, seed, start, count):
                 for o in s["objects"]:
                     share = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3))
                     covered = share >= 0.5
-                    first_cell = np.flatnonzero(share.ravel() >= 0.25)[0]
+
                     pairs = np.concatenate([across[covered[:, :-1] | covered[:, 1:]],
                                             down[covered[:-1, :] | covered[1:, :]]])
                     kind = stats[scenes.object_kind(o)]
                     kind[0] += 1
                     kind[1] += len(pairs)
                     kind[2] += sum(p not in seen for p in pairs.tolist())
-                    kind[3] += int(contexts.ravel()[first_cell]) not in seen_contexts
+                    kind[3] += int(contexts[first_cell(share)]) not in seen_contexts
     return dict(stats), int((np.bincount(train.reshape(-1).astype(np.int64)) > 0).sum())
 
 

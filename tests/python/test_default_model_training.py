@@ -637,6 +637,16 @@ def test_code_novelty_counts_neighbour_pairs_the_training_codes_lack(stages, tmp
     assert {k: v[:2] for k, v in shifted.items()} == {k: v[:2] for k, v in same.items()}
     assert sum(kind[2] for kind in shifted.values()) > 0
     assert all(kind[3] == kind[0] for kind in shifted.values())  # every first code in a context never seen
+    # An object's first cell: a large square on the left at 128 px has its top edge at y = 51.25 and its left edge at
+    # x = 19.25, so cell row 12 holds one pixel row of it: (12, 4) a sixteenth, (12, 5) a quarter. A large triangle
+    # there begins at its apex (x = 32) in row 12, the cell right of the apex a quarter or more; a tiny image's small
+    # triangle fills no cell by a quarter and falls back on the first cell it touches.
+    share = lambda o, size: scenes.object_mask(o, size).reshape(size // 4, 4, size // 4, 4).mean((1, 3))  # noqa
+    square = {"size": "large", "colour": "red", "shape": "square", "position": "left"}
+    assert code_novelty.first_cell(share(square, 128)) == (12, 5)
+    assert code_novelty.first_cell(share({**square, "shape": "triangle"}, 128)) == (12, 7)
+    tiny = share({**square, "size": "small", "shape": "triangle"}, 32)
+    assert tiny.max() < 0.25 and tiny[code_novelty.first_cell(tiny)] > 0
     # The context of a cell: the code above, the code left (OUTSIDE past the edge) and its own.
     out = code_novelty.OUTSIDE
     contexts = code_novelty.first_code_contexts(np.array([[1, 2], [3, 4]]))
