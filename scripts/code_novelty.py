@@ -76,7 +76,6 @@ def novelty(vq_dir, codes_path, image_size, seed, start, count):
                 for o in s["objects"]:
                     share = scenes.object_mask(o, image_size).reshape(cells, CELL, cells, CELL).mean((1, 3))
                     covered = share >= 0.5
-
                     pairs = np.concatenate([across[covered[:, :-1] | covered[:, 1:]],
                                             down[covered[:-1, :] | covered[1:, :]]])
                     kind = stats[scenes.object_kind(o)]

@@ -253,7 +253,7 @@ def render_background(b, size=IMAGE_SIZE):
     if b["kind"] == "diagonal stripes":
         # Edges 60 degrees from the horizontal (y points down): rising ones run along (1, -sqrt(3)) / 2, as a
         # triangle's left side, falling ones along (1, sqrt(3)) / 2, as its right side.
-        across = x * np.sqrt(0.75) + (0.5 if b.get("rising") else -0.5) * y
+        across = x * np.sqrt(0.75) + (0.5 if b["rising"] else -0.5) * y
     if across is not None:
         odd = ((np.floor(across / (size * STRIPE_FRACTION)).astype(np.int64) % 2) == 1)[..., None]
         return np.where(odd, second, first)
