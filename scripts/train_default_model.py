@@ -52,7 +52,9 @@ train_report.json (losses, timings). Deterministic for a given seed and thread c
 --object-loss-weight W weighs the codes near an object (within OBJECT_REGION_RADII of its centre) W times the
 others in the loss; the losses printed and reported are then the weighted mean. --background-variety trains on
 scenes.scene(..., variety=True) scenes (horizontal and diagonal stripes too; their codes are cached apart).
-Both were tried on v3 and not kept (docs/default_model.md); both are settings a saved state must match.
+Both were tried on v3 and not kept (docs/default_model.md). --all-pairs trains on scenes.scene(..., all_pairs=True)
+scenes: every (colour, shape) pair, scenes.HELD_OUT_PAIRS included, never an evaluation caption of
+scenes.RESERVED_EVAL. All three are settings a saved state must match.
 """
 import argparse
 import hashlib
@@ -236,17 +238,20 @@ def file_digest(path):
 
 
 @torch.no_grad()
-def encode_scenes(vq_dir, train_scenes, seed, variety, image_size, cache, threads, device):
+def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, cache, threads, device):
     """codes [count, grid, grid] of the training scenes drawn at image_size px. train_scenes must be
-    scenes.scene(seed, "train", i, variety) for i < count: seed and variety (with the VQ checkpoint's digest) are
-    the cache's key. The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
+    scenes.scene(seed, "train", i, variety, all_pairs) for i < count: seed, variety and all_pairs (with the VQ
+    checkpoint's digest) are the cache's key. The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
     count = len(train_scenes)
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
         cached = np.load(cache)
-        cached_variety = bool(cached["variety"]) if "variety" in cached.files else False  # older caches: plain
+        # Older caches have no flag for an option that did not exist yet: they are plain.
+        cached_variety = bool(cached["variety"]) if "variety" in cached.files else False
+        cached_all_pairs = bool(cached["all_pairs"]) if "all_pairs" in cached.files else False
         if (str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count
-                and cached["codes"].shape[1] * DOWNSAMPLE == image_size and cached_variety == variety):
+                and cached["codes"].shape[1] * DOWNSAMPLE == image_size and cached_variety == variety
+                and cached_all_pairs == all_pairs):
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
     model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
@@ -260,7 +265,7 @@ def encode_scenes(vq_dir, train_scenes, seed, variety, image_size, cache, thread
         if first % 640 == 0:
             print(f"encoded {first + len(images)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
     codes = np.concatenate(chunks)
-    np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety)
+    np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety, all_pairs=all_pairs)
     return codes, time.time() - start
 
 
@@ -577,6 +582,9 @@ def main(argv=None):
     parser.add_argument("--background-variety", action="store_true",
                         help="train on scenes with horizontal and diagonal stripes too (scenes.py: every colour "
                              "along a square's and a triangle's edges, without the held-out pairs)")
+    parser.add_argument("--all-pairs", action="store_true",
+                        help="train on every (colour, shape) pair, scenes.HELD_OUT_PAIRS included (the evaluation "
+                             "captions stay unseen: scenes.RESERVED_EVAL)")
     parser.add_argument("--init-from", metavar="HF_DIR",
                         help="start from this HF folder's transformer weights (same architecture and vocabulary)")
     args = parser.parse_args(argv)
@@ -614,9 +622,10 @@ def main(argv=None):
         print(f"train_default_model: {e}", file=sys.stderr)
         return 2
     # One list for the codes, the captions and the object regions, so that they describe the same scenes.
-    train_scenes = [scenes.scene(args.seed, "train", i, args.background_variety) for i in range(args.scenes)]
+    train_scenes = [scenes.scene(args.seed, "train", i, args.background_variety, args.all_pairs)
+                    for i in range(args.scenes)]
     codes, encode_seconds = encode_scenes(args.vq_dir, train_scenes, args.seed, args.background_variety,
-                                          args.image_size, os.path.join(args.out_dir, "codes.npz"), args.threads,
+                                          args.all_pairs, args.image_size, os.path.join(args.out_dir, "codes.npz"), args.threads,
                                           device)
     if args.encode_only:
         print(f"encoded {args.scenes} scenes into {args.out_dir}/codes.npz ({encode_seconds:.0f} s)", flush=True)
@@ -668,6 +677,8 @@ def main(argv=None):
         settings["object_loss_weight"] = args.object_loss_weight
     if args.background_variety:  # likewise
         settings["background_variety"] = True
+    if args.all_pairs:  # likewise
+        settings["all_pairs"] = True
     try:
         saved = load_state(args.state_dir, settings) if args.state_dir else None
     except StateError as e:
@@ -712,6 +723,7 @@ def main(argv=None):
     report = {"parameters": params, "arch": arch, "image_size": args.image_size, "scenes": args.scenes, "steps": args.steps,
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "object_loss_weight": args.object_loss_weight, "background_variety": args.background_variety,
+              "all_pairs": args.all_pairs,
               "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
               "init_digest": init_digest, "vq_digest": settings["vq"], "finish_within": args.finish_within, "max_steps": max_steps,
               "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),

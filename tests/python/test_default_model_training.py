@@ -191,9 +191,10 @@ def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings
     capsys.readouterr()
     assert train_transformer(stages, tmp_path / "paused", 0, "--state-dir", str(state)) == 2
     assert re.search(r"saved with other settings \(init_from\)", capsys.readouterr().err)
-    # Nor a run on other data or with another loss: --background-variety and --object-loss-weight are settings too.
-    for option, key in ((("--background-variety",), "background_variety"), (("--object-loss-weight", "4"),
-                                                                             "object_loss_weight")):
+    # Nor a run on other data or with another loss: --background-variety, --all-pairs and --object-loss-weight are
+    # settings too.
+    for option, key in ((("--background-variety",), "background_variety"), (("--all-pairs",), "all_pairs"),
+                        (("--object-loss-weight", "4"), "object_loss_weight")):
         state = tmp_path / f"state-{key}"
         assert train_transformer(stages, tmp_path / key, 0, *option, "--state-dir", str(state), "--time-limit",
                                  "0") == train_default_model.PAUSED
@@ -258,22 +259,25 @@ def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_p
     assert refused.value.code == 2 and "--object-loss-weight must be a number >= 1" in capsys.readouterr().err
 
 
-def test_background_variety_trains_on_its_own_scenes_and_codes(stages, hf_dir, tmp_path):
-    # The variety scenes are other scenes (captions and pixels), so their codes are cached apart: a plain run in
-    # the same folder afterwards encodes the plain scenes again and trains as the plain fixture did.
+@pytest.mark.parametrize("option, cache_key, report_key", [("--background-variety", "variety", "background_variety"),
+                                                            ("--all-pairs", "all_pairs", "all_pairs")])
+def test_other_scenes_train_on_their_own_codes(stages, hf_dir, tmp_path, option, cache_key, report_key):
+    # The variety and all-pairs scenes are other scenes (captions and pixels), so their codes are cached apart: a
+    # plain run in the same folder afterwards encodes the plain scenes again and trains as the plain fixture did.
     folder = tmp_path / "hf"
-    assert train_transformer(stages, folder, 0, "--background-variety") == 0
-    variety_codes = dict(np.load(folder / "codes.npz"))  # read now: the next run writes the file anew
-    assert bool(variety_codes["variety"]) and json.loads((folder / "train_report.json").read_text())[
-        "background_variety"]
-    plain = load_file(str(hf_dir / "model.safetensors"))
-    varied = load_file(str(folder / "model.safetensors"))
-    assert not all(torch.equal(plain[k], varied[k]) for k in plain)
+    assert train_transformer(stages, folder, 0, option) == 0
+    other_codes = dict(np.load(folder / "codes.npz"))  # read now: the next run writes the file anew
+    assert bool(other_codes[cache_key]) and json.loads((folder / "train_report.json").read_text())[report_key]
     assert train_transformer(stages, folder, 0) == 0
     plain_codes = np.load(folder / "codes.npz")
-    assert not bool(plain_codes["variety"])
+    assert not bool(plain_codes[cache_key])
     assert np.array_equal(plain_codes["codes"], np.load(hf_dir / "codes.npz")["codes"])
-    assert not np.array_equal(plain_codes["codes"], variety_codes["codes"])
+    # The codes differ exactly where the scenes do (all-pairs scenes differ where a held-out pair was drawn).
+    flags = {"variety": option == "--background-variety", "all_pairs": option == "--all-pairs"}
+    other_scenes = [i for i in range(24) if scenes.scene(0, "train", i) != scenes.scene(0, "train", i, **flags)]
+    changed = np.flatnonzero((plain_codes["codes"] != other_codes["codes"]).any(axis=(1, 2)))
+    assert other_scenes and changed.tolist() == other_scenes
+    plain = load_file(str(hf_dir / "model.safetensors"))
     again = load_file(str(folder / "model.safetensors"))
     assert all(torch.equal(plain[k], again[k]) for k in plain)
 

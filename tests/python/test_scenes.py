@@ -119,6 +119,29 @@ def test_variety_adds_horizontal_and_diagonal_stripes_and_keeps_the_rest():
             assert f"{first} and {second} {word} striped background" in s["caption"]
 
 
+ALL_PAIRS = [scenes.scene(0, "train", i, all_pairs=True) for i in range(3000)]
+
+
+def test_all_pairs_draws_the_held_out_pairs_but_never_a_reserved_evaluation_caption():
+    pairs = {(o["colour"], o["shape"]) for s in ALL_PAIRS for o in s["objects"]}
+    assert pairs >= scenes.HELD_OUT_PAIRS
+    seed, count = scenes.RESERVED_EVAL
+    reserved = {scenes.scene(seed, "eval", i)["caption"] for i in range(count)}
+    assert reserved == scenes.reserved_eval_captions()
+    assert not {s["caption"] for s in ALL_PAIRS} & reserved
+    # The rule is needed: among these indices, some first draws had a reserved caption and were drawn again.
+    first_draws = [scenes._draw(scenes._rng(0, "train", i), "train", False, True) for i in range(len(ALL_PAIRS))]
+    redrawn = [i for i, s in enumerate(first_draws) if s["caption"] in reserved]
+    assert redrawn and all(ALL_PAIRS[i] != first_draws[i] for i in redrawn)
+    assert all(ALL_PAIRS[i] == s for i, s in enumerate(first_draws) if i not in redrawn)
+    for s in ALL_PAIRS[:200]:
+        labels = scenes.nearest_palette_index(scenes.render(s))
+        for o in s["objects"]:
+            assert (labels[scenes.object_mask(o)] == scenes.COLOURS.index(o["colour"])).all(), s["caption"]
+    with pytest.raises(ValueError, match="all_pairs is a training option"):
+        scenes.scene(0, "eval", 0, all_pairs=True)
+
+
 @pytest.mark.parametrize("rising, slope", [(True, -1 / 3 ** 0.5), (False, 1 / 3 ** 0.5)])
 def test_stripes_run_along_a_squares_top_and_a_triangles_sides(rising, slope):
     size = 128
