@@ -12,7 +12,7 @@
 #             - and _; not "vq" or "text"), then train_default_model.py flags for it: --image-size and
 #             --scenes always, and any of --steps (the most steps), --batch-size, --lr, --hidden-size,
 #             --layers, --heads, --intermediate-size, --object-loss-weight, each as "--flag value" (no other
-#             flag is taken; --background-variety would need its own encoded scenes); #
+#             flag is taken; the scenes, --all-pairs or not, are ALL_PAIRS's for all of them, encoded once); #
 #             starts a comment. Every line is also checked by train_default_model.py's own parser before
 #             anything runs (a line may end as Windows ends it). The script sets the folders, device, seed
 #             and time itself. The scenes are encoded once per image size, before the candidates' shares
@@ -34,7 +34,9 @@
 #   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take in all: a third of
 #   CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
 #   if an earlier sweep made it), PYTHON (python3), PART_BYTES (the most bytes of an archive part: 15 MiB, the
-#   most a file that comes back may have, with a MiB to spare; the tests split with a smaller one).
+#   most a file that comes back may have, with a MiB to spare; the tests split with a smaller one), ALL_PAIRS
+#   (1: every candidate trains on scenes with every (colour, shape) pair, train_default_model.py --all-pairs, as
+#   the shipped v4 was; 0: without the four held-out pairs, as v1-v3 were).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -52,6 +54,10 @@ encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
   { echo "device_sweep: CALL_SECONDS and ENCODE_SECONDS must be whole seconds" >&2; exit 2; }
 part_bytes=${PART_BYTES:-$((15 * 1024 * 1024))}
 [[ "$part_bytes" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep: PART_BYTES must be a whole number of bytes" >&2; exit 2; }
+all_pairs=${ALL_PAIRS:-1}
+[[ "$all_pairs" =~ ^[01]$ ]] || { echo "device_sweep: ALL_PAIRS must be 0 or 1" >&2; exit 2; }
+scene_flags=()  # the scenes every candidate trains on, and so what is encoded
+[ "$all_pairs" = 0 ] || scene_flags=(--all-pairs)
 work=$(realpath -m "${WORK:-/tmp/sjd-sweep}")
 text_dir=${TEXT_DIR:-out/v2/text}
 vq_dir=${VQ_DIR:-out/v2/vq}
@@ -129,7 +135,8 @@ mkdir -p "$work/cand" "$out" && touch "$work/.sjd-sweep" ||
 for name in "${names[@]}" vq text; do rm -f "$out/$name.tar.gz" "$out/$name".tar.gz.part*; done
 rm -f "$out/sweep.txt"
 summary=$out/sweep.txt
-echo "device_sweep: $(date -u +%FT%TZ), device $device, seed $seed, $budget s, candidates from $candidates" > "$summary"
+echo "device_sweep: $(date -u +%FT%TZ), device $device, seed $seed, $budget s, all pairs $all_pairs," \
+     "candidates from $candidates" > "$summary"
 export PYTHONUNBUFFERED=1
 
 keep() {  # keep NAME DIR PATH...: DIR's PATHs as OUT_DIR/NAME.tar.gz (parts past 15 MiB), if they still fit
@@ -195,7 +202,7 @@ for size in "${!most_scenes[@]}"; do
   timeout -k 5 $((encode_until > begun ? encode_until - begun : 1)) \
     "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$work/codes-$size" \
     --device "$device" --seed "$seed" --threads "$threads" --image-size "$size" --scenes "${most_scenes[$size]}" \
-    --encode-only > "$work/encode-$size.log" 2>&1 ||
+    "${scene_flags[@]}" --encode-only > "$work/encode-$size.log" 2>&1 ||
     { echo "encoding failed (or passed ENCODE_SECONDS): $(tail -n 3 "$work/encode-$size.log")" |
         tee -a "$summary" >&2; exit 1; }
   echo "encoded ${most_scenes[$size]} scenes at $size px: $(( $(date +%s) - begun )) s" | tee -a "$summary"
@@ -223,7 +230,7 @@ for i in "${!names[@]}"; do
     [ "$stop_after" -le "$call_left" ] || stop_after=$call_left
     timeout -k 5 "$stop_after" "$python" scripts/train_default_model.py "${extra[@]}" \
       --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$folder/hf" --device "$device" --seed "$seed" \
-      --threads "$threads" --finish-within $((share - startup_seconds)) > "$folder/train.log" 2>&1
+      "${scene_flags[@]}" --threads "$threads" --finish-within $((share - startup_seconds)) > "$folder/train.log" 2>&1
     code=$?
   fi
   rm -f "$folder/hf/codes.npz"  # large, and the bundles do not need it

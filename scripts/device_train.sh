@@ -34,6 +34,8 @@
 #   the sweep's candidates trained on: copied instead of trained; part of the work folder's
 #   settings, so a resumed run names them the same way; default: trained here with no limit of
 #   their own, their time taken off the transformer's, as the VQGAN's time on a GPU is not measured),
+#   ALL_PAIRS (1: scenes with every (colour, shape) pair, train_default_model.py --all-pairs, v4's data; 0:
+#   without the four held-out pairs, v1-v3's),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
@@ -50,6 +52,10 @@ seed=${SEED:-0}
 work=${WORK:-/tmp/sjd-train}
 image_size=${IMAGE_SIZE:-64}
 budget=${CALL_SECONDS:-540}
+all_pairs=${ALL_PAIRS:-1}
+[[ "$all_pairs" =~ ^[01]$ ]] || { echo "device_train: ALL_PAIRS must be 0 or 1" >&2; exit 2; }
+scene_flags=()
+[ "$all_pairs" = 0 ] || scene_flags=(--all-pairs)
 part_bytes=$((15 * 1024 * 1024))
 if [ -n "$from" ] && ! ls "$from"/train.tar.gz.part* > /dev/null 2>&1; then
   echo "device_train: FROM_DIR $from holds no train.tar.gz.part* (an earlier call's OUT_DIR)" >&2
@@ -64,6 +70,7 @@ fi
 settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-32000} steps=${LM_STEPS:-11000}"
 settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
 settings+=" intermediate=${INTERMEDIATE:-704} image_size=$image_size text=${TEXT_DIR:-trained} vq=${VQ_DIR:-trained}"
+settings+=" all_pairs=$all_pairs"
 mkdir -p "$out"
 rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
 mkdir -p "$work"
@@ -138,7 +145,7 @@ stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" -
   --out-dir "$work/hf" --seed "$seed" --device "$device" --state-dir "$work/state" --compact-state \
   --time-limit "$limit" --scenes "${LM_SCENES:-32000}" --steps "${LM_STEPS:-11000}" \
   --batch-size "${LM_BATCH:-16}" --lr "${LM_LR:-3e-3}" --hidden-size "${HIDDEN:-256}" --layers "${LAYERS:-4}" \
-  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}" --image-size "$image_size"
+  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}" --image-size "$image_size" "${scene_flags[@]}"
 code=$?
 if [ $code -eq 75 ]; then
   pack settings.txt text vq state $(cd "$work" && ls -- *.log)

@@ -8,7 +8,8 @@
   scripts/eval_default_model.py --vq-dir out/default-model/vq [--count 200]
 
 Takes --count scenes of scenes.py from --start: by default the evaluation split, whose captions
-never occur in training (each holds a held-out colour-shape pair); `--split train --start 16000`
+never occur in training (each holds a held-out colour-shape pair, which v1-v3 never saw; v4's all-pairs training
+scenes avoid the captions of scenes.RESERVED_EVAL, seed 0 below index 1000); `--split train --start 16000`
 gives unseen scenes of seen combinations (the model trained on train scenes 0..15999).
 Generates one image per caption and method with `sjd batch` (same seeds for every method:
 batch seed + prompt index), reads the PNGs back and checks against each scene's ground truth:

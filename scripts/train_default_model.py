@@ -31,7 +31,7 @@ settings, or a part missing or altered: the message names it).
 
 Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
 vocabulary.json). Encodes --scenes training scenes to 16x16 codes (--image-size 128: 32x32; cached
-in --out-dir/codes.npz, reused when the VQ checkpoint, count and size match), then trains a
+in --out-dir/codes.npz, reused when the VQ checkpoint, seed, count, size and scene options match), then trains a
 Chameleon-architecture decoder (RMSNorm, SwiGLU, rotate-half RoPE, per-head LayerNorm on
 q and k before RoPE) on the family's sequences:
 

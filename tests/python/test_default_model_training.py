@@ -1,7 +1,7 @@
 """The default model's training pipeline at toy size: text tokenizer -> VQGAN -> transformer -> export.
 
-scripts/build_default_model.sh runs these same stages at full size (about two hours on
-two CPU cores). Here each runs a few steps, which is enough to check what the
+scripts/build_default_model.sh runs these same stages at full size (about three and a half
+hours on two CPU cores). Here each runs a few steps, which is enough to check what the
 shipped model relies on: every stage writes the release formats the Lumina-mGPT exporter
 reads, the transformer's training is deterministic for a seed (bit-identical weights) and
 changes with it, and the exported bundle loads and generates in sjd where it is built.
@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 
 import numpy as np
@@ -264,10 +265,15 @@ def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_p
 def test_other_scenes_train_on_their_own_codes(stages, hf_dir, tmp_path, option, cache_key, report_key):
     # The variety and all-pairs scenes are other scenes (captions and pixels), so their codes are cached apart: a
     # plain run in the same folder afterwards encodes the plain scenes again and trains as the plain fixture did.
+    # Two steps of 12 see all 24 scenes (all-pairs scenes differ from the plain ones in a few only), so the weights
+    # must differ from a plain run's with the same batches.
     folder = tmp_path / "hf"
-    assert train_transformer(stages, folder, 0, option) == 0
+    assert train_transformer(stages, folder, 0, option, "--batch-size", "12") == 0
     other_codes = dict(np.load(folder / "codes.npz"))  # read now: the next run writes the file anew
     assert bool(other_codes[cache_key]) and json.loads((folder / "train_report.json").read_text())[report_key]
+    assert train_transformer(stages, tmp_path / "plain12", 0, "--batch-size", "12") == 0
+    plain12, other = (load_file(str(d / "model.safetensors")) for d in (tmp_path / "plain12", folder))
+    assert not all(torch.equal(plain12[k], other[k]) for k in plain12)
     assert train_transformer(stages, folder, 0) == 0
     plain_codes = np.load(folder / "codes.npz")
     assert not bool(plain_codes[cache_key])
@@ -369,11 +375,16 @@ def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bund
     assert "resumed from" in (unpacked / "transformer.log").read_text()
     bundle = json.loads((unpacked / "bundle" / "bundle.json").read_text())
     assert bundle["defaults"]["init"] == "repeat-up" and bundle["family"] == "lumina-mgpt"
-    assert json.loads((unpacked / "hf" / "train_report.json").read_text())["steps"] == 2
+    report = json.loads((unpacked / "hf" / "train_report.json").read_text())
+    assert report["steps"] == 2 and report["all_pairs"]  # ALL_PAIRS defaults to v4's data
     # The work folder now belongs to this run: another setting must not continue its tokenizer, VQGAN or state.
-    other = subprocess.run([str(script), str(tmp_path / "third")], capture_output=True, text=True, timeout=60,
-                           env=dict(env, WORK=str(tmp_path / "work2"), LM_STEPS="3"))
-    assert other.returncode == 2 and "made with other settings" in other.stderr
+    for setting in ({"LM_STEPS": "3"}, {"ALL_PAIRS": "0"}):
+        other = subprocess.run([str(script), str(tmp_path / "third")], capture_output=True, text=True, timeout=60,
+                               env=dict(env, WORK=str(tmp_path / "work2"), **setting))
+        assert other.returncode == 2 and "made with other settings" in other.stderr
+    bad = subprocess.run([str(script), str(tmp_path / "fourth")], capture_output=True, text=True, timeout=60,
+                         env=dict(env, WORK=str(tmp_path / "work4"), ALL_PAIRS="2"))
+    assert bad.returncode == 2 and "ALL_PAIRS must be 0 or 1" in bad.stderr
 
 
 def test_finish_within_trains_the_steps_that_fit_as_a_plain_run_of_that_many(stages, hf_dir, tmp_path, capsys):
@@ -435,6 +446,7 @@ def test_device_sweep_trains_each_candidate_and_the_bundles_are_made_here(stages
         report = json.loads((dest / name / "hf" / "train_report.json").read_text())
         assert report["steps"] == steps and report["arch"]["hidden_size"] == hidden and report["finish_within"] > 0
         assert report["object_loss_weight"] == (2 if name == "narrow" else 1)
+        assert report["all_pairs"]  # ALL_PAIRS defaults to the shipped model's data
         assert "encoded" not in (dest / name / "train.log").read_text()  # the sweep encoded them once
         bundle = json.loads((dest / name / "bundle" / "bundle.json").read_text())
         assert bundle["family"] == "lumina-mgpt" and bundle["defaults"]["init"] == "repeat-up"
@@ -508,10 +520,12 @@ def test_device_sweep_counts_what_is_already_in_out_dir_and_catches_a_run_withou
                 "first --image-size 64 --scenes 8 --batch-size 2 --steps 1\n"
                 "silent --image-size 64 --scenes 8 --steps 1\n"
                 "third --image-size 64 --scenes 8 --batch-size 2 --steps 1\n",
-                python=stand_in_python(tmp_path))
+                python=stand_in_python(tmp_path), ALL_PAIRS="0")
     assert run.returncode == 1, run.stdout + run.stderr
     summary = (out / "sweep.txt").read_text()
     assert "kept first: " in summary and "== silent (" in summary and "exited 0 without writing a model" in summary
+    with tarfile.open(out / "first.tar.gz") as archive:  # ALL_PAIRS=0: the scenes of v1-v3
+        assert json.load(archive.extractfile("first/hf/train_report.json"))["all_pairs"] is False
     assert re.search(r"third: not kept: \d+ bytes in 1 file\(s\) would pass what comes back", summary)
     assert sorted(f.name for f in out.iterdir()) == ["first.tar.gz"] + [f"mine{i}.txt" for i in range(6)] + [
         "sweep.txt"]
@@ -575,6 +589,7 @@ def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message
     ("ENCODE_SECONDS", "-5", "CALL_SECONDS and ENCODE_SECONDS must be whole seconds"),
     ("PART_BYTES", "0", "PART_BYTES must be a whole number of bytes"),
     ("PART_BYTES", "15M", "PART_BYTES must be a whole number of bytes"),
+    ("ALL_PAIRS", "yes", "ALL_PAIRS must be 0 or 1"),
 ])
 def test_device_sweep_refuses_a_bad_setting_by_name(tmp_path, name, value, message):
     candidates = tmp_path / "candidates.txt"
