@@ -78,7 +78,9 @@ double two_sample_p(const std::vector<long>& a, const std::vector<long>& b) {
 
 double smallest_p(const std::vector<std::vector<long>>& reference, const std::vector<std::vector<long>>& method) {
   double smallest = 1.0;
-  for (size_t cell = 0; cell < reference.size(); ++cell) smallest = std::min(smallest, two_sample_p(reference[cell], method[cell]));
+  for (size_t cell = 0; cell < reference.size(); ++cell) {
+    smallest = std::min(smallest, two_sample_p(reference[cell], method[cell]));
+  }
   return smallest;
 }
 
