@@ -202,7 +202,7 @@ for size in "${!most_scenes[@]}"; do
   timeout -k 5 $((encode_until > begun ? encode_until - begun : 1)) \
     "$python" scripts/train_default_model.py --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$work/codes-$size" \
     --device "$device" --seed "$seed" --threads "$threads" --image-size "$size" --scenes "${most_scenes[$size]}" \
-    "${scene_flags[@]}" --encode-only > "$work/encode-$size.log" 2>&1 ||
+    ${scene_flags[@]+"${scene_flags[@]}"} --encode-only > "$work/encode-$size.log" 2>&1 ||
     { echo "encoding failed (or passed ENCODE_SECONDS): $(tail -n 3 "$work/encode-$size.log")" |
         tee -a "$summary" >&2; exit 1; }
   echo "encoded ${most_scenes[$size]} scenes at $size px: $(( $(date +%s) - begun )) s" | tee -a "$summary"
@@ -230,7 +230,8 @@ for i in "${!names[@]}"; do
     [ "$stop_after" -le "$call_left" ] || stop_after=$call_left
     timeout -k 5 "$stop_after" "$python" scripts/train_default_model.py "${extra[@]}" \
       --vq-dir "$work/vq" --text-dir "$work/text" --out-dir "$folder/hf" --device "$device" --seed "$seed" \
-      "${scene_flags[@]}" --threads "$threads" --finish-within $((share - startup_seconds)) > "$folder/train.log" 2>&1
+      ${scene_flags[@]+"${scene_flags[@]}"} --threads "$threads" --finish-within $((share - startup_seconds)) \
+      > "$folder/train.log" 2>&1
     code=$?
   fi
   rm -f "$folder/hf/codes.npz"  # large, and the bundles do not need it

@@ -35,7 +35,7 @@
 #   settings, so a resumed run names them the same way; default: trained here with no limit of
 #   their own, their time taken off the transformer's, as the VQGAN's time on a GPU is not measured),
 #   ALL_PAIRS (1: scenes with every (colour, shape) pair, train_default_model.py --all-pairs, v4's data; 0:
-#   without the four held-out pairs, v1-v3's),
+#   without the four held-out pairs, v1-v3's; part of the work folder's settings),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
 #   WORK (the work folder, default /tmp/sjd-train), PYTHON (python3).
 # docs/default_model.md ("Training on a device machine") has the round trip.
@@ -70,7 +70,8 @@ fi
 settings="device=$device seed=$seed vq_steps=${VQ_STEPS:-default} scenes=${LM_SCENES:-32000} steps=${LM_STEPS:-11000}"
 settings+=" batch=${LM_BATCH:-16} lr=${LM_LR:-3e-3} hidden=${HIDDEN:-256} layers=${LAYERS:-4} heads=${HEADS:-4}"
 settings+=" intermediate=${INTERMEDIATE:-704} image_size=$image_size text=${TEXT_DIR:-trained} vq=${VQ_DIR:-trained}"
-settings+=" all_pairs=$all_pairs"
+# Only when set: a folder from before ALL_PAIRS existed holds v1-v3's scenes, which ALL_PAIRS=0 continues.
+[ "$all_pairs" = 0 ] || settings+=" all_pairs=1"
 mkdir -p "$out"
 rm -f "$out"/train.tar.gz.part* "$out"/summary.txt
 mkdir -p "$work"
@@ -145,7 +146,8 @@ stage transformer "$python" scripts/train_default_model.py --vq-dir "$work/vq" -
   --out-dir "$work/hf" --seed "$seed" --device "$device" --state-dir "$work/state" --compact-state \
   --time-limit "$limit" --scenes "${LM_SCENES:-32000}" --steps "${LM_STEPS:-11000}" \
   --batch-size "${LM_BATCH:-16}" --lr "${LM_LR:-3e-3}" --hidden-size "${HIDDEN:-256}" --layers "${LAYERS:-4}" \
-  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}" --image-size "$image_size" "${scene_flags[@]}"
+  --heads "${HEADS:-4}" --intermediate-size "${INTERMEDIATE:-704}" --image-size "$image_size" \
+  ${scene_flags[@]+"${scene_flags[@]}"}
 code=$?
 if [ $code -eq 75 ]; then
   pack settings.txt text vq state $(cd "$work" && ls -- *.log)

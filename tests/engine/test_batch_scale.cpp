@@ -232,6 +232,6 @@ TEST_CASE("batch: a shard with other settings than its sibling shards is refused
   // the sibling's manifest line (images are recorded as they finish, so which line depends on the model).
   const auto refused = run_sjd_limited(batch + " --shard 1/2 --seed 5");
   check_result(refused, 2, "was made with seed 0 (now 5)");
-  CHECK_THAT(refused.err, Catch::Contains("manifest.0-of-2.jsonl:") && Catch::Contains(": image 0000"));
+  CHECK_THAT(refused.err, Catch::Contains("manifest.0-of-2.jsonl:") && Catch::Contains(": image 00000_"));
   CHECK_FALSE(std::filesystem::exists(dir / "out" / "manifest.1-of-2.jsonl"));
 }
