@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <numeric>
 
 #include "decoding/decoder.h"
 #include "table_model.h"
@@ -60,26 +59,10 @@ std::vector<std::vector<long>> position_counts(const decoding::DecodeRequest& ba
   return counts;
 }
 
-// Pearson's two-sample (homogeneity) test of two count vectors; tokens neither sample drew are left out.
-double two_sample_p(const std::vector<long>& a, const std::vector<long>& b) {
-  const double na = static_cast<double>(std::accumulate(a.begin(), a.end(), 0L));
-  const double nb = static_cast<double>(std::accumulate(b.begin(), b.end(), 0L));
-  double chi = 0.0;
-  int cells = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const double total = static_cast<double>(a[k] + b[k]);
-    if (total == 0) continue;
-    ++cells;
-    const double ea = total * na / (na + nb), eb = total * nb / (na + nb);
-    chi += (a[k] - ea) * (a[k] - ea) / ea + (b[k] - eb) * (b[k] - eb) / eb;
-  }
-  return cells < 2 ? 1.0 : sjd::testing::chi_square_upper_tail(chi, cells - 1);
-}
-
 double smallest_p(const std::vector<std::vector<long>>& reference, const std::vector<std::vector<long>>& method) {
   double smallest = 1.0;
   for (size_t cell = 0; cell < reference.size(); ++cell) {
-    smallest = std::min(smallest, two_sample_p(reference[cell], method[cell]));
+    smallest = std::min(smallest, sjd::testing::two_sample_p(reference[cell], method[cell]));
   }
   return smallest;
 }

@@ -263,6 +263,7 @@ def test_object_loss_weight_weighs_each_code_by_its_region(stages, hf_dir, tmp_p
 @pytest.mark.parametrize("option, cache_key, report_key", [("--background-variety", "variety", "background_variety"),
                                                             ("--all-pairs", "all_pairs", "all_pairs")])
 def test_other_scenes_train_on_their_own_codes(stages, hf_dir, tmp_path, option, cache_key, report_key):
+    # cache_key is also scenes.scene's keyword for these scenes.
     # The variety and all-pairs scenes are other scenes (captions and pixels), so their codes are cached apart: a
     # plain run in the same folder afterwards encodes the plain scenes again and trains as the plain fixture did.
     # Two steps of 12 see all 24 scenes (all-pairs scenes differ from the plain ones in a few only), so the weights
@@ -279,8 +280,8 @@ def test_other_scenes_train_on_their_own_codes(stages, hf_dir, tmp_path, option,
     assert not bool(plain_codes[cache_key])
     assert np.array_equal(plain_codes["codes"], np.load(hf_dir / "codes.npz")["codes"])
     # The codes differ exactly where the scenes do (all-pairs scenes differ where a held-out pair was drawn).
-    flags = {"variety": option == "--background-variety", "all_pairs": option == "--all-pairs"}
-    other_scenes = [i for i in range(24) if scenes.scene(0, "train", i) != scenes.scene(0, "train", i, **flags)]
+    other_scenes = [i for i in range(24)
+                    if scenes.scene(0, "train", i) != scenes.scene(0, "train", i, **{cache_key: True})]
     changed = np.flatnonzero((plain_codes["codes"] != other_codes["codes"]).any(axis=(1, 2)))
     assert other_scenes and changed.tolist() == other_scenes
     plain = load_file(str(hf_dir / "model.safetensors"))

@@ -15,6 +15,10 @@ struct FitResult {
   double total_variation = 0.0;  // between the empirical and the exact distribution
 };
 
+// Pearson's two-sample (homogeneity) test of two count vectors over the same outcomes: the p-value that both
+// come from one distribution. Outcomes neither sample holds are left out; fewer than two left give 1.
+double two_sample_p(const std::vector<long>& a, const std::vector<long>& b);
+
 // Pearson's test of observed counts against exact probabilities (cells whose
 // expected count is below 5 are pooled into one cell). Keys are outcomes.
 template <typename Key>
