@@ -107,6 +107,18 @@ std::vector<model::RowPrompt> table_rows(bool cfg, int prompt) {
   return rows;
 }
 
+decoding::DecodeRequest table_request(const std::string& method, int window, const std::string& init, bool cfg,
+                                      int64_t top_k) {
+  decoding::DecodeRequest r;
+  r.method = decoding::make_method(method);
+  if (r.method.speculative()) r.method.window = window;
+  r.method.init = decoding::parse_init_scheme(init);
+  r.rows = table_rows(cfg);
+  r.pipeline.cfg_scale = cfg ? 2.0 : 1.0;
+  r.pipeline.top_k = top_k;
+  return r;
+}
+
 std::map<std::vector<int64_t>, double> exact_distribution(const TableModel& model, const family::TokenLayout& layout,
                                                           const sampling::PipelineSettings& pipeline, int64_t rows) {
   std::map<std::vector<int64_t>, double> out;

@@ -70,4 +70,9 @@ std::map<std::vector<int64_t>, long> sample_sequences(TableModel& model, const f
 // `prompt` (> 0) gives another prompt: other roles and a longer prompt.
 std::vector<model::RowPrompt> table_rows(bool cfg, int prompt = 0);
 
+// A request for the table model: `method` (its window if speculative), the draft init, CFG at scale 2
+// over table_rows (or none) and top-k (0 = all tokens); callers set what else their case needs.
+decoding::DecodeRequest table_request(const std::string& method, int window, const std::string& init, bool cfg,
+                                      int64_t top_k);
+
 }  // namespace sjd::testing

@@ -37,18 +37,12 @@ decoding::StepCostProfile test_profile() {
 }
 
 decoding::DecodeRequest request_for(const Case& c) {
-  decoding::DecodeRequest r;
-  r.method = decoding::make_method(c.method);
-  if (r.method.speculative()) r.method.window = c.window;
-  r.method.init = decoding::parse_init_scheme(c.init);
+  decoding::DecodeRequest r = sjd::testing::table_request(c.method, c.window, c.init, c.cfg, c.top_k);
   r.method.pd_k = c.pd_k;
   r.method.pd_depth = c.pd_depth;
   r.method.auto_window = c.auto_shape && r.method.speculative();
   r.method.auto_tree = c.auto_shape && r.method.proactive_tree;
   r.cost_profile = test_profile();
-  r.rows = sjd::testing::table_rows(c.cfg);
-  r.pipeline.cfg_scale = c.cfg ? 2.0 : 1.0;
-  r.pipeline.top_k = c.top_k;
   return r;
 }
 

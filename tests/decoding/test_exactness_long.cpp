@@ -30,15 +30,9 @@ family::TokenLayout grid_layout() {
   return family::TokenLayout(6, forced, kSide, kSide, 1, kCodes);
 }
 
+// Every exact method's hardest setting at once: CFG, top-k 2 of the 3 codes, repeat-up drafts.
 decoding::DecodeRequest request_for(const std::string& method, int window) {
-  decoding::DecodeRequest r;
-  r.method = decoding::make_method(method);
-  if (r.method.speculative()) r.method.window = window;
-  r.method.init = decoding::parse_init_scheme("repeat-up");
-  r.rows = sjd::testing::table_rows(true);
-  r.pipeline.cfg_scale = 2.0;
-  r.pipeline.top_k = 2;
-  return r;
+  return sjd::testing::table_request(method, window, "repeat-up", true, 2);
 }
 
 // counts[position][token - 1] over seeds first .. first + kRuns - 1.
