@@ -2,14 +2,14 @@
 """Checks on the real default model that decoding methods draw the images `ar` draws, in distribution.
 
   scripts/image_distribution_check.py --caption "a small green ring at the top, on a white background"
-      [--images 1000] [--methods scd-mc,sjd-pac] [--control ar@temperature=0.9] [--cells 8]
-      [--model models/default] [--sjd build/sjd] [--out-dir DIR] [-- more sjd batch flags]
+      [--images 1000] [--methods scd-mc,sjd-pac] [--control ar@temperature=0.9] [--cells 8] [--alpha 1e-3]
+      [--seed 1000] [--model models/default] [--sjd build/sjd] [--out-dir DIR] [-- more sjd batch flags]
 
 The exactness tests (tests/decoding) compare every lossless method with ar token by token on toy models
 whose distribution is known; this is the same question asked of the shipped transformer, where nothing is
 known in closed form. Each method draws --images images of one caption with `sjd batch` (its own seeds:
 method k uses seeds from --seed + k * 1,000,000, so no two samples share a random stream). Each image is
-cut into --cells x --cells regions and each region is read as the palette colour most of its pixels have
+cut into --cells x --cells regions and each region is read as the palette colour held by the most of its pixels
 (scenes.nearest_palette_index): equal token distributions give equal region-colour distributions, and a
 region's colour has few values, so a two-sample chi-square on each region is sensitive. A method differs
 from ar when some region's p-value is below --alpha / regions (Bonferroni over the regions). Also reported:
@@ -19,12 +19,15 @@ from ar with a 95% interval.
 A control shows the check can fail at this --images: `ar@temperature=0.9` (the default) samples every token
 from a slightly sharper distribution, a change of the kind an inexact acceptance rule makes; it should be
 rejected. Entries are `method[+relax][@flag=value,...]`: `sjd-pac+lantern` runs a lossy relaxation, and
-`@flag=value` adds `--flag value` to that method's runs. Writes results.json into --out-dir; `sjd batch`
-resumes there, so a stopped run picks up where it was.
+`@flag=value` adds `--flag value` to that method's runs. Writes results.json into --out-dir (default: a folder
+named after the caption and --seed under out/image-distribution); `sjd batch` resumes there, so a stopped run picks
+up where it was. Exit code 0 when every --methods entry is consistent with ar and the control is rejected, 1
+otherwise (or when sjd fails), 2 for bad arguments.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -69,7 +72,8 @@ def region_colours(image, cells):
 
 def two_sample_p(a, b):
     """p-value of the chi-square test that two count vectors over the same categories come from one distribution.
-    Categories with fewer than MIN_BIN samples in both together are pooled, so no expected count is tiny."""
+    Categories with fewer than MIN_BIN samples in both together share one bin (so rare colours add at most a few
+    units to the statistic, where alone each could add a large term)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     total = a + b
     small = total < MIN_BIN
@@ -108,6 +112,7 @@ def draw(args, entry, index, prompts_file):
     records = eval_default_model.run_method(args.sjd, args.model, prompts_file, out_dir,
                                             method + ("+" + relax if relax else ""),
                                             args.seed + index * SEED_STRIDE, extra + args.sjd_args)
+    records = {i: r for i, r in records.items() if i < args.images}  # a folder of a longer run holds more
     if len(records) != args.images:
         raise SystemExit(f"image_distribution_check: {entry}: {len(records)} of {args.images} images were made "
                          f"(see {out_dir}/manifest.jsonl)")
@@ -139,7 +144,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1000, help="first seed of ar; method k starts k * 1e6 higher")
     parser.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
     parser.add_argument("--sjd", default=os.path.join(ROOT, "build", "sjd"))
-    parser.add_argument("--out-dir", default=os.path.join(ROOT, "out", "image-distribution"))
+    parser.add_argument("--out-dir", help="default: out/image-distribution/CAPTION-seedSEED")
     parser.add_argument("sjd_args", nargs="*", help="after --: more flags for every `sjd batch` run")
     args = parser.parse_args(argv)
     try:
@@ -153,6 +158,9 @@ def main(argv=None):
     if args.images < 2 or args.cells < 1:
         print("image_distribution_check: --images must be at least 2 and --cells at least 1", file=sys.stderr)
         return 2
+    if not args.out_dir:
+        slug = re.sub(r"[^a-z0-9]+", "-", args.caption.lower()).strip("-")[:60]
+        args.out_dir = os.path.join(ROOT, "out", "image-distribution", f"{slug}-seed{args.seed}")
     os.makedirs(args.out_dir, exist_ok=True)
     prompts_file = os.path.join(args.out_dir, "prompts.jsonl")
     with open(prompts_file, "w", encoding="utf-8") as f:
@@ -164,9 +172,19 @@ def main(argv=None):
           f"when a region's p < {args.alpha:g} / {regions} = {threshold:.2g}", flush=True)
     reference = ar_rates = None
     results = {}
+    labels = []
     for index, entry in enumerate(entries):
         label = entry if entry not in results else f"{entry}#{index}"  # "ar" among --methods: ar against itself
-        colours, rates, compression = draw(args, entry, index, prompts_file)
+        labels.append(label)
+        try:
+            colours, rates, compression = draw(args, entry, index, prompts_file)
+        except ValueError as e:  # --cells that does not divide the image
+            print(f"image_distribution_check: {e}", file=sys.stderr)
+            return 2
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"image_distribution_check: {entry}: sjd batch failed ({e}); its folder keeps what was made",
+                  file=sys.stderr)
+            return 1
         result = {"rates": rates, "step_compression": compression}
         line = (f"{label:24s} object {rates['object'][0]:.3f}  background {rates['background'][0]:.3f}  scene "
                 f"{rates['scene'][0]:.3f}  compression {compression:.2f}x")
@@ -190,10 +208,12 @@ def main(argv=None):
         json.dump({"caption": args.caption, "images": args.images, "cells": args.cells, "alpha": args.alpha,
                    "seed": args.seed, "sjd_args": args.sjd_args, "methods": results}, f, indent=2)
         f.write("\n")
-    if args.control and not results[label]["differs"]:  # the control runs last
+    control = results[labels[-1]] if args.control else None  # the control runs last
+    if control is not None and not control["differs"]:
         print(f"note: the control {args.control} was not rejected: at {args.images} images the check cannot see a "
               "change that small", flush=True)
-    return 0
+    compared = labels[1:-1] if args.control else labels[1:]
+    return 1 if any(results[label]["differs"] for label in compared) or (control and not control["differs"]) else 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 // distribution of whole sequences can be enumerated and compared with what the
 // decoding methods sample.
 #include <map>
+#include <string>
 #include <vector>
 
 #include "decoding/decoder.h"
