@@ -18,9 +18,10 @@ from ar with a 95% interval.
 
 A control shows the check can fail at this --images: `ar@temperature=0.9` (the default) samples every token
 from a slightly sharper distribution, a change of the kind an inexact acceptance rule makes; it should be
-rejected. Entries are `method[+relax][@flag=value,...]`: `sjd-pac+lantern` runs a lossy relaxation, and
-`@flag=value` adds `--flag value` to that method's runs. Writes results.json into --out-dir (default: a folder
-named after the caption and --seed under out/image-distribution); `sjd batch` resumes there, so a stopped run picks
+rejected. Entries are `method[+relax][@flag=value]...`: `sjd-pac+lantern` runs a lossy relaxation, and
+each `@flag=value` adds `--flag value` to that method's runs (`@`, not a comma, so entries fit in --methods).
+Writes results.json into --out-dir (default: a folder named after the caption and --seed under
+out/image-distribution); `sjd batch` resumes there, so a stopped run picks
 up where it was. Exit code 0 when every --methods entry is consistent with ar and the control is rejected, 1
 otherwise (or when sjd fails), 2 for bad arguments.
 """
@@ -44,11 +45,12 @@ MIN_BIN = 10  # colours seen fewer times than this in both samples together shar
 
 
 def parse_entry(entry):
-    """'sjd-pac+lantern@temperature=0.9' -> ('sjd-pac', 'lantern', ['--temperature', '0.9'])."""
-    name, _, flags = entry.partition("@")
+    """'sjd-pac+lantern@temperature=0.9@top-k=64'
+    -> ('sjd-pac', 'lantern', ['--temperature', '0.9', '--top-k', '64'])."""
+    name, *flags = entry.split("@")
     method, _, relax = name.partition("+")
     extra = []
-    for item in filter(None, flags.split(",")):
+    for item in flags:
         flag, equals, value = item.partition("=")
         if not equals or not flag or not value:
             raise ValueError(f"{entry}: '{item}' is not flag=value")
@@ -108,7 +110,7 @@ def region_p_values(reference, sample):
 def draw(args, entry, index, prompts_file):
     """Runs `sjd batch` for one entry; returns (region colours [N, cells, cells], adherence rates, step compression)."""
     method, relax, extra = parse_entry(entry)
-    out_dir = os.path.join(args.out_dir, f"{index}-" + entry.replace("@", "_at_").replace("=", "-").replace(",", "_"))
+    out_dir = os.path.join(args.out_dir, f"{index}-" + entry.replace("@", "_at_").replace("=", "-"))
     records = eval_default_model.run_method(args.sjd, args.model, prompts_file, out_dir,
                                             method + ("+" + relax if relax else ""),
                                             args.seed + index * SEED_STRIDE, extra + args.sjd_args)

@@ -54,7 +54,7 @@ def test_regions_take_the_colour_most_of_their_pixels_have():
 @pytest.mark.parametrize("entry, expected", [
     ("ar", ("ar", "", [])),
     ("sjd-pac+lantern", ("sjd-pac", "lantern", [])),
-    ("ar@temperature=0.9,top-k=64", ("ar", "", ["--temperature", "0.9", "--top-k", "64"])),
+    ("ar@temperature=0.9@top-k=64", ("ar", "", ["--temperature", "0.9", "--top-k", "64"])),
 ])
 def test_entries_name_a_method_a_relaxation_and_flags(entry, expected):
     assert check.parse_entry(entry) == expected
@@ -63,6 +63,7 @@ def test_entries_name_a_method_a_relaxation_and_flags(entry, expected):
 def test_a_bad_entry_is_refused_with_exit_code_2_and_named(capsys):
     assert check.main(["--caption", CAPTION, "--control", "ar@temperature"]) == 2
     assert "ar@temperature: 'temperature' is not flag=value" in capsys.readouterr().err
+    assert check.main(["--caption", CAPTION, "--methods", "sjd@", "--control", ""]) == 2  # an empty flag
     assert check.main(["--caption", "a red square somewhere"]) == 2
 
 
