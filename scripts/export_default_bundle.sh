@@ -10,7 +10,8 @@
 # IMAGE_SIZE: the pixels per side the transformer was trained at. OUT_DIR's files are replaced.
 # The model draws IMAGE_SIZE px images (size token <reserved08800+IMAGE_SIZE/32>); its top-k keeps a
 # quarter of the 512 codes, as Lumina-mGPT's 2000 of 8192 does. The guidance scale was measured per
-# model: 1.25 for the 128 px one, 1.5 for v2 at 64 px (docs/default_model.md). Two entries are added
+# model: 1.25 for the 128 px one, 1.5 for v2 at 64 px (docs/default_model.md); so was the temperature: 0.8
+# for the 128 px one (more whole scenes right, as many tokens per step), 1.0 for v2. Two entries are added
 # afterwards with the built program: the CPU step-cost profile (step_cost/cpu-f32) by `sjd bench
 # --calibrate` on the machine it describes, and the windows' acceptance prior (window_prior) by
 # scripts/window_prior.py (docs/default_model.md).
@@ -34,12 +35,14 @@ cp "$hf"/config.json "$hf"/model.safetensors.index.json "$hf"/tokenizer.json "$h
 # Drafts start as the code above them: on these flat scenes that takes ~10% fewer steps than random drafts
 # with shorter automatic windows (docs/default_model.md, "Draft initialisation"). The method is sjd-pac,
 # exact and about 1.4x ar's images/s on a CPU with this model (docs/default_model.md, "Decoding method").
-"$python" - "$out/bundle.json" <<'PY'
+"$python" - "$out/bundle.json" "$image_size" <<'PY'
 import json, sys
-path = sys.argv[1]
+path, image_size = sys.argv[1], int(sys.argv[2])
 with open(path) as f:
     bundle = json.load(f)
 bundle["defaults"]["init"] = "repeat-up"
+if image_size == 128:
+    bundle["defaults"]["temperature"] = 0.8
 bundle["defaults"]["method"] = "sjd-pac"
 with open(path, "w") as f:
     json.dump(bundle, f, indent=2)
