@@ -11,7 +11,9 @@
 # The model draws IMAGE_SIZE px images (size token <reserved08800+IMAGE_SIZE/32>); its top-k keeps a
 # quarter of the 512 codes, as Lumina-mGPT's 2000 of 8192 does. The guidance scale was measured per
 # model: 1.25 for the 128 px one, 1.5 for v2 at 64 px (docs/default_model.md); so was the temperature: 0.8
-# for the 128 px one (more whole scenes right, as many tokens per step), 1.0 for v2. Two entries are added
+# for v4 at 128 px (scenes as good or better, as many tokens per step), 1.0 for v2. Every 128 px bundle made
+# here gets v4's settings, sweep candidates included, so candidates are judged as the shipped model would be
+# drawn. Two entries are added
 # afterwards with the built program: the CPU step-cost profile (step_cost/cpu-f32) by `sjd bench
 # --calibrate` on the machine it describes, and the windows' acceptance prior (window_prior) by
 # scripts/window_prior.py (docs/default_model.md).

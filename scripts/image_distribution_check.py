@@ -17,8 +17,8 @@ the scorer's object, background and whole-scene rates (eval_default_model.adhere
 from ar with a 95% interval.
 
 A control shows the check can fail at this --images: `ar@temperature=0.9` (the default) samples every token
-from a slightly sharper distribution, a change of the kind an inexact acceptance rule makes; it should be
-rejected. Entries are `method[+relax][@flag=value]...`: `sjd-pac+lantern` runs a lossy relaxation, and
+from a slightly different distribution (0.1 from the bundle's temperature), a change of the kind an inexact
+acceptance rule makes; it should be rejected. Entries are `method[+relax][@flag=value]...`: `sjd-pac+lantern` runs a lossy relaxation, and
 each `@flag=value` adds `--flag value` to that method's runs (`@`, not a comma, so entries fit in --methods).
 Writes results.json into --out-dir (default: a folder named after the caption and --seed under
 out/image-distribution); `sjd batch` resumes there, so a stopped run picks
