@@ -330,6 +330,19 @@ stage_run() {
       row "generate --method $method --device cpu"
     fi
   done
+  # Which part of a CUDA-vs-CPU difference the kernels have: the device's f32 probabilities
+  # verified by the CPU reference (SJD_VERIFY_ON_HOST=1) against the device verifier's tokens.
+  if [ "$device" = cuda ]; then
+    limited 60 "$log" env SJD_VERIFY_ON_HOST=1 "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 \
+      --method sjd --device cuda --dtype f32 -o "$work/generate-sjd-f32-host.png" \
+      --tokens "$work/generate-sjd-f32-host.tokens.json" --stats "$work/generate-sjd-f32-host.stats.json"
+    if [ "$rc" -eq 0 ] && [ -f "$work/generate-sjd-f32.tokens.json" ]; then
+      row "generate --method sjd, f32 cuda: device verifier vs cpu verifier" \
+        "$(tokens_agree "$work/generate-sjd-f32.tokens.json" "$work/generate-sjd-f32-host.tokens.json"); $(stats_summary "$work/generate-sjd-f32-host.stats.json")"
+    else
+      row "generate --method sjd --dtype f32, SJD_VERIFY_ON_HOST=1"
+    fi
+  fi
   limited 120 "$log" "$build/sjd" batch --model "$model" --prompts "$work/prompts.txt" --out-dir "$work/batch" \
     --method sjd --device "$device" --dtype bf16
   local done_count; done_count=$(grep -c '"status": *"ok"' "$work/batch/manifest.jsonl" 2>/dev/null)

@@ -55,9 +55,17 @@ std::string dtype_name(at::ScalarType dtype) { return dtype == at::kBFloat16 ? "
 // The accelerator memory statistics are in ATen from PyTorch 2.9 on.
 #define SJD_HAS_ACCELERATOR_STATS (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
 
+#if SJD_HAS_ACCELERATOR_STATS
+// `--device cuda` names no index (-1), which the allocator's statistics refuse
+// ("Invalid device argument"): such a device means the current one.
+static c10::DeviceIndex stats_index(const at::Device& device) {
+  return device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
+}
+#endif
+
 void reset_peak_memory(const at::Device& device) {
 #if SJD_HAS_ACCELERATOR_STATS
-  if (!device.is_cpu()) at::accelerator::resetPeakStats(device.index());
+  if (!device.is_cpu()) at::accelerator::resetPeakStats(stats_index(device));
 #endif
 }
 
@@ -71,7 +79,7 @@ PeakMemory peak_memory(const at::Device& device) {
     return out;
   }
 #if SJD_HAS_ACCELERATOR_STATS
-  const auto stats = at::accelerator::getDeviceStats(device.index());
+  const auto stats = at::accelerator::getDeviceStats(stats_index(device));
   out.bytes = stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
   out.what = "peak GPU memory allocated";
 #else

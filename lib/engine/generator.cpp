@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 
@@ -124,6 +125,10 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   request.cost_profile = resolve_cost_profile(bundle_, settings);
   request.window_prior = resolve_window_prior(bundle_, settings, method);
   request.planned_batch = std::max(settings.batch_size, 1);
+  // SJD_VERIFY_ON_HOST=1: a GPU model's windows verified by the CPU reference, so a device session can
+  // tell the kernels' part in a CUDA-vs-CPU token difference from the forward's (docs/gpu.md).
+  const char* on_host = std::getenv("SJD_VERIFY_ON_HOST");
+  request.verify_on_host = on_host != nullptr && std::string(on_host) == "1";
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
   return request;
 }
