@@ -144,7 +144,9 @@ machine() {
   md ""
   md "- stages: ${stages[*]} (limits in seconds: $(for s in "${stages[@]}"; do printf '%s=%s ' "$s" "${limit[$s]}"; done | sed 's/ $//'))"
   local commit
-  if commit=$(git rev-parse HEAD 2>/dev/null); then
+  if [ -n "${SJD_COMMIT:-}" ]; then   # named by the caller: the device tool's copy may hold an older .git
+    commit="$SJD_COMMIT (SJD_COMMIT)"
+  elif commit=$(git rev-parse HEAD 2>/dev/null); then
     git diff --quiet 2>/dev/null || commit="$commit (with local changes)"
   else
     commit="${SJD_COMMIT:-unknown} (no .git here; SJD_COMMIT)"

@@ -65,7 +65,11 @@ static c10::DeviceIndex stats_index(const at::Device& device) {
 
 void reset_peak_memory(const at::Device& device) {
 #if SJD_HAS_ACCELERATOR_STATS
-  if (!device.is_cpu()) at::accelerator::resetPeakStats(stats_index(device));
+  if (device.is_cpu()) return;
+  // The caching allocator is set up by the first allocation on the device; before
+  // it, resetting its statistics fails ("Invalid device argument: did you call init?").
+  (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(device));
+  at::accelerator::resetPeakStats(stats_index(device));
 #endif
 }
 
