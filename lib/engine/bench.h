@@ -79,7 +79,7 @@ struct BenchReport {
   double vq_seconds = 0.0;            // -1: not measured
   std::vector<MethodEstimate> methods;
   std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
-  bool step_graphs = false;           // window forwards replayed from CUDA graphs (SJD_CUDA_GRAPHS=1)
+  bool step_graphs = false;           // window forwards replayed from CUDA graphs (on unless SJD_CUDA_GRAPHS=0)
   std::string step_graphs_failure;    // why they were switched off during the run (empty: they were not)
   decoding::StepCostProfile step_cost;  // the AR and window steps above as a profile (rows = 2)
   int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen

@@ -1,5 +1,5 @@
 #pragma once
-// Window forwards replayed from CUDA graphs (experimental; SJD_CUDA_GRAPHS=1):
+// Window forwards replayed from CUDA graphs (on by default; SJD_CUDA_GRAPHS=0 turns them off):
 // one graph per step shape (first cache row, rows, window width). A step's
 // inputs -- tokens, positions, the attention bias over the cache's whole
 // capacity, the KV write indices -- are copied into the shape's static device

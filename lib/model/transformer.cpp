@@ -13,24 +13,10 @@
 
 #include "io/device_transfer.h"
 #include "model/attention_bias.h"
+#include "model/norms.h"
 
 namespace sjd::model {
 namespace {
-
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  // Computed in float32 whatever the weights' dtype (LlamaGen and bf16 need it).
-  const at::Tensor xf = x.to(at::kFloat);
-  const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  return (normed * weight.to(at::kFloat)).to(x.scalar_type());
-}
-
-// Chameleon qk-norm: LayerNorm over head_dim per head; weight/bias [heads, D].
-at::Tensor head_layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
-  const at::Tensor xf = x.to(at::kFloat);  // [..., heads, D]
-  const at::Tensor centred = xf - xf.mean(-1, true);
-  const at::Tensor var = centred.pow(2).mean(-1, true);
-  return (centred * at::rsqrt(var + eps) * w.to(at::kFloat) + b.to(at::kFloat)).to(x.scalar_type());
-}
 
 at::Tensor host_long(const std::vector<int64_t>& values, at::IntArrayRef shape, at::Device device) {
   // A read-only view of the host buffer (no copy on a CPU model; the buffer outlives the forward).
@@ -48,8 +34,10 @@ at::Tensor host_long(const std::vector<int64_t>& values, at::IntArrayRef shape, 
 // time: a model never holds two copies of its weights.
 Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)), input_major_(weights_.embed.is_cpu()) {
+  // On by default on a GPU (2.5x faster AR steps on an H100, docs/benchmarks.md); SJD_CUDA_GRAPHS=0
+  // runs every forward eagerly.
   const char* graphs = std::getenv("SJD_CUDA_GRAPHS");
-  use_step_graphs(graphs != nullptr && std::string(graphs) == "1");
+  use_step_graphs(graphs == nullptr || std::string(graphs) != "0");
   // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
   // session can compare it with the memory-efficient kernel (docs/gpu.md).
   const char* cudnn = std::getenv("SJD_SDPA_CUDNN");

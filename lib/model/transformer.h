@@ -67,7 +67,7 @@ class Transformer : public TokenModel {
   // are ("GQA in the kernel") or they were repeated to every query head first.
   const std::string& attention_backend() const { return attention_backend_; }
 
-  // Experimental, GPU only (on at construction when SJD_CUDA_GRAPHS=1): window forwards of up to
+  // GPU only (on at construction unless SJD_CUDA_GRAPHS=0): window forwards of up to
   // StepGraphs::kMaxShapes shapes replayed from CUDA graphs (model/step_graphs.h); other shapes,
   // and rows that are not one run of the cache, run eagerly.
   void use_step_graphs(bool on) { graphs_on_ = on && device().is_cuda(); }
