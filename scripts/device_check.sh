@@ -302,6 +302,26 @@ print(f"{same} of {len(names)} images with the same pixels")
 PY
 }
 
+# sjd_tokens NAME DEVICE DTYPE [VAR=VALUE...] [-- FLAGS...]: one sjd generation of the run stage's prompt
+# (seed 3) with those variables and flags; its tokens in $work/NAME.tokens.json. Called from stage_run.
+sjd_tokens() {
+  local name=$1 on=$2 dtype=$3; shift 3
+  local vars=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  limited 60 "$log" env ${vars[@]+"${vars[@]}"} "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 \
+    --method sjd --device "$on" --dtype "$dtype" "$@" -o "$work/$name.png" --tokens "$work/$name.tokens.json"
+}
+
+# agree_row LABEL A B: a results row saying how many tokens of runs A and B agree.
+agree_row() {
+  if [ "$rc" -eq 0 ] && [ -f "$work/$2.tokens.json" ] && [ -f "$work/$3.tokens.json" ]; then
+    row "$1" "$(tokens_agree "$work/$2.tokens.json" "$work/$3.tokens.json")"
+  else
+    row "$1"
+  fi
+}
+
 stage_run() {
   local log=$out/run.log model=models/default
   md "## run ($model, --device $device)"
@@ -332,18 +352,22 @@ stage_run() {
       row "generate --method $method --device cpu"
     fi
   done
-  # Which part of a CUDA-vs-CPU difference the kernels have: the device's f32 probabilities
-  # verified by the CPU reference (SJD_VERIFY_ON_HOST=1) against the device verifier's tokens.
   if [ "$device" = cuda ]; then
-    limited 60 "$log" env SJD_VERIFY_ON_HOST=1 "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 \
-      --method sjd --device cuda --dtype f32 -o "$work/generate-sjd-f32-host.png" \
-      --tokens "$work/generate-sjd-f32-host.tokens.json" --stats "$work/generate-sjd-f32-host.stats.json"
-    if [ "$rc" -eq 0 ] && [ -f "$work/generate-sjd-f32.tokens.json" ]; then
-      row "generate --method sjd, f32 cuda: device verifier vs cpu verifier" \
-        "$(tokens_agree "$work/generate-sjd-f32.tokens.json" "$work/generate-sjd-f32-host.tokens.json"); $(stats_summary "$work/generate-sjd-f32-host.stats.json")"
-    else
-      row "generate --method sjd --dtype f32, SJD_VERIFY_ON_HOST=1"
-    fi
+    # Which part of a CUDA-vs-CPU difference the kernels have: the device's f32 probabilities
+    # verified by the CPU reference (SJD_VERIFY_ON_HOST=1) against the device verifier's tokens.
+    sjd_tokens generate-sjd-f32-host cuda f32 SJD_VERIFY_ON_HOST=1
+    agree_row "generate --method sjd, f32 cuda: device verifier vs cpu verifier" generate-sjd-f32 generate-sjd-f32-host
+    # --window auto plans from the device's step-cost profile (the default bundle has cpu-f32's only),
+    # so the auto runs above may differ by their plans alone: a fixed window compares the arithmetic.
+    sjd_tokens generate-sjd-L16-cuda cuda f32 -- --window 16
+    sjd_tokens generate-sjd-L16-cpu cpu f32 -- --window 16
+    agree_row "generate --method sjd --window 16, f32 cuda vs cpu" generate-sjd-L16-cuda generate-sjd-L16-cpu
+    local graphs_dtype
+    for graphs_dtype in f32 bf16; do
+      sjd_tokens "generate-sjd-$graphs_dtype-eager" cuda "$graphs_dtype" SJD_CUDA_GRAPHS=0
+      agree_row "generate --method sjd --dtype $graphs_dtype: CUDA graphs vs SJD_CUDA_GRAPHS=0" \
+        "generate-sjd-$graphs_dtype" "generate-sjd-$graphs_dtype-eager"
+    done
   fi
   limited 120 "$log" "$build/sjd" batch --model "$model" --prompts "$work/prompts.txt" --out-dir "$work/batch" \
     --method sjd --device "$device" --dtype bf16

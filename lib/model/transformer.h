@@ -108,12 +108,11 @@ class Transformer : public TokenModel {
   at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
 
   TransformerConfig config_;
-  TransformerWeights weights_;  // projections [out, in] as loaded, or input-major [in, out] on a CPU
-  bool input_major_;
+  TransformerWeights weights_;  // projections and lm_head input-major [in, out] (the checkpoint's transposed)
   KvCache cache_;
   RopeTable rope_;
   at::Tensor head_ids_;   // int64 [V'] token ids the restricted head computes (undefined: all)
-  at::Tensor head_rows_;  // those rows of lm_head ([V', H], or [H, V'] input-major)
+  at::Tensor head_rows_;  // those rows of lm_head, input-major: [H, V']
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
   std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root
