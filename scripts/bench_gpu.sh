@@ -19,11 +19,13 @@ mkdir -p "$out"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  # The device machine's copy of the tree has no .git: SJD_COMMIT names the commit there.
-  if git rev-parse HEAD > /dev/null 2>&1; then
+  # The device machine's copy of the tree may hold an old .git: SJD_COMMIT, when given, names the commit.
+  if [ -n "${SJD_COMMIT:-}" ]; then
+    echo "commit: $SJD_COMMIT (SJD_COMMIT)"
+  elif git rev-parse HEAD > /dev/null 2>&1; then
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
   else
-    echo "commit: ${SJD_COMMIT:-unknown} (no .git here; SJD_COMMIT)"
+    echo "commit: unknown (no .git here and no SJD_COMMIT)"
   fi
   echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "torch: $("$python" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"

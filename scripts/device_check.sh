@@ -304,21 +304,28 @@ PY
 
 # sjd_tokens NAME DEVICE DTYPE [VAR=VALUE...] [-- FLAGS...]: one sjd generation of the run stage's prompt
 # (seed 3) with those variables and flags; its tokens in $work/NAME.tokens.json. Called from stage_run.
+# A failed run leaves no tokens file.
 sjd_tokens() {
   local name=$1 on=$2 dtype=$3; shift 3
   local vars=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   [ $# -gt 0 ] && shift
+  rm -f "$work/$name.tokens.json"
   limited 60 "$log" env ${vars[@]+"${vars[@]}"} "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 \
     --method sjd --device "$on" --dtype "$dtype" "$@" -o "$work/$name.png" --tokens "$work/$name.tokens.json"
+  [ "$rc" -eq 0 ] || rm -f "$work/$name.tokens.json"
 }
 
-# agree_row LABEL A B: a results row saying how many tokens of runs A and B agree.
+# agree_row LABEL A B: a results row saying how many tokens of runs A and B agree, or that one
+# of them has none (its failure is already counted).
 agree_row() {
-  if [ "$rc" -eq 0 ] && [ -f "$work/$2.tokens.json" ] && [ -f "$work/$3.tokens.json" ]; then
-    row "$1" "$(tokens_agree "$work/$2.tokens.json" "$work/$3.tokens.json")"
+  local missing=""
+  [ -f "$work/$2.tokens.json" ] || missing="$2"
+  [ -f "$work/$3.tokens.json" ] || missing="${missing:+$missing and }$3"
+  if [ -z "$missing" ]; then
+    md "| \`$1\` | $(tokens_agree "$work/$2.tokens.json" "$work/$3.tokens.json") | - |"
   else
-    row "$1"
+    md "| \`$1\` | no tokens from $missing (see run.log) | - |"
   fi
 }
 

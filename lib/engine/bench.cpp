@@ -329,7 +329,7 @@ std::string format_report(const BenchReport& r) {
   out << "preset: " << r.preset.name << " -- " << r.preset.description << "\n"
       << "device: " << r.device << ", dtype " << r.dtype << ", logits pipeline and verification: "
       << r.pipeline_backend << "; CUDA graphs of the forward: " << (r.step_graphs ? "on" : "off")
-      << " (SJD_CUDA_GRAPHS=0 turns them off)"
+      << (r.device.rfind("cuda", 0) == 0 ? " (on unless SJD_CUDA_GRAPHS=0)" : " (GPU only)")
       << (r.step_graphs_failure.empty() ? "" : "; switched off after a failed capture: " + r.step_graphs_failure)
       << "\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))

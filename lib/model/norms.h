@@ -16,7 +16,9 @@ at::Tensor rms_norm_fused(const at::Tensor& x, const at::Tensor& weight, double 
 
 // Chameleon's qk-norm: LayerNorm over head_dim per head; weight and bias [heads, D].
 // The fused form rounds the normalised values to x's dtype before the per-head affine
-// step (a no-op in float32).
+// step (a no-op in float32). In bf16 both fused forms may round otherwise than the
+// explicit ones: their equality is tested in float32 here, the GPU's bf16 against the
+// CPU by tests/cuda within its bf16 tolerance.
 at::Tensor head_layer_norm_explicit(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps);
 at::Tensor head_layer_norm_fused(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps);
 

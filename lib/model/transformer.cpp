@@ -29,20 +29,22 @@ at::Tensor host_long(const std::vector<int64_t>& values, at::IntArrayRef shape, 
 // MKL repacks a transposed right-hand matrix on every call, which for the few
 // rows of a decode step costs as much as the multiplication; stored input-major
 // ([in, out], contiguous) the same projections run 1.3-1.6x faster at 16-32 rows
-// (docs/benchmarks.md). cuBLAS reads either layout, and on an H100 a decode step's
-// matmuls ran 5% faster input-major too (4.97 against 5.27 ms for Lumina 7B at two
-// rows, scripts/bench_matmul_floor.py), so every device stores them so. The tensors
-// are replaced one at a time: a model never holds two copies of its weights.
+// (docs/benchmarks.md). cuBLAS reads either layout, so weights on other devices
+// keep the checkpoint's [out, in] (on an H100 input-major was 5% faster for
+// Lumina 7B's matmuls alone and no faster for Emu3's at two rows:
+// scripts/bench_matmul_floor.py). The tensors are replaced one at a time: a
+// model never holds two copies of its weights.
 Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
-    : config_(std::move(config)), weights_(std::move(weights)) {
-  // On by default on a GPU (2.5x faster AR steps on an H100, docs/benchmarks.md); SJD_CUDA_GRAPHS=0
-  // runs every forward eagerly.
+    : config_(std::move(config)), weights_(std::move(weights)), input_major_(weights_.embed.is_cpu()) {
+  // On by default on a GPU (a Lumina 7B AR step on an H100: 10.3-10.6 ms against 14.8-25.6 ms eager,
+  // docs/benchmarks.md); SJD_CUDA_GRAPHS=0 runs every forward eagerly.
   const char* graphs = std::getenv("SJD_CUDA_GRAPHS");
   use_step_graphs(graphs == nullptr || std::string(graphs) != "0");
   // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
   // session can compare it with the memory-efficient kernel (docs/gpu.md).
   const char* cudnn = std::getenv("SJD_SDPA_CUDNN");
   if (cudnn != nullptr && std::string(cudnn) == "0") at::globalContext().setSDPUseCuDNN(false);
+  if (!input_major_) return;
   const auto to_input_major = [](at::Tensor& w) { w = w.t().contiguous(); };
   for (LayerWeights& layer : weights_.layers) {
     for (at::Tensor* w : {&layer.qkv, &layer.o, &layer.gate_up, &layer.down}) to_input_major(*w);
@@ -51,7 +53,7 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
 }
 
 at::Tensor Transformer::project(const at::Tensor& x, const at::Tensor& w) const {
-  return at::matmul(x, w);  // w is input-major: [in, out]
+  return input_major_ ? at::matmul(x, w) : at::matmul(x, w.t());
 }
 
 at::Tensor Transformer::embed(const at::Tensor& tokens) const {
@@ -74,7 +76,7 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
     }
   }
   head_ids_ = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong)).to(device());
-  head_rows_ = weights_.lm_head.index_select(1, head_ids_).contiguous();
+  head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, head_ids_).contiguous();
 }
 
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {

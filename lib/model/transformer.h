@@ -108,11 +108,12 @@ class Transformer : public TokenModel {
   at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
 
   TransformerConfig config_;
-  TransformerWeights weights_;  // projections and lm_head input-major [in, out] (the checkpoint's transposed)
+  TransformerWeights weights_;  // projections [out, in] as loaded, or input-major [in, out] on a CPU
+  bool input_major_;
   KvCache cache_;
   RopeTable rope_;
   at::Tensor head_ids_;   // int64 [V'] token ids the restricted head computes (undefined: all)
-  at::Tensor head_rows_;  // those rows of lm_head, input-major: [H, V']
+  at::Tensor head_rows_;  // those rows of lm_head ([V', H], or [H, V'] input-major)
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
   std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root
