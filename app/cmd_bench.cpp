@@ -1,6 +1,7 @@
 // `sjd bench`: timings of a full-size architecture with random weights on the
 // device (docs/gpu.md, docs/benchmarks.md). Prints figures; --json keeps them.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -26,6 +27,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool no_vq = false;
   std::string json;
+  std::string profile;  // a folder for Kineto traces of the AR, widest window and tree steps
   // --calibrate: the step-cost profile of a real bundle
   bool calibrate = false;
   std::string model;
@@ -97,6 +99,15 @@ int run_bench_command(const BenchArgs& args) {
   options.seed = args.seed;
   options.vq = !args.no_vq;
   engine::bench_preset(args.preset);  // an unknown preset fails before any allocation
+  if (!args.profile.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(args.profile, error);
+    if (error || !std::filesystem::is_directory(args.profile)) {
+      throw engine::InputError("--profile " + args.profile + ": cannot make the folder" +
+                               (error ? ": " + error.message() : ""));
+    }
+    options.profile_dir = args.profile;
+  }
   const engine::BenchReport report = engine::run_bench(options);
   std::cout << engine::format_report(report);
   if (!args.json.empty()) io::write_file_atomic(args.json, engine::to_json(report).dump(2) + "\n");
@@ -120,6 +131,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the random weights and drafts")->capture_default_str();
   cmd->add_flag("--no-vq", args->no_vq, "skip the VQ decoder stand-in");
   cmd->add_option("--json", args->json, "also write the figures as JSON");
+  cmd->add_option("--profile", args->profile,
+                  "also profile the AR, widest window and tree steps (3 each): Chrome traces in this folder and "
+                  "the largest kernels per step (on a CPU: ATen operators)");
   cmd->add_flag("--calibrate", args->calibrate,
                 "measure a bundle's step cost per window size (the profile automatic windows read)");
   cmd->add_option("--model", args->model, "--calibrate: the bundle directory");

@@ -2,11 +2,12 @@
 # What a session with the GPU machine runs for docs/benchmarks.md: `sjd bench`
 # on CUDA in bf16 for each full-size preset, the PyTorch eager reference of the
 # same shapes and weights, and a results.md that puts them side by side with
-# the date, machine, commit and commands.
+# the date, machine, commit and commands. Kineto traces of the AR, L = 64 and
+# tree steps go to out_dir/profile (sjd bench --profile).
 #   scripts/bench_gpu.sh [out_dir]      (SJD_BUILD_DIR: build folder, default build;
 #                                        SJD_BENCH_PRESETS: presets, default all three;
 #                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset;
-#                                        SJD_COMMIT: the commit, where the tree has no .git;
+#                                        SJD_COMMIT: the commit, named before any .git;
 #                                        PYTHON: the Python whose torch runs the eager reference, default python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,8 @@ mkdir -p "$out"
 } > "$out/machine.txt"
 
 for preset in $presets; do
-  sjd_cmd=("$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --json "$out/$preset.sjd.json")
+  sjd_cmd=("$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --json "$out/$preset.sjd.json"
+           --profile "$out/profile")
   eager_cmd=("$python" scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
              --json "$out/$preset.eager.json")
   echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"

@@ -17,6 +17,7 @@
 #include "decoding/method.h"
 #include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
+#include "engine/bench_profile.h"
 #include "family/token_layout.h"
 #include "io/device_transfer.h"
 #include "model/transformer.h"
@@ -97,6 +98,14 @@ class StepFixture {
     constraints_.push_back(layout.constraint(first_));
     for (size_t i = 0; i < nodes_.size(); ++i) constraints_.push_back(layout.constraint(first_ + nodes_.depth[i]));
     for (int i = 0; i < std::min(window, 4); ++i) path_.push_back(i);  // a typical accepted run on the spine
+  }
+
+  // One whole step as the decoding loop runs it, untimed (the profiler's steps).
+  void step(int i) {
+    const std::vector<int64_t> roots(static_cast<size_t>(model_.cache().rows()), committed_.back());
+    verify(pipeline(model_.forward_rows(model::shared_window(roots, nodes_))), static_cast<uint32_t>(i));
+    model_.commit(path_);
+    model_.rollback(static_cast<int64_t>(path_.size()) + 1);
   }
 
   StepTiming run(int iterations, int warmup) {
@@ -226,6 +235,20 @@ BenchReport run_bench(const BenchOptions& options) {
   }
   report.tree = StepFixture(model, preset, layout, tree.chain, placement, options.seed, tree)
                     .run(options.iterations, options.warmup);
+  if (!options.profile_dir.empty()) {
+    // The AR step, the widest chain window and the tree window, each warmed up first.
+    const auto profile = [&](const std::string& label, const std::string& file, int window,
+                             decoding::WindowShape shape) {
+      StepFixture fixture(model, preset, layout, window, placement, options.seed, shape);
+      for (int i = 0; i <= options.warmup; ++i) fixture.step(i);
+      report.profiles.push_back(profile_steps(label, device, options.profile_steps, [&](int i) { fixture.step(i); },
+                                              options.profile_dir + "/" + preset.name + "-" + file + ".trace.json"));
+    };
+    const int widest = *windows.rbegin();
+    profile("ar", "ar", 0, {});
+    profile("L=" + std::to_string(widest), "L" + std::to_string(widest), widest, {});
+    profile("tree L=" + std::to_string(tree.chain), "tree", tree.chain, tree);
+  }
   report.weight_read_gb_per_s =
       static_cast<double>(report.weight_bytes_per_step) / (report.ar.forward_ms * 1e-3) / 1e9;
 
@@ -371,6 +394,7 @@ std::string format_report(const BenchReport& r) {
           << b.auto_chain << "\n";
     }
   }
+  for (const StepProfile& p : r.profiles) out << format_profile(p);
   return out.str();
 }
 
@@ -385,6 +409,8 @@ nlohmann::json to_json(const BenchReport& r) {
   nlohmann::json tree = step(r.tree);
   tree["tree_k"] = BenchReport::kTreeK;
   tree["tree_depth"] = BenchReport::kTreeDepth;
+  nlohmann::json profiles = nlohmann::json::array();
+  for (const StepProfile& p : r.profiles) profiles.push_back(to_json(p));
   nlohmann::json batches = nlohmann::json::array();
   for (const auto& b : r.batches) {
     batches.push_back({{"batch", b.batch}, {"ar_ms", b.ar_ms}, {"ar_tokens_per_s", b.ar_tokens_per_s()},
@@ -415,7 +441,8 @@ nlohmann::json to_json(const BenchReport& r) {
           {"seconds_per_image", methods},
           {"step_cost", r.step_cost.to_json()},
           {"auto_window_chain", r.auto_chain},
-          {"batches", batches}};
+          {"batches", batches},
+          {"profiles", profiles}};
 }
 
 }  // namespace sjd::engine

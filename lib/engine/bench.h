@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "decoding/step_cost.h"
+#include "engine/bench_profile.h"
 #include "engine/bench_setup.h"
 #include "engine/device.h"
 
@@ -25,6 +26,8 @@ struct BenchOptions {
   uint64_t seed = 0;      // weights and drafts
   bool vq = true;         // time the VQ decoder stand-in
   std::vector<int> batch_sizes = {1, 4, 16};  // the batch axis: prompts per step (each with its CFG pair)
+  std::string profile_dir;  // non-empty: Kineto traces of the AR, widest window and tree steps go there
+  int profile_steps = 3;    // steps per profiled kind
 };
 
 // One batch size: the forward of an AR step and of a window step of kBatchWindow
@@ -84,6 +87,7 @@ struct BenchReport {
   decoding::StepCostProfile step_cost;  // the AR and window steps above as a profile (rows = 2)
   int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen
   std::vector<BatchTiming> batches;   // the batch axis
+  std::vector<StepProfile> profiles;  // with BenchOptions::profile_dir: where the profiled steps' time went
 };
 
 BenchReport run_bench(const BenchOptions& options);

@@ -3,6 +3,8 @@
 // checked before any work: bad values and CUDA on a CPU-only build are exit code 2.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -54,6 +56,54 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
   }
   // Fewer steps at a higher step compression.
   CHECK(j["seconds_per_image"][0]["steps"].get<int64_t>() > j["seconds_per_image"][3]["steps"].get<int64_t>());
+}
+
+TEST_CASE("bench --profile: a trace per step kind and the largest operators per step", "[cli][bench]") {
+  TempDir dir("bench_profile");
+  const auto traces = dir / "traces";  // made by sjd
+  const auto json = dir / "bench.json";
+  const auto r = run_sjd("bench --preset tiny --device cpu --dtype f32 --iterations 1 --warmup 0 --batch-sizes 1 "
+                         "--no-vq --profile '" + traces.string() + "' --json '" + json.string() + "'");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(read_file(json));
+  REQUIRE(j["profiles"].size() == 3);
+  const std::vector<std::string> labels = {"ar", "L=64", "tree L=64"};
+  const std::vector<std::string> files = {"tiny-ar.trace.json", "tiny-L64.trace.json", "tiny-tree.trace.json"};
+  double ar_operators = 0.0;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& p = j["profiles"][i];
+    CHECK(p["label"] == labels[i]);
+    CHECK(p["steps"] == 3);
+    CHECK(p["what"] == "ATen operators (inclusive)");
+    CHECK(p["trace"] == (traces / files[i]).string());
+    CHECK_THAT(r.out, Catch::Contains("profile " + labels[i] + " (3 steps, trace " + (traces / files[i]).string()));
+    // A Chrome trace of the profiled steps: the forward's matmuls among its events.
+    const auto trace = nlohmann::json::parse(read_file(traces / files[i]));
+    CHECK_THAT(trace.at("traceEvents").dump(), Catch::Contains("aten::matmul"));
+    // The summary: whole operators per step, largest first, their shares within the counted total.
+    REQUIRE(!p["top"].empty());
+    double previous = std::numeric_limits<double>::infinity(), listed = 0.0;
+    for (const auto& k : p["top"]) {
+      CHECK(k["us_per_step"].get<double>() <= previous);
+      previous = k["us_per_step"].get<double>();
+      listed += k["calls_per_step"].get<double>();
+    }
+    CHECK(listed <= p["events_per_step"].get<double>() + 1e-9);
+    if (i == 0) ar_operators = p["events_per_step"].get<double>();
+    // A window step runs the same layers plus a wider verification: no fewer operators than AR.
+    CHECK(p["events_per_step"].get<double>() >= ar_operators);
+  }
+  // The transformer's two projections per layer and the output head: matmuls every step.
+  bool matmul = false;
+  for (const auto& k : j["profiles"][0]["top"]) {
+    if (k["name"] == "aten::matmul") matmul = k["calls_per_step"].get<double>() >= 3.0;
+  }
+  CHECK(matmul);
+  // A folder that cannot be made is refused before anything runs.
+  const auto blocked = run_sjd("bench --preset tiny --device cpu --profile '" + json.string() + "/x'");
+  CHECK(blocked.exit_code == 2);
+  CHECK_THAT(blocked.err, Catch::Contains("--profile " + json.string() + "/x: cannot make the folder"));
 }
 
 TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit code 2", "[cli][bench]") {

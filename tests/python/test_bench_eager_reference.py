@@ -68,3 +68,6 @@ def test_bench_gpu_script_runs_every_python_step_with_PYTHON(tmp_path):
     results = (out / "results.md").read_text()
     assert re.search(r"^torch: \S+", (out / "machine.txt").read_text(), re.M)
     assert re.search(r"^\| tiny \| AR \| [0-9.]+ \| [0-9.]+ \|", results, re.M), results
+    # sjd bench --profile: a Kineto trace per profiled step kind next to the figures
+    assert sorted(p.name for p in (out / "profile").iterdir()) == [
+        "tiny-L64.trace.json", "tiny-ar.trace.json", "tiny-tree.trace.json"]

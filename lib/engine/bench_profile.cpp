@@ -1,0 +1,96 @@
+#include "engine/bench_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include "io/device_transfer.h"
+
+namespace sjd::engine {
+namespace {
+
+namespace kineto = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+// Kineto's GPU activities (kernels, copies, memsets) carry the GPU's device type; the
+// host's runtime calls and ATen operators carry the CPU's.
+bool counted(const kineto::KinetoEvent& event, const at::Device& device) {
+  return event.deviceType() == (device.is_cpu() ? c10::DeviceType::CPU : device.type());
+}
+
+}  // namespace
+
+StepProfile profile_steps(const std::string& label, const at::Device& device, int steps,
+                          const std::function<void(int)>& step, const std::string& trace_path, size_t top) {
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  const ProfilerConfig config(ProfilerState::KINETO);
+  kineto::prepareProfiler(config, activities);
+  kineto::enableProfiler(config, activities);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step(i);
+  io::synchronize(device);
+  const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  const std::unique_ptr<kineto::ProfilerResult> result = kineto::disableProfiler();
+  result->save(trace_path);
+
+  StepProfile out;
+  out.label = label;
+  out.steps = steps;
+  out.what = device.is_cpu() ? "ATen operators (inclusive)" : "GPU kernels";
+  out.wall_us_per_step = wall_us / steps;
+  out.trace_path = trace_path;
+  std::map<std::string, KernelShare> by_name;
+  for (const kineto::KinetoEvent& event : result->events()) {
+    if (!counted(event, device)) continue;
+    KernelShare& share = by_name[event.name()];
+    share.name = event.name();
+    share.calls_per_step += 1.0 / steps;
+    share.us_per_step += static_cast<double>(event.durationNs()) / 1e3 / steps;
+    out.events_per_step += 1.0 / steps;
+    out.busy_us_per_step += static_cast<double>(event.durationNs()) / 1e3 / steps;
+  }
+  for (auto& [name, share] : by_name) out.top.push_back(std::move(share));
+  std::sort(out.top.begin(), out.top.end(),
+            [](const KernelShare& a, const KernelShare& b) { return a.us_per_step > b.us_per_step; });
+  if (out.top.size() > top) out.top.resize(top);
+  return out;
+}
+
+std::string format_profile(const StepProfile& p) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  out << "profile " << p.label << " (" << p.steps << " steps, trace " << p.trace_path << "): " << p.events_per_step
+      << " " << p.what << " per step, " << p.busy_us_per_step << " us of them, " << p.wall_us_per_step
+      << " us wall per step\n";
+  for (const KernelShare& k : p.top) {
+    // Kernel names can be whole template signatures: the start says which.
+    const std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
+    out << std::setw(10) << k.us_per_step << " us " << std::setw(7) << k.calls_per_step << "x  " << name << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json to_json(const StepProfile& p) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const KernelShare& k : p.top) {
+    top.push_back({{"name", k.name}, {"calls_per_step", k.calls_per_step}, {"us_per_step", k.us_per_step}});
+  }
+  return {{"label", p.label},
+          {"steps", p.steps},
+          {"what", p.what},
+          {"events_per_step", p.events_per_step},
+          {"busy_us_per_step", p.busy_us_per_step},
+          {"wall_us_per_step", p.wall_us_per_step},
+          {"top", top},
+          {"trace", p.trace_path}};
+}
+
+}  // namespace sjd::engine
