@@ -3,7 +3,7 @@
 # nvcc, CMake and ninja, but none of our Debian packages and no network), in
 # stages that each fit a time limit, so a ten-minute call can run some of them
 # and a second call the rest:
-#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch]
+#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate]
 #   (default: the first four)
 # build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
 #        working tree) into SJD_DEPS_PREFIX and build everything with all cores
@@ -15,6 +15,9 @@
 # batch  batched decoding on the GPU (issue 16): images/s of sjd batch against B
 #        (scripts/bench_batch.sh) and whether fixed windows give the same pixels
 #        at B = 1 and B = 4 in bf16; its output goes to run.log
+# calibrate  the default model's step-cost profiles on this device in bf16 and f32
+#        (sjd bench --calibrate), printed into results.md for the bundle's
+#        step_cost (automatic windows on CUDA then plan from measured steps)
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
@@ -27,7 +30,7 @@
 #   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
-#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240 calibrate=120"),
 #   SJD_CHECK_TOTAL (seconds for the whole call, default 540: no stage runs past
 #   it, so the device tool's 600 s leave time to pack and print the results),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used),
@@ -36,17 +39,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch]" >&2; exit 2; }
+usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1; shift
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build test run bench)
 for s in "${stages[@]}"; do
-  case "$s" in build|test|run|bench|batch) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+  case "$s" in build|test|run|bench|batch|calibrate) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240)
+declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240 [calibrate]=120)
 total=${SJD_CHECK_TOTAL:-540}
 [[ "$total" =~ ^[0-9]+$ ]] || { echo "device_check: SJD_CHECK_TOTAL must be seconds, not '$total'" >&2; exit 2; }
 call_deadline=$(( $(date +%s) + total ))
@@ -442,6 +445,26 @@ stage_batch() {
     cat "$work/batch-table.txt" >> "$results"
     md '```'
   fi
+  cap_log "$log"
+  md ""
+}
+
+stage_calibrate() {
+  local log=$out/run.log   # the returned files are already eight: this stage shares the run stage's log
+  md "## calibrate (step-cost profiles of models/default, --device $device)"
+  md "Each is bundle.json's \`step_cost\` entry for its key (\`sjd bench --calibrate --into-bundle\` writes it there):"
+  local dtype
+  for dtype in bf16 f32; do
+    limited 60 "$log" "$build/sjd" bench --calibrate --model models/default --device "$device" --dtype "$dtype" \
+      --out "$work/step_cost-$device-$dtype.json"
+    md "- $device-$dtype: $(verdict $rc) in ${took} s"
+    if [ "$rc" -eq 0 ] && [ -s "$work/step_cost-$device-$dtype.json" ]; then
+      md '```json'
+      "$PYTHON" -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+        "$work/step_cost-$device-$dtype.json" >> "$results" 2>/dev/null || cat "$work/step_cost-$device-$dtype.json" >> "$results"
+      md '```'
+    fi
+  done
   cap_log "$log"
   md ""
 }
