@@ -35,8 +35,13 @@ StepProfile profile_steps(const std::string& label, const at::Device& device, in
   kineto::prepareProfiler(config, activities);
   kineto::enableProfiler(config, activities);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) step(i);
-  io::synchronize(device);
+  try {
+    for (int i = 0; i < steps; ++i) step(i);
+    io::synchronize(device);
+  } catch (...) {
+    kineto::disableProfiler();  // a failed step must not leave the thread's profiler on
+    throw;
+  }
   const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   const std::unique_ptr<kineto::ProfilerResult> result = kineto::disableProfiler();
   result->save(trace_path);
