@@ -87,6 +87,7 @@ int run_calibrate(const BenchArgs& args) {
 }
 
 int run_bench_command(const BenchArgs& args) {
+  if (args.calibrate && !args.profile.empty()) throw engine::InputError("--profile times the presets, not --calibrate");
   if (args.calibrate) return run_calibrate(args);
   engine::BenchOptions options;
   options.preset = args.preset;

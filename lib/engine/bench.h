@@ -88,6 +88,7 @@ struct BenchReport {
   int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen
   std::vector<BatchTiming> batches;   // the batch axis
   std::vector<StepProfile> profiles;  // with BenchOptions::profile_dir: where the profiled steps' time went
+  std::vector<std::string> profile_failures;  // a step kind whose profile failed, and why
 };
 
 BenchReport run_bench(const BenchOptions& options);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <stdexcept>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -22,7 +24,7 @@ using torch::profiler::impl::ProfilerState;
 // Kineto's GPU activities (kernels, copies, memsets) carry the GPU's device type; the
 // host's runtime calls and ATen operators carry the CPU's.
 bool counted(const kineto::KinetoEvent& event, const at::Device& device) {
-  return event.deviceType() == (device.is_cpu() ? c10::DeviceType::CPU : device.type());
+  return event.deviceType() == device.type();
 }
 
 }  // namespace
@@ -39,17 +41,23 @@ StepProfile profile_steps(const std::string& label, const at::Device& device, in
     for (int i = 0; i < steps; ++i) step(i);
     io::synchronize(device);
   } catch (...) {
-    kineto::disableProfiler();  // a failed step must not leave the thread's profiler on
+    try {
+      kineto::disableProfiler();  // a failed step must not leave the thread's profiler on
+    } catch (...) {
+      // the step's own error is the one to report
+    }
     throw;
   }
   const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   const std::unique_ptr<kineto::ProfilerResult> result = kineto::disableProfiler();
   result->save(trace_path);
+  // Kineto only logs a trace it could not write.
+  if (!std::filesystem::exists(trace_path)) throw std::runtime_error("profile: could not write " + trace_path);
 
   StepProfile out;
   out.label = label;
   out.steps = steps;
-  out.what = device.is_cpu() ? "ATen operators (inclusive)" : "GPU kernels";
+  out.what = device.is_cpu() ? "ATen operators (inclusive)" : "GPU kernels and copies";
   out.wall_us_per_step = wall_us / steps;
   out.trace_path = trace_path;
   std::map<std::string, KernelShare> by_name;
@@ -73,7 +81,7 @@ std::string format_profile(const StepProfile& p) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1);
   out << "profile " << p.label << " (" << p.steps << " steps, trace " << p.trace_path << "): " << p.events_per_step
-      << " " << p.what << " per step, " << p.busy_us_per_step << " us of them, " << p.wall_us_per_step
+      << " " << p.what << " per step, " << p.busy_us_per_step << " us summed over them, " << p.wall_us_per_step
       << " us wall per step\n";
   for (const KernelShare& k : p.top) {
     // Kernel names can be whole template signatures: the start says which.

@@ -24,9 +24,9 @@ struct KernelShare {
 struct StepProfile {
   std::string label;          // "ar", "L=64", ...
   int steps = 0;              // steps run under the profiler
-  std::string what;           // "GPU kernels" | "ATen operators (inclusive)"
+  std::string what;           // "GPU kernels and copies" | "ATen operators (inclusive)"
   double events_per_step = 0.0;
-  double busy_us_per_step = 0.0;  // the summed durations of those events per step
+  double busy_us_per_step = 0.0;  // the summed durations of those events per step (inclusive on a CPU: may exceed wall)
   double wall_us_per_step = 0.0;  // the profiled steps' wall-clock time per step (profiler overhead included)
   std::vector<KernelShare> top;   // the largest shares, largest first
   std::string trace_path;
