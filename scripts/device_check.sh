@@ -3,7 +3,7 @@
 # nvcc, CMake and ninja, but none of our Debian packages and no network), in
 # stages that each fit a time limit, so a ten-minute call can run some of them
 # and a second call the rest:
-#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate]
+#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate] [fused]
 #   (default: the first four)
 # build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
 #        working tree) into SJD_DEPS_PREFIX and build everything with all cores
@@ -18,6 +18,9 @@
 # calibrate  the default model's step-cost profiles on this device in bf16 and f32
 #        (sjd bench --calibrate), printed into results.md for the bundle's
 #        step_cost (automatic windows on CUDA then plan from measured steps)
+# fused  the layer's fused kernels against the ATen ops they replace: sjd bench at
+#        the Lumina preset (AR, L = 64 and tree steps) with and without
+#        SJD_FUSED_LAYER_OPS=0, side by side in results.md; its output goes to bench.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
@@ -30,7 +33,8 @@
 #   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
-#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240 calibrate=120"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240 calibrate=120
+#   fused=180"),
 #   SJD_CHECK_TOTAL (seconds for the whole call, default 540: no stage runs past
 #   it, so the device tool's 600 s leave time to pack and print the results),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used),
@@ -39,17 +43,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate]" >&2; exit 2; }
+usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate] [fused]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1; shift
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build test run bench)
 for s in "${stages[@]}"; do
-  case "$s" in build|test|run|bench|batch|calibrate) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+  case "$s" in build|test|run|bench|batch|calibrate|fused) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240 [calibrate]=120)
+declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240 [calibrate]=120 [fused]=180)
 total=${SJD_CHECK_TOTAL:-540}
 [[ "$total" =~ ^[0-9]+$ ]] || { echo "device_check: SJD_CHECK_TOTAL must be seconds, not '$total'" >&2; exit 2; }
 call_deadline=$(( $(date +%s) + total ))
@@ -377,6 +381,10 @@ stage_run() {
       sjd_tokens "generate-sjd-$graphs_dtype-eager" cuda "$graphs_dtype" SJD_CUDA_GRAPHS=0
       agree_row "generate --method sjd --dtype $graphs_dtype: CUDA graphs vs SJD_CUDA_GRAPHS=0" \
         "generate-sjd-$graphs_dtype" "generate-sjd-$graphs_dtype-eager"
+      # The fused layer kernels round where the ATen ops round: in f32 the tokens should agree.
+      sjd_tokens "generate-sjd-$graphs_dtype-aten" cuda "$graphs_dtype" SJD_FUSED_LAYER_OPS=0
+      agree_row "generate --method sjd --dtype $graphs_dtype: fused layer kernels vs SJD_FUSED_LAYER_OPS=0" \
+        "generate-sjd-$graphs_dtype" "generate-sjd-$graphs_dtype-aten"
     done
   fi
   limited 120 "$log" "$build/sjd" batch --model "$model" --prompts "$work/prompts.txt" --out-dir "$work/batch" \
@@ -463,6 +471,35 @@ stage_calibrate() {
       "$PYTHON" -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
         "$work/step_cost-$device-$dtype.json" >> "$results" 2>/dev/null || cat "$work/step_cost-$device-$dtype.json" >> "$results"
       md '```'
+    fi
+  done
+  cap_log "$log"
+  md ""
+}
+
+stage_fused() {
+  local log=$out/bench.log preset=lumina-7b-768 setting
+  [ "$device" = cpu ] && preset=tiny
+  md "## fused (the layer's fused kernels: sjd bench --preset $preset --dtype bf16, on and off)"
+  md "| SJD_FUSED_LAYER_OPS | AR ms | L=64 ms | tree ms | forward share of AR | fused kernels | seconds |"
+  md "|---|---|---|---|---|---|---|"
+  for setting in 1 0; do
+    local json=$work/fused-$setting.json
+    limited 120 "$log" env SJD_FUSED_LAYER_OPS=$setting "$build/sjd" bench --preset "$preset" --device "$device" \
+      --dtype bf16 --windows 64 --batch-sizes 1 --no-vq --json "$json"
+    if [ "$rc" -eq 0 ] && [ -s "$json" ]; then
+      md "$("$PYTHON" - "$json" "$setting" "$took" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ar, tree = r["ar_step"], r["tree_step"]
+wide = [w for w in r["window_steps"] if w["window"] == 64]
+wide_ms = f"{wide[0]['total_ms']:.2f}" if wide else "-"
+print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {wide_ms} | {tree['total_ms']:.2f} | "
+      f"{100 * ar['forward_ms'] / ar['total_ms']:.0f}% | {'on' if r.get('fused_layer_ops') else 'off'} | {sys.argv[3]} |")
+PY
+)"
+    else
+      md "| $setting | $(verdict $rc) | - | - | - | - | $took |"
     fi
   done
   cap_log "$log"

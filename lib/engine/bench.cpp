@@ -203,6 +203,7 @@ BenchReport run_bench(const BenchOptions& options) {
                                 .item<double>();
   model::Transformer model(preset.transformer, std::move(weights));
   report.step_graphs = model.step_graphs();
+  report.fused_layer_ops = model.fused_layer_ops();
   // From here on, what a generation holds: the weights, the KV cache, graphs and a step's work.
   // The making of the hashed weights (GB of int64 and double temporaries) and the checksum's
   // float64 copy of lm_head (2.1 GB for Lumina) belong to the bench, not to a generation.
@@ -364,7 +365,8 @@ std::string format_report(const BenchReport& r) {
       << r.pipeline_backend << "; CUDA graphs of the forward: " << (r.step_graphs ? "on" : "off")
       << (r.device.rfind("cuda", 0) == 0 ? " (on unless SJD_CUDA_GRAPHS=0)" : " (GPU only)")
       << (r.step_graphs_failure.empty() ? "" : "; switched off after a failed capture: " + r.step_graphs_failure)
-      << "\n"
+      << "; fused layer kernels: " << (r.fused_layer_ops ? "on" : "off")
+      << (r.device.rfind("cuda", 0) == 0 ? " (on unless SJD_FUSED_LAYER_OPS=0)" : " (GPU only)") << "\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
       << " of weights read per forward)\n"
       << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
@@ -438,6 +440,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"backend", r.pipeline_backend},
           {"cuda_graphs", r.step_graphs},
           {"cuda_graphs_failure", r.step_graphs_failure},
+          {"fused_layer_ops", r.fused_layer_ops},
           {"parameters", r.parameters},
           {"weights_checksum", r.weights_checksum},
           {"weight_bytes_per_step", r.weight_bytes_per_step},

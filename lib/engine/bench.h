@@ -84,6 +84,7 @@ struct BenchReport {
   std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
   bool step_graphs = false;           // window forwards replayed from CUDA graphs (on unless SJD_CUDA_GRAPHS=0)
   std::string step_graphs_failure;    // why they were switched off during the run (empty: they were not)
+  bool fused_layer_ops = false;       // the layer's fused kernels (on unless SJD_FUSED_LAYER_OPS=0)
   decoding::StepCostProfile step_cost;  // the AR and window steps above as a profile (rows = 2)
   int auto_chain = 0;                 // the L --window auto picks from it before any acceptance is seen
   std::vector<BatchTiming> batches;   // the batch axis

@@ -31,6 +31,10 @@ class KvCache {
   // Writes k, v ([rows, width, kv_heads, head_dim], in the order of step_slots' rows)
   // of `layer` at those slots: one scatter per buffer for the whole batch, not a copy per row.
   void write(int64_t layer, const StepSlots& where, const at::Tensor& k, const at::Tensor& v);
+  // The whole K and V buffers of `layer`, [rows, kv_heads, capacity, head_dim] (contiguous), for a
+  // kernel that writes a step's slots itself (model/fused_layer_ops.h) instead of write().
+  at::Tensor& key_buffer(int64_t layer) { return k_[static_cast<size_t>(layer)]; }
+  at::Tensor& value_buffer(int64_t layer) { return v_[static_cast<size_t>(layer)]; }
   // Keys/values of slots [0, count) of the consecutive rows [first, first + rows), a view
   // (nothing is copied): [rows, kv_heads, count, head_dim].
   at::Tensor keys(int64_t layer, int64_t first, int64_t rows, int64_t count) const;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
@@ -13,6 +14,7 @@
 
 #include "io/device_transfer.h"
 #include "model/attention_bias.h"
+#include "model/fused_layer_ops.h"
 #include "model/norms.h"
 
 namespace sjd::model {
@@ -40,6 +42,8 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
   // docs/benchmarks.md); SJD_CUDA_GRAPHS=0 runs every forward eagerly.
   const char* graphs = std::getenv("SJD_CUDA_GRAPHS");
   use_step_graphs(graphs == nullptr || std::string(graphs) != "0");
+  const char* fused = std::getenv("SJD_FUSED_LAYER_OPS");
+  use_fused_layer_ops(fused == nullptr || std::string(fused) != "0");
   // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
   // session can compare it with the memory-efficient kernel (docs/gpu.md).
   const char* cudnn = std::getenv("SJD_SDPA_CUDNN");
@@ -50,6 +54,12 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
     for (at::Tensor* w : {&layer.qkv, &layer.o, &layer.gate_up, &layer.down}) to_input_major(*w);
   }
   to_input_major(weights_.lm_head);
+}
+
+void Transformer::use_fused_layer_ops(bool on) {
+  const bool now = on && device().is_cuda() && fused_layer_ops_built();
+  if (now != fused_ops_) graphs_.clear();  // they replay the other kernels
+  fused_ops_ = now;
 }
 
 at::Tensor Transformer::project(const at::Tensor& x, const at::Tensor& w) const {
@@ -245,12 +255,20 @@ at::Tensor Transformer::attention(int64_t layer, const std::vector<int64_t>& row
   const int64_t batch = h.size(0), width = h.size(1);
   const int64_t heads = config_.num_heads, kv_heads = config_.num_kv_heads, dim = config_.head_dim;
   const at::Tensor qkv = project(h, w.qkv).view({batch, width, heads + 2 * kv_heads, dim});
-  at::Tensor qk = qkv.narrow(2, 0, heads + kv_heads);  // q and k heads get the same norm and rotation
-  const at::Tensor v = qkv.narrow(2, heads + kv_heads, kv_heads);
-  if (config_.qk_norm) qk = head_layer_norm(qk, w.qk_norm_w, w.qk_norm_b, config_.qk_norm_eps);
-  qk = rope_.apply(qk, rope);
-  const at::Tensor q = qk.narrow(2, 0, heads).transpose(1, 2);  // [rows, heads, W, D]
-  cache_.write(layer, slots, qk.narrow(2, heads, kv_heads), v);
+  at::Tensor q;  // [rows, heads, W, D]
+  if (fused_ops_) {
+    const QkvPrologue how{heads, kv_heads, config_.qk_norm ? w.qk_norm_w : at::Tensor(),
+                          config_.qk_norm ? w.qk_norm_b : at::Tensor(), config_.qk_norm_eps,
+                          config_.rope == RopeKind::k2d};
+    q = fused_qkv_prologue(qkv, how, rope, cache_, layer, slots);
+  } else {
+    at::Tensor qk = qkv.narrow(2, 0, heads + kv_heads);  // q and k heads get the same norm and rotation
+    const at::Tensor v = qkv.narrow(2, heads + kv_heads, kv_heads);
+    if (config_.qk_norm) qk = head_layer_norm(qk, w.qk_norm_w, w.qk_norm_b, config_.qk_norm_eps);
+    qk = rope_.apply(qk, rope);
+    q = qk.narrow(2, 0, heads).transpose(1, 2);
+    cache_.write(layer, slots, qk.narrow(2, heads, kv_heads), v);
+  }
   // Each run of consecutive cache rows attends in one call, reading its keys in place: the rows
   // of a batch with finished sequences between live ones are not copied out of the cache. On
   // the CPU a run is also cut where its rows' lengths drift apart, and each part reads only the
@@ -393,6 +411,7 @@ at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_
 
 at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
                                    const at::Tensor& bias, const KvCache::StepSlots& slots) {
+  if (fused_ops_) return run_layers_fused(rows, hidden, rope, bias, slots);
   at::Tensor x = hidden;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
@@ -402,6 +421,30 @@ at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::T
     x = x + project(at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner), w.down);
   }
   return output_logits(rms_norm(x, weights_.norm, config_.norm_eps));
+}
+
+at::Tensor Transformer::run_layers_fused(const std::vector<int64_t>& rows, const at::Tensor& hidden,
+                                         const RopeFactors& rope, const at::Tensor& bias,
+                                         const KvCache::StepSlots& slots) {
+  const std::vector<LayerWeights>& layers = weights_.layers;
+  const double eps = config_.norm_eps;
+  const int64_t inner = config_.intermediate_size;
+  // The norm after each add is the next one in the stack: the MLP's, the next layer's input
+  // norm, and after the last layer the final norm.
+  const auto norm_after = [&](size_t l) -> const at::Tensor& {
+    return l + 1 < layers.size() ? layers[l + 1].attn_norm : weights_.norm;
+  };
+  auto [x, normed] = fused_add_rms_norm(hidden.contiguous(), at::Tensor(),
+                                        layers.empty() ? weights_.norm : layers[0].attn_norm, eps);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerWeights& w = layers[l];
+    const at::Tensor attended = attention(static_cast<int64_t>(l), rows, normed, rope, bias, slots);
+    std::tie(x, normed) = fused_add_rms_norm(x, attended, w.mlp_norm, eps);
+    const at::Tensor gate_up = project(normed, w.gate_up);
+    if (gate_up.size(-1) != 2 * inner) throw std::logic_error("transformer: gate_up is not [..., 2 x intermediate]");
+    std::tie(x, normed) = fused_add_rms_norm(x, project(fused_silu_mul(gate_up), w.down), norm_after(l), eps);
+  }
+  return output_logits(normed);
 }
 
 }  // namespace sjd::model

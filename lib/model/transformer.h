@@ -72,6 +72,11 @@ class Transformer : public TokenModel {
   // and rows that are not one run of the cache, run eagerly.
   void use_step_graphs(bool on) { graphs_on_ = on && device().is_cuda(); }
   bool step_graphs() const { return graphs_on_; }
+  // GPU only (on at construction unless SJD_FUSED_LAYER_OPS=0, and only in a CUDA build): the
+  // residual adds fused with the norms after them, SwiGLU's product, and the attention prologue
+  // (qk-norm, RoPE, K/V write) as one kernel each (model/fused_layer_ops.h); off: the ATen ops.
+  void use_fused_layer_ops(bool on);
+  bool fused_layer_ops() const { return fused_ops_; }
   // Why graphs were switched off during the run (a failed capture); empty if they were not.
   const std::string& step_graphs_failure() const { return graphs_failure_; }
   size_t captured_step_graphs() const { return graphs_.captured(); }
@@ -92,6 +97,9 @@ class Transformer : public TokenModel {
   // The layers and the head over `hidden` [rows, W, H] with the step's RoPE factors, bias and KV slots.
   at::Tensor run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
                         const at::Tensor& bias, const KvCache::StepSlots& slots);
+  // The same with the fused layer kernels: each residual add goes into the norm that follows it.
+  at::Tensor run_layers_fused(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
+                              const at::Tensor& bias, const KvCache::StepSlots& slots);
   // Whether this step can run from a graph; the step laid out by lay_out_windows, from its graph.
   bool graphable(const std::vector<int64_t>& rows, int64_t width) const;
   at::Tensor forward_graphed(const std::vector<int64_t>& rows, int64_t width);
@@ -125,6 +133,7 @@ class Transformer : public TokenModel {
   bool gqa_in_kernel_ = false;
   std::string attention_backend_ = "none yet";
   bool graphs_on_ = false;
+  bool fused_ops_ = false;
   std::string graphs_failure_;
   StepGraphs graphs_;
   std::vector<int64_t> head_id_list_;  // the ids restrict_outputs was last given

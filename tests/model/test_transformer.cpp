@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/fused_layer_ops.h"
 #include "model/rope.h"
 #include "model/transformer.h"
 #include "tiny_transformer.h"
@@ -366,5 +367,17 @@ TEST_CASE("rows of very different lengths attend as each row alone", "[model]") 
     INFO("row " << i << " of " << prompts[i].tokens.size() << " prompt tokens");
     const int64_t width = expected[i].size(1);  // a narrower row's logits are the first slots of its window
     CHECK(at::allclose(batched[static_cast<int64_t>(i)].narrow(0, 0, width), expected[i][0], 1e-5, 1e-5));
+  }
+}
+
+TEST_CASE("the fused layer kernels are GPU only: a CPU transformer keeps its ATen path", "[model]") {
+  Transformer m = tiny_transformer(tiny_config(true), 5);
+  m.use_fused_layer_ops(true);
+  CHECK_FALSE(m.fused_layer_ops());
+  if (!fused_layer_ops_built()) {
+    const at::Tensor x = at::ones({2, 8});
+    CHECK_THROWS_WITH(fused_silu_mul(x), Catch::Contains("fused_silu_mul") && Catch::Contains("no CUDA"));
+  } else {  // a CUDA build refuses CPU tensors by name
+    CHECK_THROWS_WITH(fused_silu_mul(at::ones({2, 8})), Catch::Contains("gate_up") && Catch::Contains("contiguous"));
   }
 }

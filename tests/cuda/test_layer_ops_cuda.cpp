@@ -1,0 +1,192 @@
+// The layer's fused kernels (model/fused_layer_ops.h) against the ATen ops they
+// replace, on the same device tensors. They round where those ops round, so the
+// stated tolerance is rounding-level: float32 within 1e-5 of the values' scale
+// (only a norm's sums run in another order), bfloat16 and float16 within 3 units
+// in the last place at that scale (one for the norm's sum order, carried through
+// the affine step and RoPE's products and sum). A wrong RoPE partner, head, layout
+// or cache slot is off by the values themselves. The residual sum is exact, and
+// the cache is compared whole: written slots within the tolerance, every other
+// slot unchanged. Then the transformer with and without them, step after step.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "device_cases.h"
+#include "model/fused_layer_ops.h"
+#include "model/kv_cache.h"
+#include "model/norms.h"
+#include "model/rope.h"
+#include "model/transformer.h"
+#include "tiny_transformer.h"
+
+using namespace sjd;
+
+namespace {
+
+// max |expected - got| over max(1, max |expected|).
+double scaled_error(const at::Tensor& expected, const at::Tensor& got) {
+  const at::Tensor a = expected.to(at::kCPU, at::kFloat), b = got.to(at::kCPU, at::kFloat);
+  return (a - b).abs().max().item<double>() / std::max(1.0, a.abs().max().item<double>());
+}
+
+double tolerance(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kBFloat16: return 3 * 0.0078125;  // 3 x 2^-7
+    case at::kHalf: return 3 * 0.0009765625;   // 3 x 2^-10
+    default: return 1e-5;
+  }
+}
+
+at::Tensor random_on(at::IntArrayRef shape, at::ScalarType dtype, at::Device device, double scale = 1.0) {
+  return (at::randn(shape) * scale).to(device, dtype);
+}
+
+}  // namespace
+
+TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  at::manual_seed(21);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (const int64_t hidden : {96, 4100}) {  // fewer and more elements than the block has threads
+      INFO(c10::toString(dtype) << ", hidden " << hidden);
+      const at::Tensor x = random_on({3, 5, hidden}, dtype, device);
+      const at::Tensor delta = random_on({3, 5, hidden}, dtype, device, 0.5);
+      const at::Tensor weight = random_on({hidden}, dtype, device);
+      const at::Tensor sum = x + delta;
+      const auto [got_sum, got_normed] = model::fused_add_rms_norm(x, delta, weight, 1e-5);
+      CHECK(at::equal(got_sum, sum));
+      CHECK(scaled_error(model::rms_norm_fused(sum, weight, 1e-5), got_normed) < tolerance(dtype));
+
+      const auto [same, normed] = model::fused_add_rms_norm(x, at::Tensor(), weight, 1e-5);
+      CHECK(same.data_ptr() == x.data_ptr());  // no delta: the input is the residual
+      CHECK(scaled_error(model::rms_norm_fused(x, weight, 1e-5), normed) < tolerance(dtype));
+    }
+  }
+}
+
+TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  at::manual_seed(22);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    INFO(c10::toString(dtype));
+    const int64_t inner = 700;
+    const at::Tensor gate_up = random_on({4, 3, 2 * inner}, dtype, device, 3.0);
+    const at::Tensor expected = at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
+    const at::Tensor got = model::fused_silu_mul(gate_up);
+    CHECK(got.sizes() == expected.sizes());
+    CHECK(scaled_error(expected, got) < tolerance(dtype));
+  }
+}
+
+TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in their cache slots", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  at::manual_seed(23);
+  const int64_t rows = 2, width = 3, dim = 16, capacity = 10, layer = 1;
+  const std::vector<int64_t> cache_rows = {2, 0};  // not the identity: the slots name the cache row
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const bool qk_norm : {false, true}) {
+      for (const bool two_d : {false, true}) {
+        for (const int64_t kv_heads : {4, 2}) {
+          INFO(c10::toString(dtype) << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d << ", kv heads " << kv_heads);
+          const int64_t heads = 4;
+          model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
+          c.head_dim = dim;
+          if (two_d) {
+            c.rope = model::RopeKind::k2d;
+            c.grid_width = 4;
+          }
+          const model::RopeTable table(c, 40, dtype, device);
+          // Caption slots (-1) among image positions for 2D RoPE; plain positions for 1D.
+          const at::Tensor positions =
+              at::tensor(two_d ? std::vector<int64_t>{-1, 0, 1, 9, 10, 10} : std::vector<int64_t>{5, 6, 7, 2, 3, 3},
+                         at::kLong).view({rows, width}).to(device);
+          const model::RopeFactors rope = table.gather(positions);
+          const at::Tensor qkv = random_on({rows, width, heads + 2 * kv_heads, dim}, dtype, device, 2.0);
+          const at::Tensor norm_w = random_on({heads + kv_heads, dim}, dtype, device);
+          const at::Tensor norm_b = random_on({heads + kv_heads, dim}, dtype, device, 0.2);
+
+          // Two caches with the same contents and lengths (row 2: 4 slots, row 0: 1 slot).
+          model::KvCache expected_cache(2, 3, kv_heads, capacity, dim, dtype, device);
+          model::KvCache got_cache(2, 3, kv_heads, capacity, dim, dtype, device);
+          for (int64_t l = 0; l < 2; ++l) {
+            const at::Tensor k = random_on({3, kv_heads, capacity, dim}, dtype, device);
+            const at::Tensor v = random_on({3, kv_heads, capacity, dim}, dtype, device);
+            for (model::KvCache* cache : {&expected_cache, &got_cache}) {
+              cache->key_buffer(l).copy_(k);
+              cache->value_buffer(l).copy_(v);
+            }
+          }
+          for (model::KvCache* cache : {&expected_cache, &got_cache}) {
+            cache->commit_row(2, {0, 1, 2, 3}, {1, 1, 1, 1});
+            cache->commit_row(0, {0}, {1});
+          }
+          const model::KvCache::StepSlots slots = got_cache.step_slots(cache_rows, width);
+          const at::Tensor untouched_k = got_cache.key_buffer(0).clone();
+
+          at::Tensor qk = qkv.narrow(2, 0, heads + kv_heads);
+          if (qk_norm) qk = model::head_layer_norm_fused(qk, norm_w, norm_b, c.qk_norm_eps);
+          qk = table.apply(qk, rope);
+          const at::Tensor expected_q = qk.narrow(2, 0, heads).transpose(1, 2);
+          expected_cache.write(layer, slots, qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads));
+
+          const model::QkvPrologue how{heads, kv_heads, qk_norm ? norm_w : at::Tensor(),
+                                       qk_norm ? norm_b : at::Tensor(), c.qk_norm_eps, two_d};
+          const at::Tensor q = model::fused_qkv_prologue(qkv, how, rope, got_cache, layer, slots);
+          CHECK(q.sizes() == expected_q.sizes());
+          CHECK(scaled_error(expected_q, q) < tolerance(dtype));
+          CHECK(scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
+          CHECK(at::equal(expected_cache.value_buffer(layer), got_cache.value_buffer(layer)));  // v: copied as is
+          // Only the step's slots of the layer were written.
+          const at::Tensor written = at::zeros({3, capacity}, at::kBool);
+          for (size_t r = 0; r < cache_rows.size(); ++r) {
+            written[cache_rows[r]].narrow(0, got_cache.length(cache_rows[r]), width).fill_(true);
+          }
+          const at::Tensor kept = (~written).view({3, 1, capacity, 1}).to(device);
+          CHECK(at::equal(got_cache.key_buffer(layer).masked_select(kept),
+                          expected_cache.key_buffer(layer).masked_select(kept)));
+          CHECK(at::equal(got_cache.key_buffer(0), untouched_k));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logits, step after step", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const int64_t kv_heads : {4, 2}) {
+      for (const bool qk_norm : {false, true}) {
+        INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", qk-norm " << qk_norm);
+        const model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
+        const io::WeightMap w = testing::tiny_weights(c, 14);
+        model::Transformer aten_ops(c, model::load_transformer_weights(w, c, dtype, device));
+        model::Transformer fused(c, model::load_transformer_weights(w, c, dtype, device));
+        aten_ops.use_fused_layer_ops(false);
+        fused.use_fused_layer_ops(true);
+        CHECK(fused.fused_layer_ops());
+        CHECK_FALSE(aten_ops.fused_layer_ops());
+        model::RowPrompt prompt;
+        prompt.tokens = {1, 2, 3, 4, 5};
+        prompt.positions = {0, 1, 2, 3, 4};
+        prompt.key_valid = {1, 1, 1, 1, 1};
+        for (model::Transformer* m : {&aten_ops, &fused}) m->start({prompt, prompt}, 24, 8);
+        int64_t root = 5;
+        for (int step = 0; step < 4; ++step) {  // graphs on in both (the default): captures, then replays
+          model::DraftTree nodes;
+          if (step % 2 == 0) {
+            nodes.push(8, -1);
+            nodes.push(9, 0);
+          }
+          const at::Tensor expected = aten_ops.forward({root, root}, nodes);
+          const at::Tensor got = fused.forward({root, root}, nodes);
+          INFO("step " << step);
+          CHECK(scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
+          const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
+          for (model::Transformer* m : {&aten_ops, &fused}) m->commit(path);
+          root = 11 + step;
+        }
+      }
+    }
+  }
+}
