@@ -62,6 +62,7 @@ std::pair<at::Tensor, at::Tensor> fused_add_rms_norm(const at::Tensor& x, const 
   a.tokens = x.numel() / hidden;
   a.hidden = hidden;
   a.eps = static_cast<float>(eps);
+  // Without delta the residual is x itself, returned as it is: callers must not write it in place.
   at::Tensor sum = delta.defined() ? at::empty_like(x) : x;
   at::Tensor normed = at::empty_like(x);
   a.sum = delta.defined() ? sum.data_ptr() : nullptr;
@@ -99,17 +100,31 @@ at::Tensor fused_qkv_prologue(const at::Tensor& qkv, const QkvPrologue& how, con
   const at::Tensor cos = rope.cos.contiguous(), sin = rope.signed_sin.contiguous();
   require_like(qkv, cos, op, "RoPE cos");
   require_like(qkv, sin, op, "RoPE signed sin");
+  if (layer < 0 || layer >= cache.layers()) {
+    throw std::out_of_range(std::string(op) + ": no cache layer " + std::to_string(layer));
+  }
   at::Tensor& keys = cache.key_buffer(layer);
   at::Tensor& values = cache.value_buffer(layer);
   require_like(qkv, keys, op, "the K cache");
   require_like(qkv, values, op, "the V cache");
   if (cos.numel() != rows * width * dim || keys.size(1) != how.kv_heads || keys.size(3) != dim ||
-      slots.rows.numel() != rows * width || slots.slots.numel() != rows * width) {
-    throw std::invalid_argument(std::string(op) + ": RoPE factors, cache or slots do not match qkv");
+      !values.sizes().equals(keys.sizes())) {
+    throw std::invalid_argument(std::string(op) + ": RoPE factors or cache do not match qkv");
+  }
+  // The slots are read by the kernel through raw pointers: a host tensor there would be a bad address.
+  for (const at::Tensor* t : {&slots.rows, &slots.slots}) {
+    if (t->device() != qkv.device() || t->scalar_type() != at::kLong || t->numel() != rows * width) {
+      throw std::invalid_argument(std::string(op) + ": the step's slots must be int64 [" + std::to_string(rows * width) +
+                                  "] on " + qkv.device().str());
+    }
   }
   if (how.norm_weight.defined()) {
     require_like(qkv, how.norm_weight, op, "qk-norm weight");
     require_like(qkv, how.norm_bias, op, "qk-norm bias");
+    const int64_t norm_size = (how.heads + how.kv_heads) * dim;
+    if (how.norm_weight.numel() != norm_size || how.norm_bias.numel() != norm_size) {
+      throw std::invalid_argument(std::string(op) + ": qk-norm weight and bias must be [heads + kv_heads, D]");
+    }
   }
   const c10::cuda::CUDAGuard guard(qkv.device());
   at::Tensor q = at::empty({rows, how.heads, width, dim}, qkv.options());

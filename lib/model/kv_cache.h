@@ -18,6 +18,7 @@ class KvCache {
 
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t capacity() const { return capacity_; }
+  int64_t layers() const { return static_cast<int64_t>(k_.size()); }
   int64_t length(int64_t row) const { return length_[static_cast<size_t>(row)]; }
 
   // Where a step's new keys go: slots length(row) .. length(row) + width - 1 of each

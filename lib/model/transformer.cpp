@@ -362,12 +362,15 @@ at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tenso
   return at::matmul(probs.to(values.scalar_type()), values);  // [rows, heads, W, D]
 }
 
-at::Tensor Transformer::output_logits(const at::Tensor& x) const {
-  if (!head_ids_.defined()) return project(x, weights_.lm_head).to(at::kFloat);
-  const at::Tensor some = project(x, head_rows_).to(at::kFloat);
-  at::Tensor all = at::full({x.size(0), x.size(1), config_.vocab_size}, std::numeric_limits<float>::lowest(),
-                            some.options());
-  return all.index_copy_(2, head_ids_, some);
+at::Tensor Transformer::head_logits(const at::Tensor& x) const {
+  return project(x, head_ids_.defined() ? head_rows_ : weights_.lm_head).to(at::kFloat);
+}
+
+at::Tensor Transformer::full_width(const at::Tensor& head) const {
+  if (!head_ids_.defined()) return head;
+  at::Tensor all = at::full({head.size(0), head.size(1), config_.vocab_size}, std::numeric_limits<float>::lowest(),
+                            head.options());
+  return all.index_copy_(2, head_ids_, head);
 }
 
 at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden,
@@ -380,7 +383,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);  // first: it refuses a step past the capacity
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
-  return run_layers(rows, hidden, rope, bias, slots);
+  return full_width(run_layers(rows, hidden, rope, bias, slots));
 }
 
 bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) const {
@@ -404,9 +407,11 @@ at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_
                                   host_long(step_positions_, {count, width}, device()),
                                   attention_bias(rows, width, step_mask_, cache_.capacity()), slots.rows,
                                   slots.slots};
-  return graphs_.run(shape, inputs, [&](const StepGraphs::Inputs& in) {
+  // The graph ends at the head's own rows: the full-width logits are filled outside it, so a
+  // graph holds [rows, W, V'] floats (Lumina: 8198 of 65536 per slot), not the whole vocabulary.
+  return full_width(graphs_.run(shape, inputs, [&](const StepGraphs::Inputs& in) {
     return run_layers(rows, embed(in.tokens), rope_.gather(in.positions), in.bias, {in.slot_rows, in.slot_slots});
-  });
+  }));
 }
 
 at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
@@ -420,7 +425,7 @@ at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::T
     const int64_t inner = config_.intermediate_size;
     x = x + project(at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner), w.down);
   }
-  return output_logits(rms_norm(x, weights_.norm, config_.norm_eps));
+  return head_logits(rms_norm(x, weights_.norm, config_.norm_eps));
 }
 
 at::Tensor Transformer::run_layers_fused(const std::vector<int64_t>& rows, const at::Tensor& hidden,
@@ -444,7 +449,7 @@ at::Tensor Transformer::run_layers_fused(const std::vector<int64_t>& rows, const
     if (gate_up.size(-1) != 2 * inner) throw std::logic_error("transformer: gate_up is not [..., 2 x intermediate]");
     std::tie(x, normed) = fused_add_rms_norm(x, project(fused_silu_mul(gate_up), w.down), norm_after(l), eps);
   }
-  return output_logits(normed);
+  return head_logits(normed);
 }
 
 }  // namespace sjd::model

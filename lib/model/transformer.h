@@ -94,7 +94,8 @@ class Transformer : public TokenModel {
   // window; keys = longest committed row + W, or keys_at_least if more (on a GPU rounded up, see kKeyBucket).
   at::Tensor attention_bias(const std::vector<int64_t>& rows, int64_t width, const std::vector<uint8_t>& window_mask,
                             int64_t keys_at_least = 0);
-  // The layers and the head over `hidden` [rows, W, H] with the step's RoPE factors, bias and KV slots.
+  // The layers and the head over `hidden` [rows, W, H] with the step's RoPE factors, bias and KV slots
+  // (head_logits: the restricted head's columns only).
   at::Tensor run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
                         const at::Tensor& bias, const KvCache::StepSlots& slots);
   // The same with the fused layer kernels: each residual add goes into the norm that follows it.
@@ -111,7 +112,11 @@ class Transformer : public TokenModel {
   // One layer's attention; the new keys and values go to `slots` (the step's, made once for every layer).
   at::Tensor attention(int64_t layer, const std::vector<int64_t>& rows, const at::Tensor& h, const RopeFactors& rope,
                        const at::Tensor& bias, const KvCache::StepSlots& slots);
-  at::Tensor output_logits(const at::Tensor& x) const;
+  // The output head over the final hidden states: float32 [rows, W, V'] for the restricted head's
+  // ids (restrict_outputs), or [rows, W, V]; full_width() puts the restricted columns in place among
+  // the lowest float.
+  at::Tensor head_logits(const at::Tensor& x) const;
+  at::Tensor full_width(const at::Tensor& head) const;
   // x [..., in] times a projection weight in this model's layout -> [..., out].
   at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
 

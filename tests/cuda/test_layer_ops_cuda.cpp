@@ -82,70 +82,73 @@ TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda]") {
 TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in their cache slots", "[cuda]") {
   const at::Device device = cuda_testing::device();
   at::manual_seed(23);
-  const int64_t rows = 2, width = 3, dim = 16, capacity = 10, layer = 1;
+  const int64_t rows = 2, width = 3, capacity = 10, layer = 1;
   const std::vector<int64_t> cache_rows = {2, 0};  // not the identity: the slots name the cache row
-  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (const bool qk_norm : {false, true}) {
       for (const bool two_d : {false, true}) {
         for (const int64_t kv_heads : {4, 2}) {
-          INFO(c10::toString(dtype) << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d << ", kv heads " << kv_heads);
-          const int64_t heads = 4;
-          model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
-          c.head_dim = dim;
-          if (two_d) {
-            c.rope = model::RopeKind::k2d;
-            c.grid_width = 4;
-          }
-          const model::RopeTable table(c, 40, dtype, device);
-          // Caption slots (-1) among image positions for 2D RoPE; plain positions for 1D.
-          const at::Tensor positions =
-              at::tensor(two_d ? std::vector<int64_t>{-1, 0, 1, 9, 10, 10} : std::vector<int64_t>{5, 6, 7, 2, 3, 3},
-                         at::kLong).view({rows, width}).to(device);
-          const model::RopeFactors rope = table.gather(positions);
-          const at::Tensor qkv = random_on({rows, width, heads + 2 * kv_heads, dim}, dtype, device, 2.0);
-          const at::Tensor norm_w = random_on({heads + kv_heads, dim}, dtype, device);
-          const at::Tensor norm_b = random_on({heads + kv_heads, dim}, dtype, device, 0.2);
-
-          // Two caches with the same contents and lengths (row 2: 4 slots, row 0: 1 slot).
-          model::KvCache expected_cache(2, 3, kv_heads, capacity, dim, dtype, device);
-          model::KvCache got_cache(2, 3, kv_heads, capacity, dim, dtype, device);
-          for (int64_t l = 0; l < 2; ++l) {
-            const at::Tensor k = random_on({3, kv_heads, capacity, dim}, dtype, device);
-            const at::Tensor v = random_on({3, kv_heads, capacity, dim}, dtype, device);
-            for (model::KvCache* cache : {&expected_cache, &got_cache}) {
-              cache->key_buffer(l).copy_(k);
-              cache->value_buffer(l).copy_(v);
+          for (const int64_t dim : {16, 128}) {  // fewer threads than the block has; Lumina's and Emu3's size
+            INFO(c10::toString(dtype) << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d << ", kv heads " << kv_heads
+                                      << ", head size " << dim);
+            const int64_t heads = 4;
+            model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
+            c.head_dim = dim;
+            if (two_d) {
+              c.rope = model::RopeKind::k2d;
+              c.grid_width = 4;
             }
-          }
-          for (model::KvCache* cache : {&expected_cache, &got_cache}) {
-            cache->commit_row(2, {0, 1, 2, 3}, {1, 1, 1, 1});
-            cache->commit_row(0, {0}, {1});
-          }
-          const model::KvCache::StepSlots slots = got_cache.step_slots(cache_rows, width);
-          const at::Tensor untouched_k = got_cache.key_buffer(0).clone();
+            const model::RopeTable table(c, 40, dtype, device);
+            // Caption slots (-1) among image positions for 2D RoPE; plain positions for 1D.
+            const at::Tensor positions =
+                at::tensor(two_d ? std::vector<int64_t>{-1, 0, 1, 9, 10, 10} : std::vector<int64_t>{5, 6, 7, 2, 3, 3},
+                           at::kLong).view({rows, width}).to(device);
+            const model::RopeFactors rope = table.gather(positions);
+            const at::Tensor qkv = random_on({rows, width, heads + 2 * kv_heads, dim}, dtype, device, 2.0);
+            const at::Tensor norm_w = random_on({heads + kv_heads, dim}, dtype, device);
+            const at::Tensor norm_b = random_on({heads + kv_heads, dim}, dtype, device, 0.2);
 
-          at::Tensor qk = qkv.narrow(2, 0, heads + kv_heads);
-          if (qk_norm) qk = model::head_layer_norm_fused(qk, norm_w, norm_b, c.qk_norm_eps);
-          qk = table.apply(qk, rope);
-          const at::Tensor expected_q = qk.narrow(2, 0, heads).transpose(1, 2);
-          expected_cache.write(layer, slots, qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads));
+            // Two caches with the same contents and lengths (row 2: 4 slots, row 0: 1 slot).
+            model::KvCache expected_cache(2, 3, kv_heads, capacity, dim, dtype, device);
+            model::KvCache got_cache(2, 3, kv_heads, capacity, dim, dtype, device);
+            for (int64_t l = 0; l < 2; ++l) {
+              const at::Tensor k = random_on({3, kv_heads, capacity, dim}, dtype, device);
+              const at::Tensor v = random_on({3, kv_heads, capacity, dim}, dtype, device);
+              for (model::KvCache* cache : {&expected_cache, &got_cache}) {
+                cache->key_buffer(l).copy_(k);
+                cache->value_buffer(l).copy_(v);
+              }
+            }
+            for (model::KvCache* cache : {&expected_cache, &got_cache}) {
+              cache->commit_row(2, {0, 1, 2, 3}, {1, 1, 1, 1});
+              cache->commit_row(0, {0}, {1});
+            }
+            const model::KvCache::StepSlots slots = got_cache.step_slots(cache_rows, width);
+            const at::Tensor untouched_k = got_cache.key_buffer(0).clone();
 
-          const model::QkvPrologue how{heads, kv_heads, qk_norm ? norm_w : at::Tensor(),
-                                       qk_norm ? norm_b : at::Tensor(), c.qk_norm_eps, two_d};
-          const at::Tensor q = model::fused_qkv_prologue(qkv, how, rope, got_cache, layer, slots);
-          CHECK(q.sizes() == expected_q.sizes());
-          CHECK(scaled_error(expected_q, q) < tolerance(dtype));
-          CHECK(scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
-          CHECK(at::equal(expected_cache.value_buffer(layer), got_cache.value_buffer(layer)));  // v: copied as is
-          // Only the step's slots of the layer were written.
-          const at::Tensor written = at::zeros({3, capacity}, at::kBool);
-          for (size_t r = 0; r < cache_rows.size(); ++r) {
-            written[cache_rows[r]].narrow(0, got_cache.length(cache_rows[r]), width).fill_(true);
+            at::Tensor qk = qkv.narrow(2, 0, heads + kv_heads);
+            if (qk_norm) qk = model::head_layer_norm_fused(qk, norm_w, norm_b, c.qk_norm_eps);
+            qk = table.apply(qk, rope);
+            const at::Tensor expected_q = qk.narrow(2, 0, heads).transpose(1, 2);
+            expected_cache.write(layer, slots, qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads));
+
+            const model::QkvPrologue how{heads, kv_heads, qk_norm ? norm_w : at::Tensor(),
+                                         qk_norm ? norm_b : at::Tensor(), c.qk_norm_eps, two_d};
+            const at::Tensor q = model::fused_qkv_prologue(qkv, how, rope, got_cache, layer, slots);
+            CHECK(q.sizes() == expected_q.sizes());
+            CHECK(scaled_error(expected_q, q) < tolerance(dtype));
+            CHECK(scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
+            CHECK(at::equal(expected_cache.value_buffer(layer), got_cache.value_buffer(layer)));  // v: copied as is
+            // Only the step's slots of the layer were written.
+            const at::Tensor written = at::zeros({3, capacity}, at::kBool);
+            for (size_t r = 0; r < cache_rows.size(); ++r) {
+              written[cache_rows[r]].narrow(0, got_cache.length(cache_rows[r]), width).fill_(true);
+            }
+            const at::Tensor kept = (~written).view({3, 1, capacity, 1}).to(device);
+            CHECK(at::equal(got_cache.key_buffer(layer).masked_select(kept),
+                            expected_cache.key_buffer(layer).masked_select(kept)));
+            CHECK(at::equal(got_cache.key_buffer(0), untouched_k));
           }
-          const at::Tensor kept = (~written).view({3, 1, capacity, 1}).to(device);
-          CHECK(at::equal(got_cache.key_buffer(layer).masked_select(kept),
-                          expected_cache.key_buffer(layer).masked_select(kept)));
-          CHECK(at::equal(got_cache.key_buffer(0), untouched_k));
         }
       }
     }
@@ -185,6 +188,11 @@ TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logi
           const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
           for (model::Transformer* m : {&aten_ops, &fused}) m->commit(path);
           root = 11 + step;
+        }
+        // A capture that failed would have fallen back to eager forwards unseen.
+        for (const model::Transformer* m : {&aten_ops, &fused}) {
+          CHECK(m->step_graphs_failure().empty());
+          CHECK(m->captured_step_graphs() == 2);
         }
       }
     }

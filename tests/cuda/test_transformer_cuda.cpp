@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -90,33 +91,53 @@ TEST_CASE("the transformer on the device gives the CPU's logits: chain and tree 
 TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's logits, step after step", "[cuda]") {
   // The graph's attention spans the cache's whole capacity (the rows' lengths are data, not
   // shapes), so its sums may see more masked keys than the eager forward's: equal within
-  // rounding. bf16 is the production case (cuDNN's attention where PyTorch picks it).
+  // rounding. bf16 is the production case (cuDNN's attention where PyTorch picks it). With a
+  // restricted head the graph ends at the head's columns and the full width is filled after it.
   const at::Device device = cuda_testing::device();
+  std::vector<int64_t> head_ids;
+  for (int64_t id = 1; id < 32; id += 3) head_ids.push_back(id);
+  const at::Tensor kept = at::tensor(head_ids, at::kLong);
+  const at::Tensor dropped = at::ones({32}, at::kBool).index_fill_(0, kept, false);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     for (const int64_t kv_heads : {4, 2}) {
-      const model::TransformerConfig c = testing::tiny_config(true, kv_heads);
-      const io::WeightMap w = testing::tiny_weights(c, 12);
-      model::Transformer eager(c, model::load_transformer_weights(w, c, dtype, device));
-      model::Transformer graphed(c, model::load_transformer_weights(w, c, dtype, device));
-      eager.use_step_graphs(false);
-      graphed.use_step_graphs(true);
-      for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 24, 8);
-      int64_t root = 5;
-      for (int step = 0; step < 8; ++step) {
-        // Windows of two shapes, each met several times: the first meeting captures, later ones replay.
-        const model::DraftTree nodes = step % 2 == 0 ? chain({8, 9, 10}) : model::DraftTree{};
-        const at::Tensor expected = eager.forward({root, root}, nodes);
-        const at::Tensor got = graphed.forward({root, root}, nodes);
-        INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", step " << step << ", attention "
-                                  << graphed.attention_backend() << ", graphs failure '"
-                                  << graphed.step_graphs_failure() << "'");
-        CHECK(relative_error(expected.to(at::kCPU), got) < (dtype == at::kFloat ? 1e-5 : 0.05));
-        const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
-        for (model::Transformer* m : {&eager, &graphed}) m->commit(path);
-        root = 11 + step;
+      for (const bool restricted : {false, true}) {
+        const model::TransformerConfig c = testing::tiny_config(true, kv_heads);
+        const io::WeightMap w = testing::tiny_weights(c, 12);
+        model::Transformer eager(c, model::load_transformer_weights(w, c, dtype, device));
+        model::Transformer graphed(c, model::load_transformer_weights(w, c, dtype, device));
+        eager.use_step_graphs(false);
+        graphed.use_step_graphs(true);
+        if (restricted) {
+          for (model::Transformer* m : {&eager, &graphed}) m->restrict_outputs(head_ids);
+        }
+        for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 24, 8);
+        int64_t root = 5;
+        for (int step = 0; step < 8; ++step) {
+          // Windows of two shapes, each met several times: the first meeting captures, later ones replay.
+          const model::DraftTree nodes = step % 2 == 0 ? chain({8, 9, 10}) : model::DraftTree{};
+          const at::Tensor expected = eager.forward({root, root}, nodes);
+          const at::Tensor got = graphed.forward({root, root}, nodes);
+          INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", restricted head " << restricted << ", step "
+                                    << step << ", attention " << graphed.attention_backend() << ", graphs failure '"
+                                    << graphed.step_graphs_failure() << "'");
+          const double bound = dtype == at::kFloat ? 1e-5 : 0.05;
+          if (restricted) {
+            CHECK(got.size(2) == 32);
+            CHECK(relative_error(expected.to(at::kCPU).index_select(2, kept), got.to(at::kCPU).index_select(2, kept)) <
+                  bound);
+            CHECK(got.to(at::kCPU).index_select(2, dropped.nonzero().squeeze(1)).eq(std::numeric_limits<float>::lowest())
+                      .all()
+                      .item<bool>());
+          } else {
+            CHECK(relative_error(expected.to(at::kCPU), got) < bound);
+          }
+          const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
+          for (model::Transformer* m : {&eager, &graphed}) m->commit(path);
+          root = 11 + step;
+        }
+        CHECK(graphed.captured_step_graphs() == 2);
+        CHECK(eager.captured_step_graphs() == 0);
       }
-      CHECK(graphed.captured_step_graphs() == 2);
-      CHECK(eager.captured_step_graphs() == 0);
     }
   }
 }
