@@ -43,8 +43,9 @@ bool same_pipeline(const sampling::PipelineSettings& a, const sampling::Pipeline
 
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
 // (each sequence's rows in order), on the logits' device: one pipeline call for every
-// run of sequences with the same pipeline settings.
-std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vector<SequenceDecoder*>& sequences) {
+// run of sequences with the same pipeline settings. `columns`: the model's restricted head.
+std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vector<SequenceDecoder*>& sequences,
+                                      const std::vector<int64_t>& columns) {
   std::vector<at::Tensor> probs;
   int64_t row = 0;
   for (size_t begin = 0; begin < sequences.size();) {
@@ -62,7 +63,7 @@ std::vector<at::Tensor> run_pipelines(const at::Tensor& logits, const std::vecto
       row += rows;
     }
     const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings);
+    const at::Tensor all = sampling::run_logits_pipeline(joined, constraints, settings, columns);
     int64_t slot = 0;
     for (int64_t width : widths) {
       // Own storage per sequence: drafts keep rows of p for later steps, which must not pin the whole batch's.
@@ -173,7 +174,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
       if (sequence) order.push_back(sequence.get());
     }
     const auto t1 = Clock::now();
-    const std::vector<at::Tensor> probs = run_pipelines(logits, order);
+    const std::vector<at::Tensor> probs = run_pipelines(logits, order, model.output_ids());
     io::synchronize(logits.device());  // the pipeline's own time, not the verifier's
     const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
 

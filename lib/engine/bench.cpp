@@ -135,7 +135,9 @@ class StepFixture {
 
  private:
   // What the decoding loop runs: on a GPU the fused kernel (constraints uploaded per step, as there).
-  at::Tensor pipeline(const at::Tensor& logits) { return sampling::run_logits_pipeline(logits, constraints_, settings_); }
+  at::Tensor pipeline(const at::Tensor& logits) {
+    return sampling::run_logits_pipeline(logits, constraints_, settings_, model_.output_ids());
+  }
 
   // AR: the sample; a window: the whole verification, with the host reading its outcome. The
   // decoding loop's verifiers: DeviceVerifier on a GPU (the kernels, one small read), else the CPU's.
@@ -193,8 +195,15 @@ BenchReport run_bench(const BenchOptions& options) {
   report.copy_gb_per_s = copy_bandwidth(device);
 
   model::TransformerWeights weights = bench_weights(preset.transformer, options.seed, placement);
+  const int64_t vocab = preset.transformer.vocab_size;
+  const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(preset.grid * preset.grid), -1),
+                                   preset.grid, preset.grid, preset.first_code_id, preset.codebook_size);
+  // A generation's output head computes the image codes' and structure tokens' rows only
+  // (Transformer::restrict_outputs): the bench's forwards and its weight bytes do the same.
+  report.head_rows = static_cast<int64_t>(layout.emittable().size());
   report.parameters = weight_bytes(weights, true) / static_cast<int64_t>(at::elementSize(placement.dtype));
-  report.weight_bytes_per_step = weight_bytes(weights, false);
+  report.weight_bytes_per_step =
+      weight_bytes(weights, false) - weights.lm_head.nbytes() / vocab * (vocab - report.head_rows);
   report.weights_checksum = weights.lm_head.to(at::kDouble).sum().item<double>() +
                             weights.layers.front()
                                 .qkv.narrow(0, 0, preset.transformer.num_heads * preset.transformer.head_dim)
@@ -202,6 +211,7 @@ BenchReport run_bench(const BenchOptions& options) {
                                 .sum()
                                 .item<double>();
   model::Transformer model(preset.transformer, std::move(weights));
+  model.restrict_outputs(layout.emittable());
   report.step_graphs = model.step_graphs();
   report.fused_layer_ops = model.fused_layer_ops();
   // From here on, what a generation holds: the weights, the KV cache, graphs and a step's work.
@@ -215,7 +225,6 @@ BenchReport run_bench(const BenchOptions& options) {
   }
   const decoding::WindowShape tree{kPaperMethods[3].window, BenchReport::kTreeK, BenchReport::kTreeDepth};
   const int longest = std::max(*windows.rbegin(), decoding::window_nodes(tree));
-  const int64_t vocab = preset.transformer.vocab_size;
   const auto rows = [&](int64_t length) {
     return std::vector<model::RowPrompt>{prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};  // CFG pair
   };
@@ -230,8 +239,6 @@ BenchReport run_bench(const BenchOptions& options) {
 
   // Steps at mid-image: the cache holds the prompt and half the image, and is sized as a whole
   // image's generation sizes it (prompt, image, the largest window), so the peak memory is that run's.
-  const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(preset.grid * preset.grid), -1),
-                                   preset.grid, preset.grid, preset.first_code_id, preset.codebook_size);
   const int64_t half = layout.length() / 2;
   model.start(rows(preset.prompt_tokens + half), layout.length() - half, longest);
   report.ar = StepFixture(model, preset, layout, 0, placement, options.seed).run(options.iterations, options.warmup);
@@ -368,7 +375,8 @@ std::string format_report(const BenchReport& r) {
       << "; fused layer kernels: " << (r.fused_layer_ops ? "on" : "off")
       << (r.device.rfind("cuda", 0) == 0 ? " (on unless SJD_FUSED_LAYER_OPS=0)" : " (GPU only)") << "\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
-      << " of weights read per forward)\n"
+      << " of weights read per forward, the output head's " << r.head_rows << " of " << r.preset.transformer.vocab_size
+      << " rows as a generation's)\n"
       << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
       << " (sum of lm_head and layer 0 q_proj; the eager reference prints the same)\n"
       << "copy bandwidth: " << r.copy_gb_per_s << " GB/s (read + write)\n"
@@ -444,6 +452,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"parameters", r.parameters},
           {"weights_checksum", r.weights_checksum},
           {"weight_bytes_per_step", r.weight_bytes_per_step},
+          {"head_rows", r.head_rows},
           {"copy_gb_per_s", r.copy_gb_per_s},
           {"weight_read_gb_per_s", r.weight_read_gb_per_s},
           {"prefill_seconds", r.prefill_seconds},

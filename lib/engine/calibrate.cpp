@@ -77,7 +77,7 @@ decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSett
       io::synchronize(device);
       const auto start = std::chrono::steady_clock::now();
       const at::Tensor logits = model.forward(roots, chain);
-      sampling::run_logits_pipeline(logits, constraints, pipeline);
+      sampling::run_logits_pipeline(logits, constraints, pipeline, model.output_ids());
       io::synchronize(device);  // a GPU's pipeline runs queued (its probabilities stay there for the device verifier)
       const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i >= options.warmup) ms.push_back(elapsed);

@@ -88,6 +88,12 @@ class TokenModel {
   // may compute logits for these only, the rest being masked by the pipeline
   // anyway. Empty: every token. Models without a restricted head ignore it.
   virtual void restrict_outputs(const std::vector<int64_t>& token_ids) {}
+  // The ids a restricted head computes logits for (every other logit is the lowest float), ascending
+  // as given; empty when the model computes every token's.
+  virtual const std::vector<int64_t>& output_ids() const {
+    static const std::vector<int64_t> every_token;
+    return every_token;
+  }
 
   // One sequence (all rows share each window) -- what a single decode, the
   // bench and `inspect` drive: reserve and open rows 0 .. rows.size() - 1 with

@@ -52,6 +52,9 @@ class Transformer : public TokenModel {
   // Only these token ids get logits from the output head; every other logit is
   // the lowest float (the pipeline masks those tokens anyway). Empty: all.
   void restrict_outputs(const std::vector<int64_t>& token_ids) override;
+  const std::vector<int64_t>& output_ids() const override {
+    return head_ids_.defined() ? head_id_list_ : TokenModel::output_ids();
+  }
   // Drops the last `tokens` committed tokens of every row; the next window's
   // root is then the first dropped token again.
   void rollback(int64_t tokens);

@@ -50,7 +50,7 @@ ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constra
 }
 
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
-                               const PipelineSettings& settings) {
+                               const PipelineSettings& settings, const std::vector<int64_t>& columns) {
   if (logits.dim() != 3 || logits.size(1) != static_cast<int64_t>(constraints.size())) {
     throw std::invalid_argument("logits pipeline: expected [rows, " + std::to_string(constraints.size()) +
                                 ", V] logits, got " + std::to_string(logits.dim()) + " dims");
@@ -58,6 +58,10 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotC
   if (logits.is_cuda()) {
     // The fused kernel takes the same inputs on the device (tests/cuda holds it to this reference).
 #ifdef SJD_WITH_CUDA
+    if (!columns.empty() && static_cast<int64_t>(columns.size()) < logits.size(2)) {
+      at::Tensor probs = cuda::run_logits_pipeline_on_columns(logits, constraints, settings, columns);
+      if (probs.defined()) return probs;
+    }
     return cuda::run_logits_pipeline(logits, cuda::upload_constraints(constraints, logits.size(2), logits.device()),
                                      settings);
 #else

@@ -41,7 +41,13 @@ ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constra
 // logits: [rows, slots, V] (row 0 conditional, row 1 unconditional when CFG is
 // on). Returns probabilities [slots, V], float32, contiguous, on the logits'
 // device: this CPU reference, or on CUDA the fused kernel (cuda_ops.h).
+// `columns`: the ascending token ids the model computed logits for (a restricted output
+// head, model::TokenModel::output_ids), every other logit being the lowest float. Those
+// tokens' probabilities are 0 whatever the settings, so on CUDA the kernel runs on the
+// columns alone (Lumina: 8198 of 65536 per slot) and the rest is written as 0; a slot
+// forced to a token outside them, or masked to none of them, runs the whole width. The
+// CPU reference ignores it.
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
-                               const PipelineSettings& settings);
+                               const PipelineSettings& settings, const std::vector<int64_t>& columns = {});
 
 }  // namespace sjd::sampling

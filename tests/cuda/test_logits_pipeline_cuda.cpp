@@ -7,6 +7,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <limits>
+#include <utility>
+#include <vector>
+
 #include "device_cases.h"
 #include "sampling/cuda_ops.h"
 #include "sampling/logits_pipeline.h"
@@ -116,4 +120,62 @@ TEST_CASE("a slot mask is uploaded once per host tensor, and another tensor gets
   const at::Tensor mask_of_slot = second.mask_of_slot.to(at::kCPU);
   CHECK(mask_of_slot[1].item<int>() == 0);
   CHECK(mask_of_slot[3].item<int>() == -1);
+}
+
+TEST_CASE("the pipeline on a restricted head's columns gives the whole width's probabilities", "[cuda]") {
+  // The model's logits outside its head's columns are the lowest float (Transformer::restrict_outputs):
+  // they get probability 0 whatever the settings, so the kernel on the columns alone, put back among
+  // zeros, must give what the reference gives on the whole width.
+  const at::Device device = cuda_testing::device();
+  const int slots = 9;
+  const int64_t vocab = 4096;
+  std::vector<int64_t> columns;
+  for (int64_t id = 0; id < vocab; ++id) {
+    if (id % 4 == 0 || id == 2 || id == vocab - 3) columns.push_back(id);  // both forced tokens among them
+  }
+  const at::Tensor in_head = at::zeros({vocab}, at::kBool).index_fill_(0, at::tensor(columns, at::kLong), true);
+  const at::Tensor logits = (at::randn({2, slots, vocab}, at::make_generator<at::CPUGeneratorImpl>(31)) * 4.0)
+                                .masked_fill(~in_head, std::numeric_limits<float>::lowest());
+  const auto constraints = mixed_constraints(slots, vocab);
+  for (auto mix : {sampling::CfgMix::kLogits, sampling::CfgMix::kLogProbs}) {
+    for (double temperature : {0.0, 0.7, 1.0}) {
+      for (int64_t top_k : {int64_t{0}, int64_t{50}, int64_t{2000}}) {
+        sampling::PipelineSettings settings;
+        settings.cfg_mix = mix;
+        settings.cfg_scale = 3.0;
+        settings.temperature = temperature;
+        settings.top_k = top_k;
+        INFO("log-prob mix " << (mix == sampling::CfgMix::kLogProbs) << " T " << temperature << " top-k " << top_k);
+        const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
+        const at::Tensor on_columns =
+            sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, columns);
+        REQUIRE(on_columns.defined());
+        const at::Tensor got = on_columns.to(at::kCPU);
+        REQUIRE(got.sizes() == expected.sizes());
+        CHECK(same_support(got, expected));
+        CHECK(((got - expected).abs() <= expected.abs() * 1e-4 + 1e-7).all().item<bool>());
+        CHECK(got.masked_select(~in_head.unsqueeze(0).expand_as(got)).eq(0).all().item<bool>());
+        if (temperature == 0.0) CHECK(at::equal(got, expected));
+        // The dispatcher takes the same path when given the columns.
+        const at::Tensor dispatched =
+            sampling::run_logits_pipeline(logits.to(device), constraints, settings, columns).to(at::kCPU);
+        CHECK(at::equal(dispatched, got));
+      }
+    }
+  }
+  // Columns the constraints do not fit, or that are not ascending ids: the whole width decides.
+  sampling::PipelineSettings settings;
+  std::vector<int64_t> without_forced;
+  for (int64_t id : columns) {
+    if (id != 2) without_forced.push_back(id);
+  }
+  CHECK_FALSE(sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, without_forced)
+                  .defined());
+  const at::Tensor whole = sampling::run_logits_pipeline(logits.to(device), constraints, settings, without_forced);
+  const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
+  CHECK(((whole.to(at::kCPU) - expected).abs() <= expected.abs() * 1e-4 + 1e-7).all().item<bool>());
+  std::vector<int64_t> unordered = columns;
+  std::swap(unordered[3], unordered[4]);
+  CHECK_FALSE(
+      sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, unordered).defined());
 }
