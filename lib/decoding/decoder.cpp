@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <c10/core/InferenceMode.h>
+
 #include "decoding/device_verifier.h"
 #include "decoding/sequence_decoder.h"
 #include "io/device_transfer.h"
@@ -124,6 +126,9 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
 void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, const BatchCapacity& capacity,
                   const std::function<std::optional<DecodeRequest>()>& next,
                   const std::function<void(const DecodeRequest&, DecodeResult)>& finished, const Mutants& mutants) {
+  // No autograd bookkeeping for the loop's small tensor ops (the pipeline, the verifier, the draft
+  // book): each ATen call costs the host about a third as much (0.35 against 1.05 us for a row view).
+  c10::InferenceMode inference_mode;
   const int64_t rows_per_sequence = capacity.rows_per_sequence;
   const int64_t slots = std::max(capacity.sequences, 1);
   // Every row holds its prompt, the generated tokens and one window after the last root.

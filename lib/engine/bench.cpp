@@ -199,7 +199,8 @@ BenchReport run_bench(const BenchOptions& options) {
   const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(preset.grid * preset.grid), -1),
                                    preset.grid, preset.grid, preset.first_code_id, preset.codebook_size);
   // A generation's output head computes the image codes' and structure tokens' rows only
-  // (Transformer::restrict_outputs): the bench's forwards and its weight bytes do the same.
+  // (Transformer::restrict_outputs): the bench's forwards and its weight bytes do the same, with
+  // the codes' rows (its layout has no structure tokens: 8192 rows where Lumina's generation has 8198).
   report.head_rows = static_cast<int64_t>(layout.emittable().size());
   report.parameters = weight_bytes(weights, true) / static_cast<int64_t>(at::elementSize(placement.dtype));
   report.weight_bytes_per_step =
@@ -376,7 +377,7 @@ std::string format_report(const BenchReport& r) {
       << (r.device.rfind("cuda", 0) == 0 ? " (on unless SJD_FUSED_LAYER_OPS=0)" : " (GPU only)") << "\n"
       << "parameters: " << r.parameters << " (" << gigabytes(static_cast<double>(r.weight_bytes_per_step))
       << " of weights read per forward, the output head's " << r.head_rows << " of " << r.preset.transformer.vocab_size
-      << " rows as a generation's)\n"
+      << " rows: the image codes, as a generation restricts it)\n"
       << "weights checksum: " << std::setprecision(9) << r.weights_checksum << std::setprecision(3)
       << " (sum of lm_head and layer 0 q_proj; the eager reference prints the same)\n"
       << "copy bandwidth: " << r.copy_gb_per_s << " GB/s (read + write)\n"

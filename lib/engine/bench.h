@@ -69,7 +69,7 @@ struct BenchReport {
   int64_t parameters = 0;
   double weights_checksum = 0.0;      // sum of lm_head and layer 0's q projection, in float64
   int64_t weight_bytes_per_step = 0;  // every weight a forward reads (all but the embedding table and unused head rows)
-  int64_t head_rows = 0;              // output head rows a forward computes (image codes and structure tokens)
+  int64_t head_rows = 0;              // output head rows a forward computes (the image codes)
   double copy_gb_per_s = 0.0;         // device copy, bytes read + written
   double prefill_seconds = 0.0;
   StepTiming ar;

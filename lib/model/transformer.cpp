@@ -72,18 +72,18 @@ at::Tensor Transformer::embed(const at::Tensor& tokens) const {
 
 void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
   if (token_ids == head_id_list_) return;  // the same head (every decode of a run asks again)
+  for (int64_t id : token_ids) {  // before anything changes: a refused list leaves the old head whole
+    if (id < 0 || id >= config_.vocab_size) {
+      throw std::out_of_range("output head: token id " + std::to_string(id) + " outside the vocabulary of " +
+                              std::to_string(config_.vocab_size));
+    }
+  }
   graphs_.clear();  // they read the old head rows
   head_id_list_ = token_ids;
   if (token_ids.empty() || static_cast<int64_t>(token_ids.size()) >= config_.vocab_size) {
     head_ids_ = at::Tensor();
     head_rows_ = at::Tensor();
     return;
-  }
-  for (int64_t id : token_ids) {
-    if (id < 0 || id >= config_.vocab_size) {
-      throw std::out_of_range("output head: token id " + std::to_string(id) + " outside the vocabulary of " +
-                              std::to_string(config_.vocab_size));
-    }
   }
   head_ids_ = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong)).to(device());
   head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, head_ids_).contiguous();
@@ -179,23 +179,32 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
     width = std::max<int64_t>(width, 1 + static_cast<int64_t>(w.nodes->size()));
     rows.push_back(w.row);
   }
-  lay_out_windows(windows, width);
   const int64_t count = static_cast<int64_t>(windows.size());
-  if (graphs_on_ && graphable(rows, width)) {
-    try {
-      return forward_graphed(rows, width);
-    } catch (const StepGraphs::CaptureFailure& e) {  // memory, an op that cannot be captured: eager from now on
-      graphs_on_ = false;
-      graphs_.clear();
-      graphs_failure_ = e.what();
+  if (graphs_on_) {
+    // A graph's window is padded to one of a few widths (StepGraphs::padded_width; the extra slots
+    // repeat the root and see only themselves), within the slots every row's cache has left.
+    int64_t room = cache_.capacity();
+    for (int64_t r : rows) room = std::min(room, cache_.capacity() - cache_.length(r));
+    const int64_t padded = StepGraphs::padded_width(width, room);
+    if (graphable(rows, padded)) {
+      lay_out_windows(windows, padded);
+      try {
+        const at::Tensor logits = forward_graphed(rows, padded);
+        return padded == width ? logits : logits.narrow(1, 0, width);
+      } catch (const StepGraphs::CaptureFailure& e) {  // memory, an op that cannot be captured: eager from now on
+        graphs_on_ = false;
+        graphs_.clear();
+        graphs_failure_ = e.what();
+      }
     }
   }
+  lay_out_windows(windows, width);
   at::Tensor hidden = embed(host_long(step_tokens_, {count, width}, device()));
   for (int64_t w = 0; w < count; ++w) {  // a root that is still a prompt embedding (LlamaGen's last caption slot)
     const at::Tensor& root = pending_root_embedding_[static_cast<size_t>(rows[static_cast<size_t>(w)])];
     if (root.defined()) hidden[w][0].copy_(root);
   }
-  return forward_hidden(rows, hidden, step_positions_, step_mask_);
+  return full_width(forward_hidden(rows, hidden, step_positions_, step_mask_));
 }
 
 void Transformer::commit_rows(const std::vector<RowPath>& paths) {
@@ -383,7 +392,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
   const KvCache::StepSlots slots = cache_.step_slots(rows, width);  // first: it refuses a step past the capacity
   const at::Tensor bias = attention_bias(rows, width, window_mask);
   const RopeFactors rope = rope_.gather(host_long(positions, {batch, width}, device()));
-  return full_width(run_layers(rows, hidden, rope, bias, slots));
+  return run_layers(rows, hidden, rope, bias, slots);
 }
 
 bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) const {

@@ -90,7 +90,8 @@ class Transformer : public TokenModel {
   // Runs new tokens through the stack for the given cache rows: hidden [rows, W, H],
   // positions int64 [rows, W], `window_mask` [rows][W][W] flattened (1: may
   // attend) among the new tokens. K/V are written after each row's committed
-  // length. Returns logits [rows, W, V] (float32).
+  // length. Returns the head's logits [rows, W, V'] (float32; head_logits: a prefill drops them,
+  // a window step widens them with full_width).
   at::Tensor forward_hidden(const std::vector<int64_t>& rows, const at::Tensor& hidden,
                             const std::vector<int64_t>& positions, const std::vector<uint8_t>& window_mask);
   // Additive attention bias [rows, 1, W, keys] (0 or -inf) over each row's committed slots, then its

@@ -73,6 +73,9 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
   const at::Device device = logits.device();
   DeviceConstraints cut;
   at::Tensor column_ids;
+  // Slots forced to a token outside the columns (a window's slots past the image's end are forced
+  // to token 0): a point mass whatever the logits, so they run as any column and are set after.
+  std::vector<int64_t> outside_slots, outside_tokens;
   {
     const std::lock_guard<std::mutex> guard(lock);
     Columns* cols = columns_for(columns, vocab, device);
@@ -85,8 +88,13 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
       int64_t column = -1;
       int32_t row = -1;
       if (c.forced >= 0) {
-        if (c.forced >= vocab || cols->column_of[static_cast<size_t>(c.forced)] < 0) return {};
+        if (c.forced >= vocab) return {};  // the whole-width path names it
         column = cols->column_of[static_cast<size_t>(c.forced)];
+        if (column < 0) {
+          outside_slots.push_back(static_cast<int64_t>(forced.size()));
+          outside_tokens.push_back(c.forced);
+          column = 0;
+        }
       } else if (c.allowed.defined()) {
         if (c.allowed.numel() != vocab) return {};  // the whole-width path names the mismatch
         const Columns::Mask& mask = compact_mask(*cols, c.allowed, device);
@@ -104,7 +112,15 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
     column_ids = cols->on_device;
   }
   const at::Tensor probs = run_logits_pipeline(logits.index_select(2, column_ids), cut, settings);
-  return at::zeros({probs.size(0), vocab}, probs.options()).index_copy_(1, column_ids, probs);
+  at::Tensor all = at::zeros({probs.size(0), vocab}, probs.options()).index_copy_(1, column_ids, probs);
+  if (!outside_slots.empty()) {
+    const auto long_options = at::TensorOptions().dtype(at::kLong);
+    const at::Tensor slots = io::upload(at::tensor(outside_slots, long_options), device);
+    all.index_fill_(0, slots, 0.0f);
+    all.index_put_({slots, io::upload(at::tensor(outside_tokens, long_options), device)},
+                   at::ones({static_cast<int64_t>(outside_slots.size())}, all.options()));
+  }
+  return all;
 }
 
 }  // namespace sjd::sampling::cuda

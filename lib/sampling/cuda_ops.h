@@ -35,9 +35,10 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const DeviceConstraints
 
 // The same on a restricted head's columns (sampling::run_logits_pipeline's `columns`):
 // the kernel over logits[..., columns] with the constraints in column terms, the
-// probabilities put back into [slots, V] among zeros. Undefined when the constraints
-// need the whole width (a forced token outside the columns, a mask allowing none of
-// them) or the columns are not ascending ids below V: the caller runs the whole width.
+// probabilities put back into [slots, V] among zeros; a slot forced to a token outside
+// the columns gets its point mass there. Undefined when the constraints need the whole
+// width (a mask allowing none of the columns, a forced token past V) or the columns are
+// not ascending ids below V: the caller runs the whole width.
 at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
                                           const PipelineSettings& settings, const std::vector<int64_t>& columns);
 

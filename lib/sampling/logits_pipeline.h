@@ -44,9 +44,9 @@ ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constra
 // `columns`: the ascending token ids the model computed logits for (a restricted output
 // head, model::TokenModel::output_ids), every other logit being the lowest float. Those
 // tokens' probabilities are 0 whatever the settings, so on CUDA the kernel runs on the
-// columns alone (Lumina: 8198 of 65536 per slot) and the rest is written as 0; a slot
-// forced to a token outside them, or masked to none of them, runs the whole width. The
-// CPU reference ignores it.
+// columns alone (Lumina: 8198 of 65536 per slot) and the rest is written as 0 (a forced
+// slot is its point mass wherever its token is); a slot masked to none of them makes the
+// call run the whole width. The CPU reference ignores it.
 at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotConstraint>& constraints,
                                const PipelineSettings& settings, const std::vector<int64_t>& columns = {});
 

@@ -45,6 +45,15 @@ bool same_support(const at::Tensor& got, const at::Tensor& expected) {
   return !got_misses && !got_adds;
 }
 
+sampling::PipelineSettings settings_of(sampling::CfgMix mix, double cfg, double temperature, int64_t top_k) {
+  sampling::PipelineSettings settings;
+  settings.cfg_mix = mix;
+  settings.cfg_scale = cfg;
+  settings.temperature = temperature;
+  settings.top_k = top_k;
+  return settings;
+}
+
 }  // namespace
 
 TEST_CASE("fused logits pipeline matches the CPU pipeline (CFG, constraints, temperature, top-k)", "[cuda]") {
@@ -59,11 +68,7 @@ TEST_CASE("fused logits pipeline matches the CPU pipeline (CFG, constraints, tem
       for (double cfg : {1.0, 3.0}) {
         for (double temperature : {0.0, 0.7, 1.0}) {
           for (int64_t top_k : {int64_t{0}, int64_t{1}, int64_t{50}, int64_t{2000}}) {
-            sampling::PipelineSettings settings;
-            settings.cfg_mix = mix;
-            settings.cfg_scale = cfg;
-            settings.temperature = temperature;
-            settings.top_k = top_k;
+            const sampling::PipelineSettings settings = settings_of(mix, cfg, temperature, top_k);
             INFO("vocab " << vocab << " log-prob mix " << (mix == sampling::CfgMix::kLogProbs) << " cfg " << cfg
                           << " T " << temperature << " top-k " << top_k);
             const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
@@ -136,44 +141,49 @@ TEST_CASE("the pipeline on a restricted head's columns gives the whole width's p
   const at::Tensor in_head = at::zeros({vocab}, at::kBool).index_fill_(0, at::tensor(columns, at::kLong), true);
   const at::Tensor logits = (at::randn({2, slots, vocab}, at::make_generator<at::CPUGeneratorImpl>(31)) * 4.0)
                                 .masked_fill(~in_head, std::numeric_limits<float>::lowest());
-  const auto constraints = mixed_constraints(slots, vocab);
+  std::vector<sampling::SlotConstraint> constraints = mixed_constraints(slots, vocab);
+  constraints[slots - 2] = {1, {}};  // forced outside the columns, as a window's slots past the image's end are
   for (auto mix : {sampling::CfgMix::kLogits, sampling::CfgMix::kLogProbs}) {
-    for (double temperature : {0.0, 0.7, 1.0}) {
-      for (int64_t top_k : {int64_t{0}, int64_t{50}, int64_t{2000}}) {
-        sampling::PipelineSettings settings;
-        settings.cfg_mix = mix;
-        settings.cfg_scale = 3.0;
-        settings.temperature = temperature;
-        settings.top_k = top_k;
-        INFO("log-prob mix " << (mix == sampling::CfgMix::kLogProbs) << " T " << temperature << " top-k " << top_k);
-        const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
-        const at::Tensor on_columns =
-            sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, columns);
-        REQUIRE(on_columns.defined());
-        const at::Tensor got = on_columns.to(at::kCPU);
-        REQUIRE(got.sizes() == expected.sizes());
-        CHECK(same_support(got, expected));
-        CHECK(((got - expected).abs() <= expected.abs() * 1e-4 + 1e-7).all().item<bool>());
-        CHECK(got.masked_select(~in_head.unsqueeze(0).expand_as(got)).eq(0).all().item<bool>());
-        if (temperature == 0.0) CHECK(at::equal(got, expected));
-        // The dispatcher takes the same path when given the columns.
-        const at::Tensor dispatched =
-            sampling::run_logits_pipeline(logits.to(device), constraints, settings, columns).to(at::kCPU);
-        CHECK(at::equal(dispatched, got));
+    for (double cfg : {1.0, 3.0}) {
+      for (double temperature : {0.0, 0.7, 1.0, 1.5}) {
+        for (int64_t top_k : {int64_t{0}, int64_t{1}, int64_t{50}, int64_t{2000}}) {
+          const sampling::PipelineSettings settings = settings_of(mix, cfg, temperature, top_k);
+          INFO("log-prob mix " << (mix == sampling::CfgMix::kLogProbs) << " cfg " << cfg << " T " << temperature
+                               << " top-k " << top_k);
+          const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
+          const at::Tensor on_columns =
+              sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, columns);
+          REQUIRE(on_columns.defined());
+          const at::Tensor got = on_columns.to(at::kCPU);
+          REQUIRE(got.sizes() == expected.sizes());
+          CHECK(same_support(got, expected));
+          CHECK(((got - expected).abs() <= expected.abs() * 1e-4 + 1e-7).all().item<bool>());
+          // Outside the columns only the forced slot's point mass.
+          const at::Tensor outside = got.masked_select(~in_head.unsqueeze(0).expand_as(got));
+          CHECK(outside.sum().item<float>() == 1.0f);
+          CHECK(got[slots - 2][1].item<float>() == 1.0f);
+          if (temperature == 0.0) CHECK(at::equal(got, expected));
+          // The dispatcher takes the same path when given the columns.
+          const at::Tensor dispatched =
+              sampling::run_logits_pipeline(logits.to(device), constraints, settings, columns).to(at::kCPU);
+          CHECK(at::equal(dispatched, got));
+        }
       }
     }
   }
-  // Columns the constraints do not fit, or that are not ascending ids: the whole width decides.
+  // A mask that allows none of the columns, or columns that are not ascending ids: the whole width decides.
   sampling::PipelineSettings settings;
-  std::vector<int64_t> without_forced;
-  for (int64_t id : columns) {
-    if (id != 2) without_forced.push_back(id);
-  }
-  CHECK_FALSE(sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), constraints, settings, without_forced)
-                  .defined());
-  const at::Tensor whole = sampling::run_logits_pipeline(logits.to(device), constraints, settings, without_forced);
-  const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, settings);
-  CHECK(((whole.to(at::kCPU) - expected).abs() <= expected.abs() * 1e-4 + 1e-7).all().item<bool>());
+  std::vector<sampling::SlotConstraint> no_column = constraints;
+  const at::Tensor ids = at::arange(vocab);
+  no_column[3].allowed = ids.remainder(4).eq(1).logical_and(ids.ne(vocab - 3));
+  CHECK_FALSE(
+      sampling::cuda::run_logits_pipeline_on_columns(logits.to(device), no_column, settings, columns).defined());
+  // The dispatcher then runs the whole-width kernel (the same kernel on the same input: equal, NaN
+  // included, which an all-lowest slot may give).
+  const at::Tensor fallback = sampling::run_logits_pipeline(logits.to(device), no_column, settings, columns);
+  const at::Tensor whole = sampling::cuda::run_logits_pipeline(
+      logits.to(device), sampling::cuda::upload_constraints(no_column, vocab, device), settings);
+  CHECK(at::equal(fallback.nan_to_num().to(at::kCPU), whole.nan_to_num().to(at::kCPU)));
   std::vector<int64_t> unordered = columns;
   std::swap(unordered[3], unordered[4]);
   CHECK_FALSE(

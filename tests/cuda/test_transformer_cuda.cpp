@@ -142,6 +142,32 @@ TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's lo
   }
 }
 
+TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda]") {
+  // 5 and 6 drafted nodes both run in the graph of 6 (StepGraphs::padded_width); the padding's
+  // extra slots see only themselves, so the real slots' logits are the eager forward's.
+  const at::Device device = cuda_testing::device();
+  const model::TransformerConfig c = testing::tiny_config(true, 2);
+  const io::WeightMap w = testing::tiny_weights(c, 15);
+  model::Transformer eager(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  model::Transformer graphed(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  eager.use_step_graphs(false);
+  graphed.use_step_graphs(true);
+  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 40, 12);
+  int64_t root = 5;
+  for (int step = 0; step < 4; ++step) {
+    const model::DraftTree nodes = step % 2 == 0 ? chain({8, 9, 10, 11, 12}) : chain({13, 14, 15, 16, 17, 18});
+    const at::Tensor expected = eager.forward({root, root}, nodes);
+    const at::Tensor got = graphed.forward({root, root}, nodes);
+    INFO("step " << step << ", graphs failure '" << graphed.step_graphs_failure() << "'");
+    CHECK(got.sizes() == expected.sizes());  // the real width, not the padded one
+    CHECK(relative_error(expected.to(at::kCPU), got) < 1e-5);
+    for (model::Transformer* m : {&eager, &graphed}) m->commit({0, 1});
+    root = 20 + step;
+  }
+  CHECK(graphed.step_graphs_failure().empty());
+  CHECK(graphed.captured_step_graphs() == 1);
+}
+
 TEST_CASE("rows that are not neighbours in the cache attend in separate runs on the device as on the CPU", "[cuda]") {
   // A batch whose finished sequences left gaps: rows {0, 1, 4, 5} of six, of different lengths,
   // attend in two runs of consecutive rows, each with its own slice of the bias.
