@@ -83,10 +83,18 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
   if (token_ids.empty() || static_cast<int64_t>(token_ids.size()) >= config_.vocab_size) {
     head_ids_ = at::Tensor();
     head_rows_ = at::Tensor();
+    weights_.lm_head = weights_.lm_head.to(device());  // back from the host, if a restriction sent it there
     return;
   }
-  head_ids_ = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong)).to(device());
-  head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, head_ids_).contiguous();
+  const at::Tensor ids = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong));
+  head_ids_ = ids.to(device());
+  head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, ids.to(weights_.lm_head.device()))
+                   .contiguous()
+                   .to(device());
+  // On a GPU the whole head is not read while it is restricted: it waits in host memory for
+  // another restriction, which frees device memory for the KV cache and batches (Lumina 7B:
+  // 0.47 GB; Emu3 8B: 1.2 GB).
+  if (!device().is_cpu()) weights_.lm_head = weights_.lm_head.to(at::kCPU);
 }
 
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {

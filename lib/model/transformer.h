@@ -50,7 +50,8 @@ class Transformer : public TokenModel {
   at::Tensor forward_rows(const std::vector<RowWindow>& windows) override;
   void commit_rows(const std::vector<RowPath>& paths) override;
   // Only these token ids get logits from the output head; every other logit is
-  // the lowest float (the pipeline masks those tokens anyway). Empty: all.
+  // the lowest float (the pipeline masks those tokens anyway). Empty: all. On a GPU
+  // the whole head then waits in host memory until a restriction needs it again.
   void restrict_outputs(const std::vector<int64_t>& token_ids) override;
   const std::vector<int64_t>& output_ids() const override {
     return head_ids_.defined() ? head_id_list_ : TokenModel::output_ids();

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/DeviceAccelerator.h>
+
 #include "device_cases.h"
 #include "model/transformer.h"
 #include "tiny_transformer.h"
@@ -140,6 +142,34 @@ TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's lo
       }
     }
   }
+}
+
+TEST_CASE("a restricted head leaves the device until the whole head is asked for again", "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  model::TransformerConfig c = testing::tiny_config(false, 4);
+  c.vocab_size = 4096;  // a head of 4096 x 32 floats: 512 kB, well above the allocator's rounding
+  const io::WeightMap w = testing::tiny_weights(c, 16);
+  model::Transformer m(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  const auto allocated = [&] {
+    const auto stats = at::accelerator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+  };
+  m.start({prompt_of({1, 2, 3})}, 8, 4);
+  const at::Tensor whole = m.forward({3}, chain({5, 6})).to(at::kCPU);
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < c.vocab_size; id += 64) ids.push_back(id);
+  const int64_t before = allocated();
+  m.restrict_outputs(ids);
+  const int64_t head_bytes = c.vocab_size * c.hidden_size * 4;
+  CHECK(before - allocated() >= head_bytes * 3 / 4);  // the whole head left; 64 of its rows stayed
+  m.start({prompt_of({1, 2, 3})}, 8, 4);
+  const at::Tensor some = m.forward({3}, chain({5, 6})).to(at::kCPU);
+  const at::Tensor kept = at::tensor(ids, at::kLong);
+  CHECK(relative_error(whole.index_select(2, kept), some.index_select(2, kept)) < 1e-5);
+  m.restrict_outputs({});
+  CHECK(allocated() - before >= -head_bytes / 4);  // back on the device
+  m.start({prompt_of({1, 2, 3})}, 8, 4);
+  CHECK(relative_error(whole, m.forward({3}, chain({5, 6}))) < 1e-5);
 }
 
 TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda]") {
