@@ -328,6 +328,7 @@ BenchReport run_bench(const BenchOptions& options) {
     t.batch = b;
     t.ar_ms = forward_ms(model::DraftTree{});
     t.window_ms = forward_ms(chain);
+    t.graphs = model.captured_step_graphs();  // start() above kept or dropped the earlier shapes' graphs
     // Planned on this batch's own two measured points (the batch-1 curve scaled would misjudge
     // both the AR step and the window: every row's attention reads its own KV cache).
     std::vector<decoding::StepCostCurve> curves = report.step_cost.curves();
@@ -408,11 +409,12 @@ std::string format_report(const BenchReport& r) {
       << "\n";
   if (!r.batches.empty()) {
     out << "batch axis (B prompts x 2 CFG rows in one forward, fastest of the timed runs):\n"
-        << "      B    ar ms/step    ar tokens/s    L=" << BatchTiming::kBatchWindow << " ms/step    auto L\n";
+        << "      B    ar ms/step    ar tokens/s    L=" << BatchTiming::kBatchWindow
+        << " ms/step    auto L    graphs\n";
     for (const auto& b : r.batches) {
       out << std::setw(7) << b.batch << std::setw(14) << b.ar_ms << std::setw(15) << std::setprecision(1)
           << b.ar_tokens_per_s() << std::setprecision(3) << std::setw(16) << b.window_ms << std::setw(10)
-          << b.auto_chain << "\n";
+          << b.auto_chain << std::setw(10) << b.graphs << "\n";
     }
   }
   for (const StepProfile& p : r.profiles) out << format_profile(p);
@@ -436,7 +438,8 @@ nlohmann::json to_json(const BenchReport& r) {
   nlohmann::json batches = nlohmann::json::array();
   for (const auto& b : r.batches) {
     batches.push_back({{"batch", b.batch}, {"ar_ms", b.ar_ms}, {"ar_tokens_per_s", b.ar_tokens_per_s()},
-                       {"window", BatchTiming::kBatchWindow}, {"window_ms", b.window_ms}, {"auto_chain", b.auto_chain}});
+                       {"window", BatchTiming::kBatchWindow}, {"window_ms", b.window_ms}, {"auto_chain", b.auto_chain},
+                       {"graphs", b.graphs}});
   }
   nlohmann::json methods = nlohmann::json::array();
   for (const auto& m : r.methods) {

@@ -38,6 +38,7 @@ struct BatchTiming {
   double ar_ms = 0.0;
   double window_ms = 0.0;
   int auto_chain = 0;  // the L --window auto starts from when planned for this batch
+  size_t graphs = 0;   // CUDA graphs captured after its forwards (2 when both shapes replayed graphs; 0: eager)
   double ar_tokens_per_s() const { return ar_ms > 0 ? 1e3 * batch / ar_ms : 0.0; }
 };
 
