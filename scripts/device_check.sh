@@ -240,6 +240,19 @@ stage_test() {
   if [ -x "$build/tests/tests_cuda" ]; then
     limited 90 "$log" "$build/tests/tests_cuda" --durations yes
     md "- tests_cuda: $(verdict $rc) in ${took} s: $(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)"
+    if [ "$rc" -ne 0 ]; then
+      # Code new to the device has a switch each: when its own tests fail, the later stages of
+      # this call run without it, so the call still measures everything else.
+      local tag switch
+      for tag in fused:SJD_FUSED_LAYER_OPS columns:SJD_PIPELINE_COLUMNS; do
+        switch=${tag#*:}; tag=${tag%%:*}
+        limited 60 "$log" "$build/tests/tests_cuda" "[$tag]"
+        if [ "$rc" -ne 0 ]; then
+          export "$switch=0"
+          md "- tests_cuda [$tag]: $(verdict $rc): the later stages run with $switch=0"
+        fi
+      done
+    fi
   elif [ "$device" = cuda ]; then
     md "- tests_cuda: NOT BUILT (is this Torch built with CUDA?)"
   else

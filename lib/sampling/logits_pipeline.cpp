@@ -1,6 +1,7 @@
 #include "sampling/logits_pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -58,7 +59,12 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotC
   if (logits.is_cuda()) {
     // The fused kernel takes the same inputs on the device (tests/cuda holds it to this reference).
 #ifdef SJD_WITH_CUDA
-    if (!columns.empty() && static_cast<int64_t>(columns.size()) < logits.size(2)) {
+    // SJD_PIPELINE_COLUMNS=0 runs the whole width always (to compare, or if the columns path fails on a device).
+    static const bool columns_on = [] {
+      const char* v = std::getenv("SJD_PIPELINE_COLUMNS");
+      return v == nullptr || std::string(v) != "0";
+    }();
+    if (columns_on && !columns.empty() && static_cast<int64_t>(columns.size()) < logits.size(2)) {
       at::Tensor probs = cuda::run_logits_pipeline_on_columns(logits, constraints, settings, columns);
       if (probs.defined()) return probs;
     }

@@ -44,7 +44,7 @@ at::Tensor random_on(at::IntArrayRef shape, at::ScalarType dtype, at::Device dev
 
 }  // namespace
 
-TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it", "[cuda]") {
+TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it", "[cuda][fused]") {
   const at::Device device = cuda_testing::device();
   at::manual_seed(21);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
@@ -65,7 +65,7 @@ TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it",
   }
 }
 
-TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda]") {
+TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda][fused]") {
   const at::Device device = cuda_testing::device();
   at::manual_seed(22);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
@@ -79,7 +79,7 @@ TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda]") {
   }
 }
 
-TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in their cache slots", "[cuda]") {
+TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in their cache slots", "[cuda][fused]") {
   const at::Device device = cuda_testing::device();
   at::manual_seed(23);
   const int64_t rows = 2, width = 3, capacity = 10, layer = 1;
@@ -155,7 +155,7 @@ TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in
   }
 }
 
-TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logits, step after step", "[cuda]") {
+TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logits, step after step", "[cuda][fused]") {
   const at::Device device = cuda_testing::device();
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     for (const int64_t kv_heads : {4, 2}) {

@@ -127,7 +127,7 @@ TEST_CASE("a slot mask is uploaded once per host tensor, and another tensor gets
   CHECK(mask_of_slot[3].item<int>() == -1);
 }
 
-TEST_CASE("the pipeline on a restricted head's columns gives the whole width's probabilities", "[cuda]") {
+TEST_CASE("the pipeline on a restricted head's columns gives the whole width's probabilities", "[cuda][columns]") {
   // The model's logits outside its head's columns are the lowest float (Transformer::restrict_outputs):
   // they get probability 0 whatever the settings, so the kernel on the columns alone, put back among
   // zeros, must give what the reference gives on the whole width.
@@ -163,7 +163,7 @@ TEST_CASE("the pipeline on a restricted head's columns gives the whole width's p
           CHECK(outside.sum().item<float>() == 1.0f);
           CHECK(got[slots - 2][1].item<float>() == 1.0f);
           if (temperature == 0.0) CHECK(at::equal(got, expected));
-          // The dispatcher takes the same path when given the columns.
+          // The dispatcher takes the same path when given the columns (unless SJD_PIPELINE_COLUMNS=0).
           const at::Tensor dispatched =
               sampling::run_logits_pipeline(logits.to(device), constraints, settings, columns).to(at::kCPU);
           CHECK(at::equal(dispatched, got));
