@@ -343,7 +343,10 @@ WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const S
       tree_depth.push_back(d);
     }
   }
-  const TreeVerdicts tree = verify_tree(probs, w.levels, tree_slot, tree_depth, keys, relax);
+  // A chain window (or a tree whose levels this window's slots do not reach) has no tree verdicts:
+  // its uploads, fills and launch are skipped (the walk reads them only at a slot of tree_slot).
+  const TreeVerdicts tree =
+      tree_slot.empty() ? TreeVerdicts{} : verify_tree(probs, w.levels, tree_slot, tree_depth, keys, relax);
 
   int max_candidates = 1;
   std::vector<int32_t> level_size;
@@ -371,8 +374,8 @@ WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const S
   a.child_of = child_of_d.data_ptr<int32_t>();
   a.max_candidates = max_candidates;
   a.tree_index_of_slot = tree_index_d.data_ptr<int32_t>();
-  a.tree_candidate = tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
-  a.tree_token = tree.token.numel() > 0 ? tree.token.data_ptr<int64_t>() : nullptr;
+  a.tree_candidate = tree.candidate.defined() && tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
+  a.tree_token = tree.token.defined() && tree.token.numel() > 0 ? tree.token.data_ptr<int64_t>() : nullptr;
   a.accepted = chain.accepted.numel() > 0 ? chain.accepted.data_ptr<uint8_t>() : nullptr;
   a.mrs_token = chain.mrs_token.numel() > 0 ? chain.mrs_token.data_ptr<int64_t>() : nullptr;
   a.tail_token = chain.tail_token.data_ptr<int64_t>();
