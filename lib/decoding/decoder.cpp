@@ -10,7 +10,7 @@
 
 #include "decoding/device_verifier.h"
 #include "decoding/sequence_decoder.h"
-#include "io/device_transfer.h"
+#include "decoding/step_timer.h"
 
 namespace sjd::decoding {
 namespace {
@@ -154,6 +154,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
   for (int64_t s = 0; s < slots; ++s) refill(s);
 
   std::vector<model::RowWindow> windows;
+  StepTimer timer(model.device());
   while (true) {
     windows.clear();
     for (int64_t s = 0; s < slots; ++s) {
@@ -165,12 +166,11 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
       }
     }
     if (windows.empty()) return;
-    const auto t0 = Clock::now();
+    // A GPU runs the forward and the pipeline queued; the host prepares the next phase meanwhile,
+    // and waits only for the verification's read (StepTimer splits the time without waiting).
+    timer.start();
     const at::Tensor logits = model.forward_rows(windows);
-    // A device runs the forward queued: wait for it, so its time is the forward's (the step waits
-    // at its end anyway, for the verification's read).
-    io::synchronize(logits.device());
-    const double forward_seconds = since(t0);  // the shared step's time, charged to every sequence in it
+    timer.forward_queued();
 
     // One logits pipeline over every sequence's slots (its operations are per slot), then
     // each sequence verifies its own.
@@ -178,10 +178,8 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     for (auto& sequence : live) {
       if (sequence) order.push_back(sequence.get());
     }
-    const auto t1 = Clock::now();
     const std::vector<at::Tensor> probs = run_pipelines(logits, order, model.output_ids());
-    io::synchronize(logits.device());  // the pipeline's own time, not the verifier's
-    const double pipeline_seconds = since(t1) / static_cast<double>(order.size());
+    timer.pipeline_queued();
 
     // Every sequence verifies, then the model keeps all rows' paths at once (one move of the kept
     // keys for the whole batch), then finished sequences hand over their slots.
@@ -190,9 +188,14 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     for (int64_t s = 0; s < slots; ++s) {
       SequenceDecoder* sequence = live[static_cast<size_t>(s)].get();
       if (!sequence) continue;
-      const std::vector<int>& path = sequence->finish_window(probs[next_probs++], forward_seconds, pipeline_seconds);
+      const std::vector<int>& path = sequence->finish_window(probs[next_probs++]);
       for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({s * rows_per_sequence + r, &path});
     }
+    // The forward is every sequence's; the pipeline and a GPU's verification time are shared out.
+    StepSeconds share = timer.finish();
+    share.pipeline /= static_cast<double>(order.size());
+    share.verify /= static_cast<double>(order.size());
+    for (SequenceDecoder* sequence : order) sequence->charge_step(share, timer.host_timed());
     model.commit_rows(paths);
     for (int64_t s = 0; s < slots; ++s) {
       std::unique_ptr<SequenceDecoder>& sequence = live[static_cast<size_t>(s)];

@@ -81,19 +81,17 @@ std::vector<sampling::SlotConstraint> SequenceDecoder::slot_constraints() const 
   return constraints;
 }
 
-const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, double forward_seconds,
-                                                       double pipeline_seconds) {
+const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs) {
   RunStats& stats = result_.stats;
   std::vector<int64_t>& committed = result_.tokens;
   const int64_t first = static_cast<int64_t>(committed.size());
   const int chain = report_.shape.chain;
-  stats.forward_seconds += forward_seconds;
   const bool on_device = !book_.device().is_cpu();
-  const auto copy_start = Clock::now();
-  const at::Tensor p = on_device ? probs : probabilities_to_host(probs);
-  stats.pipeline_seconds += pipeline_seconds + since(copy_start);  // the copy to the CPU verifier, if any
-
+  // For the CPU verifier of a GPU's probabilities, the copy (which waits for the device) is part of
+  // the verification: StepTimer gives it the step's time outside the forward and the pipeline.
   const auto t0 = Clock::now();
+  const at::Tensor p = on_device ? probs : probabilities_to_host(probs);
+
   const WindowInput input{first, total_, chain, &nodes_, &child_of_, p, step_};
   const MethodConfig& method = request_.method;
   if (on_device) {
@@ -101,7 +99,7 @@ const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, 
   } else {
     outcome_ = method.speculative() ? verifier_.verify(input, book_) : verifier_.sample_one(input);
   }
-  stats.verify_seconds += since(t0);
+  verify_seconds_ = since(t0);
 
   committed.insert(committed.end(), outcome_.tokens.begin(), outcome_.tokens.end());
   stats.record_step(first, static_cast<int64_t>(outcome_.tokens.size()));
@@ -122,6 +120,13 @@ const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs, 
   }
   ++step_;
   return outcome_.path;
+}
+
+void SequenceDecoder::charge_step(const StepSeconds& share, bool host_timed) {
+  RunStats& stats = result_.stats;
+  stats.forward_seconds += share.forward;
+  stats.pipeline_seconds += share.pipeline;
+  stats.verify_seconds += host_timed ? verify_seconds_ : share.verify;
 }
 
 DecodeResult SequenceDecoder::take_result() {

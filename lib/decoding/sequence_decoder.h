@@ -13,6 +13,7 @@
 #include "decoding/decoder.h"
 #include "decoding/device_verifier.h"
 #include "decoding/draft_book.h"
+#include "decoding/step_timer.h"
 #include "decoding/window_planner.h"
 #include "decoding/window_verifier.h"
 
@@ -41,8 +42,11 @@ class SequenceDecoder {
   // Verifies the window with its probabilities [1 + nodes, V] (the logits
   // pipeline's output, on any device: copied to the CPU when verified there)
   // and commits what it accepts; returns the accepted draft nodes (root to
-  // leaf) the model keeps. The seconds are this step's shares.
-  const std::vector<int>& finish_window(const at::Tensor& probs, double forward_seconds, double pipeline_seconds);
+  // leaf) the model keeps.
+  const std::vector<int>& finish_window(const at::Tensor& probs);
+  // This sequence's share of the step's time (StepTimer). `host_timed`: the step ran on the CPU,
+  // where finish_window's own host time is the verification's, not `share.verify`.
+  void charge_step(const StepSeconds& share, bool host_timed);
 
   void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
   DecodeResult take_result();
@@ -57,6 +61,7 @@ class SequenceDecoder {
   const WindowVerifier verifier_;
   DeviceVerifier device_verifier_;
   DecodeResult result_;
+  double verify_seconds_ = 0.0;  // the last finish_window's, on the host
   std::vector<int64_t> roots_;
   model::DraftTree nodes_;
   std::vector<std::vector<int>> child_of_;
