@@ -11,13 +11,13 @@
 
 namespace sjd::model {
 
-int64_t StepGraphs::padded_width(int64_t width, int64_t room) {
+int64_t StepGraphs::padded_width(int64_t width) {
   const int64_t nodes = width - 1;
   if (nodes <= 4) return width;
   // Steps alternate x1.5 and x4/3: 4, 6, 8, 12, 16, 24, 32, ... (every other one a power of two).
   int64_t bucket = 4;
   while (bucket < nodes) bucket = (bucket & (bucket - 1)) == 0 ? bucket + bucket / 2 : bucket / 3 * 4;
-  return bucket + 1 <= room ? bucket + 1 : width;
+  return bucket + 1;
 }
 
 #ifdef SJD_WITH_CUDA

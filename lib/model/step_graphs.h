@@ -24,14 +24,16 @@ class StepGraphs {
   // Shapes captured at most. The graphs share one memory pool for their work; what each keeps
   // is its static inputs and output (Lumina 7B at L = 64: about 5 MB), and each costs a capture
   // (an eager run and the capture, tens of ms for a 7B model) the first time its shape is met.
-  static constexpr size_t kMaxShapes = 16;
+  static constexpr size_t kMaxShapes = 24;
   // The width a window of `width` slots (the root and width - 1 drafted nodes) is padded to for a
   // graph: the nodes rounded up to the next of 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ...
-  // (about 1.5x apart; the fixed windows L = 16, 32, 64 stay as they are), or `width` itself
-  // when that exceeds `room` (the slots the cache has left). Automatic windows change their
-  // width from step to step; padded, every width up to L = 64 falls on 13 shapes, where each
-  // width of its own would soon use up kMaxShapes and send every later new width to the eager forward.
-  static int64_t padded_width(int64_t width, int64_t room);
+  // (about 1.5x apart; the fixed windows L = 16, 32, 64 stay as they are). Automatic windows
+  // change their width from step to step; padded, every width up to L = 64 falls on 13 shapes
+  // and SJD-PAC's automatic trees (up to 145 nodes) on 16, where each width of its own would
+  // soon use up kMaxShapes and send every later new width to the eager forward. The padding
+  // costs compute (up to 1.5x the window's tokens), which a GPU does not notice while a step is
+  // bound by its weight reads, but a large batch's step may (not measured yet).
+  static int64_t padded_width(int64_t width);
 
   struct Shape {
     int64_t first_row = 0, rows = 0, width = 0;

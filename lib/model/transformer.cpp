@@ -115,6 +115,7 @@ void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position
 }
 
 void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
+  c10::InferenceMode inference_mode;  // as commit_rows: the prompt's keys go into the cache in place
   if (prompt.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");
   if (row < 0 || row >= cache_.rows()) throw std::out_of_range("transformer: no cache row " + std::to_string(row));
   const size_t r = static_cast<size_t>(row);
@@ -190,15 +191,17 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
   const int64_t count = static_cast<int64_t>(windows.size());
   if (graphs_on_) {
     // A graph's window is padded to one of a few widths (StepGraphs::padded_width; the extra slots
-    // repeat the root and see only themselves), within the slots every row's cache has left.
+    // repeat the root and see only themselves). Where a row's cache has no room for the padding
+    // (a batch with one sequence at its end), the step runs eagerly rather than capture a width
+    // of its own.
     int64_t room = cache_.capacity();
     for (int64_t r : rows) room = std::min(room, cache_.capacity() - cache_.length(r));
-    const int64_t padded = StepGraphs::padded_width(width, room);
-    if (graphable(rows, padded)) {
+    const int64_t padded = StepGraphs::padded_width(width);
+    if (padded <= room && graphable(rows, padded)) {
       lay_out_windows(windows, padded);
       try {
-        const at::Tensor logits = forward_graphed(rows, padded);
-        return padded == width ? logits : logits.narrow(1, 0, width);
+        // The head's logits at the window's own width, then widened.
+        return full_width(forward_graphed(rows, padded).narrow(1, 0, width));
       } catch (const StepGraphs::CaptureFailure& e) {  // memory, an op that cannot be captured: eager from now on
         graphs_on_ = false;
         graphs_.clear();
@@ -216,6 +219,9 @@ at::Tensor Transformer::forward_rows(const std::vector<RowWindow>& windows) {
 }
 
 void Transformer::commit_rows(const std::vector<RowPath>& paths) {
+  // The cache may hold inference tensors (a decode reserves it in InferenceMode): moving kept keys
+  // writes them in place, which only InferenceMode allows.
+  c10::InferenceMode inference_mode;
   std::vector<KvCache::RowCommit> commits;
   for (const RowPath& p : paths) {
     KvCache::RowCommit c{p.row, {0}, {pending_valid_.at(static_cast<size_t>(p.row))}};
@@ -426,9 +432,9 @@ at::Tensor Transformer::forward_graphed(const std::vector<int64_t>& rows, int64_
                                   slots.slots};
   // The graph ends at the head's own rows: the full-width logits are filled outside it, so a
   // graph holds [rows, W, V'] floats (Lumina: 8198 of 65536 per slot), not the whole vocabulary.
-  return full_width(graphs_.run(shape, inputs, [&](const StepGraphs::Inputs& in) {
+  return graphs_.run(shape, inputs, [&](const StepGraphs::Inputs& in) {
     return run_layers(rows, embed(in.tokens), rope_.gather(in.positions), in.bias, {in.slot_rows, in.slot_slots});
-  }));
+  });
 }
 
 at::Tensor Transformer::run_layers(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,

@@ -106,7 +106,8 @@ class Transformer : public TokenModel {
   // The same with the fused layer kernels: each residual add goes into the norm that follows it.
   at::Tensor run_layers_fused(const std::vector<int64_t>& rows, const at::Tensor& hidden, const RopeFactors& rope,
                               const at::Tensor& bias, const KvCache::StepSlots& slots);
-  // Whether this step can run from a graph; the step laid out by lay_out_windows, from its graph.
+  // Whether this step can run from a graph; the step laid out by lay_out_windows, from its graph
+  // (the head's logits, head_logits, at the laid-out width).
   bool graphable(const std::vector<int64_t>& rows, int64_t width) const;
   at::Tensor forward_graphed(const std::vector<int64_t>& rows, int64_t width);
   // softmax(q k^T + bias) v for q.size(0) consecutive cache rows from `first_row` (read in place).

@@ -196,6 +196,15 @@ TEST_CASE("windows of neighbouring widths share one padded graph and give the ea
   }
   CHECK(graphed.step_graphs_failure().empty());
   CHECK(graphed.captured_step_graphs() == 1);
+
+  // A cache without room for the padding (capacity 5 + 4 + 1 = 10, row 0 holds 4 keys: room 6 for a
+  // width of 6, padded 7): that step runs eagerly instead of capturing a width of its own (the new
+  // cache dropped the earlier graph).
+  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 0, 4);
+  const model::DraftTree five = chain({8, 9, 10, 11, 12});
+  CHECK(relative_error(eager.forward({5, 7}, five).to(at::kCPU), graphed.forward({5, 7}, five)) < 1e-5);
+  CHECK(graphed.captured_step_graphs() == 0);
+  CHECK(graphed.step_graphs_failure().empty());
 }
 
 TEST_CASE("rows that are not neighbours in the cache attend in separate runs on the device as on the CPU", "[cuda]") {
