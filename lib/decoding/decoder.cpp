@@ -11,6 +11,7 @@
 #include "decoding/device_verifier.h"
 #include "decoding/sequence_decoder.h"
 #include "decoding/step_timer.h"
+#include "io/device_transfer.h"
 
 namespace sjd::decoding {
 namespace {
@@ -148,6 +149,9 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     for (int64_t r = 0; r < rows_per_sequence; ++r) {
       model.open_row(slot * rows_per_sequence + r, sequence->request().rows[static_cast<size_t>(r)]);
     }
+    // Once per sequence, a GPU's queued prefill is waited for: its time is the prefill's, not the
+    // next step's (whose timer starts when the device reaches it).
+    io::synchronize(model.device());
     sequence->add_prefill_seconds(since(t0));
     live[static_cast<size_t>(slot)] = std::move(sequence);
   };
