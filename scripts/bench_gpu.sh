@@ -48,8 +48,8 @@ import json, sys
 out, presets = sys.argv[1], sys.argv[2:]
 print("# sjd bench results\n")
 print(open(f"{out}/machine.txt").read())
-print("| preset | step | sjd ms | eager ms | forward | pipeline | verify | kv | attention kernel |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| preset | step | sjd ms | queued ms | eager ms | forward | pipeline | verify | kv | attention kernel |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for p in presets:
     s = json.load(open(f"{out}/{p}.sjd.json"))
     e = json.load(open(f"{out}/{p}.eager.json"))
@@ -61,7 +61,7 @@ for p in presets:
     for label, t, eager in steps:
         pct = lambda x: f"{100 * x / t['total_ms']:.0f}%"
         eager_text = f"{eager:.2f}" if eager is not None else "-"
-        print(f"| {p} | {label} | {t['total_ms']:.2f} | {eager_text} | {pct(t['forward_ms'])} | "
+        print(f"| {p} | {label} | {t['total_ms']:.2f} | {t.get('queued_ms', 0):.2f} | {eager_text} | {pct(t['forward_ms'])} | "
               f"{pct(t['pipeline_ms'])} | {pct(t['verify_ms'])} | {pct(t['kv_ms'])} | {t.get('attention', '-')} |")
     print(f"\n{p}: weight-read {s['weight_read_gb_per_s']:.0f} GB/s vs copy {s['copy_gb_per_s']:.0f} GB/s; "
           f"{s['peak_memory']['what']} {s['peak_memory']['bytes'] / 1e9:.1f} GB; same weights as eager: {same}; "

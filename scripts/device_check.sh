@@ -494,8 +494,8 @@ stage_fused() {
   local log=$out/bench.log preset=lumina-7b-768 setting
   [ "$device" = cpu ] && preset=tiny
   md "## fused (the layer's fused kernels: sjd bench --preset $preset --dtype bf16, on and off)"
-  md "| SJD_FUSED_LAYER_OPS | AR ms | L=64 ms | tree ms | forward share of AR | fused kernels | seconds |"
-  md "|---|---|---|---|---|---|---|"
+  md "| SJD_FUSED_LAYER_OPS | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | seconds |"
+  md "|---|---|---|---|---|---|---|---|"
   for setting in 1 0; do
     local json=$work/fused-$setting.json
     limited 120 "$log" env SJD_FUSED_LAYER_OPS=$setting "$build/sjd" bench --preset "$preset" --device "$device" \
@@ -507,12 +507,12 @@ r = json.load(open(sys.argv[1]))
 ar, tree = r["ar_step"], r["tree_step"]
 wide = [w for w in r["window_steps"] if w["window"] == 64]
 wide_ms = f"{wide[0]['total_ms']:.2f}" if wide else "-"
-print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {wide_ms} | {tree['total_ms']:.2f} | "
+print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {ar.get('queued_ms', 0):.2f} | {wide_ms} | {tree['total_ms']:.2f} | "
       f"{100 * ar['forward_ms'] / ar['total_ms']:.0f}% | {'on' if r.get('fused_layer_ops') else 'off'} | {sys.argv[3]} |")
 PY
 )"
     else
-      md "| $setting | $(verdict $rc) | - | - | - | - | $took |"
+      md "| $setting | $(verdict $rc) | - | - | - | - | - | $took |"
     fi
   done
   cap_log "$log"

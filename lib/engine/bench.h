@@ -51,7 +51,13 @@ struct StepTiming {
   double verify_ms = 0.0;
   double kv_ms = 0.0;
   std::string attention;  // the forward's attention kernel (Transformer::attention_backend)
+  // The same step timed whole, its phases queued one after another as the decoding loop runs
+  // them (on a GPU the host prepares the pipeline and the verification while the forward runs):
+  // what a generation pays per step. The phases above each wait for the device.
+  double queued_ms = 0.0;
   double total_ms() const { return forward_ms + pipeline_ms + verify_ms + kv_ms; }
+  // What a step costs a generation: the queued whole step where it was timed.
+  double step_ms() const { return queued_ms > 0 ? queued_ms : total_ms(); }
 };
 
 // Seconds per image of a method run at a given step compression.
