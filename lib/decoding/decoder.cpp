@@ -128,7 +128,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
                   const std::function<std::optional<DecodeRequest>()>& next,
                   const std::function<void(const DecodeRequest&, DecodeResult)>& finished, const Mutants& mutants) {
   // No autograd bookkeeping for the loop's small tensor ops (the pipeline, the verifier, the draft
-  // book): each ATen call costs the host about a third as much (0.35 against 1.05 us for a row view).
+  // book): each ATen call costs the host less (a row view a third as much, docs/benchmarks.md).
   c10::InferenceMode inference_mode;
   const int64_t rows_per_sequence = capacity.rows_per_sequence;
   const int64_t slots = std::max(capacity.sequences, 1);

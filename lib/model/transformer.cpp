@@ -456,7 +456,6 @@ at::Tensor Transformer::run_layers_fused(const std::vector<int64_t>& rows, const
                                          const KvCache::StepSlots& slots) {
   const std::vector<LayerWeights>& layers = weights_.layers;
   const double eps = config_.norm_eps;
-  const int64_t inner = config_.intermediate_size;
   // The norm after each add is the next one in the stack: the MLP's, the next layer's input
   // norm, and after the last layer the final norm.
   const auto norm_after = [&](size_t l) -> const at::Tensor& {
@@ -468,8 +467,7 @@ at::Tensor Transformer::run_layers_fused(const std::vector<int64_t>& rows, const
     const LayerWeights& w = layers[l];
     const at::Tensor attended = attention(static_cast<int64_t>(l), rows, normed, rope, bias, slots);
     std::tie(x, normed) = fused_add_rms_norm(x, attended, w.mlp_norm, eps);
-    const at::Tensor gate_up = project(normed, w.gate_up);
-    if (gate_up.size(-1) != 2 * inner) throw std::logic_error("transformer: gate_up is not [..., 2 x intermediate]");
+    const at::Tensor gate_up = project(normed, w.gate_up);  // [gate | up]: the loader fused them so
     std::tie(x, normed) = fused_add_rms_norm(x, project(fused_silu_mul(gate_up), w.down), norm_after(l), eps);
   }
   return head_logits(normed);

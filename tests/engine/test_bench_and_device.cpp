@@ -53,7 +53,17 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
                          step["verify_ms"].get<double>() + step["kv_ms"].get<double>();
     CHECK(step["total_ms"].get<double>() == Approx(parts));
     CHECK(step["forward_ms"].get<double>() > 0.0);
+    CHECK(step["queued_ms"].get<double>() > 0.0);  // the whole step, timed as a generation runs it
   }
+  // Seconds per image use the queued step: ar's are prefill + steps x queued AR step + VQ decode.
+  const double ar_seconds = j["prefill_seconds"].get<double>() +
+                            j["seconds_per_image"][0]["steps"].get<double>() * j["ar_step"]["queued_ms"].get<double>() / 1e3 +
+                            j["vq_seconds"].get<double>();
+  CHECK(j["seconds_per_image"][0]["seconds"].get<double>() == Approx(ar_seconds).epsilon(1e-6));
+  // The head a generation computes: the tiny preset's codes are its whole vocabulary, and a CPU has no fused kernels.
+  CHECK(j["head_rows"].get<int64_t>() > 0);
+  CHECK(j["fused_layer_ops"] == false);
+  for (const auto& b : j["batches"]) CHECK(b["graphs"] == 0);  // no CUDA graphs on a CPU
   // Fewer steps at a higher step compression.
   CHECK(j["seconds_per_image"][0]["steps"].get<int64_t>() > j["seconds_per_image"][3]["steps"].get<int64_t>());
 }
