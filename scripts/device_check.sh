@@ -24,8 +24,9 @@
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
-# libraries and checks that the binaries load; `test` then runs tests_cuda alone
-# (the CTest suite needs a build made on the machine).
+# libraries and checks that the binaries load; `test` then runs tests_cuda, and
+# the whole CTest suite when the prebuilt folder has it (suite.tar.gz, packed after
+# a full CUDA build by scripts/pack_prebuilt.sh), so no call has to build.
 # OUT_DIR gets results.md (machine, then one section per stage, written as each
 # stage ends) and at most 8 files of logs and archives, each kept under 16 MiB;
 # a CUDA build also leaves prebuilt.tar.gz, its binaries for the next call.
@@ -258,17 +259,44 @@ stage_test() {
   else
     md "- tests_cuda: not built (CPU dry run)"
   fi
-  if [ -n "$prebuilt" ]; then
-    md "- ctest: skipped (prebuilt binaries only: the suite needs a build made on this machine)"; md ""; return
+  if [ -z "$prebuilt" ]; then
+    run_ctest "$log" "$build" ""
+  elif [ -f "$prebuilt/suite.tar.gz" ]; then
+    unpack_suite "$log" && run_ctest "$log" "$work/suite" " (the suite built with the prebuilt binaries)"
+  else
+    md "- ctest: skipped ($prebuilt has no suite.tar.gz: scripts/cuda_build_check.sh build without SJD_TARGET, then pack)"
   fi
-  # shellcheck disable=SC2086
-  limited "${limit[test]}" "$log" ctest --test-dir "$build" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
-    ${SJD_CHECK_CTEST_ARGS:-}
-  md "- ctest: $(verdict $rc) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$log" | tail -1)"
-  sed -n '/The following tests FAILED/,/^Errors while running/p' "$log" | grep -E '^\s+[0-9]+ - ' | head -40 |
-    sed 's/^\s*/    /' >> "$results"
   cap_log "$log"
   md ""
+}
+
+# run_ctest LOG DIR WHAT: the CTest suite of build folder DIR, its verdict and failed tests in results.md.
+run_ctest() {
+  # shellcheck disable=SC2086
+  limited "${limit[test]}" "$1" ctest --test-dir "$2" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
+    ${SJD_CHECK_CTEST_ARGS:-}
+  md "- ctest$3: $(verdict $rc) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$1" | tail -1)"
+  sed -n '/The following tests FAILED/,/^Errors while running/p' "$1" | grep -E '^\s+[0-9]+ - ' | head -40 |
+    sed 's/^\s*/    /' >> "$results"
+}
+
+# The CTest suite built on the CPU machine with the prebuilt binaries (scripts/pack_prebuilt.sh),
+# unpacked into $work/suite with their sjd; its CTest files named that machine's build folder,
+# source tree and Python (suite.paths), and now name this one's.
+unpack_suite() {
+  local log=$1 suite=$work/suite key old new
+  rm -rf "$suite" && mkdir -p "$suite"
+  if ! tar -xzf "$prebuilt/suite.tar.gz" -C "$suite" >> "$log" 2>&1 || [ ! -f "$prebuilt/suite.paths" ]; then
+    md "- ctest: FAILED to unpack $prebuilt/suite.tar.gz (and its suite.paths)"; failures=$((failures + 1)); return 1
+  fi
+  cp "$prebuilt/sjd" "$suite/sjd"
+  # The build folder first: it lies inside the source tree on the machine that packed it.
+  for key in build_dir source_dir python; do
+    old=$(sed -n "s/^$key=//p" "$prebuilt/suite.paths")
+    case $key in build_dir) new=$suite ;; source_dir) new=$(pwd) ;; python) new=$(command -v "$PYTHON") ;; esac
+    [ -n "$old" ] && find "$suite" -name '*.cmake' -exec sed -i "s#$old#$new#g" {} +
+  done
+  echo "unpack_suite: $(find "$suite" -name 'tests_*' -type f -perm -u+x | wc -l) test programs in $suite" >> "$log"
 }
 
 # A few captions of the default model's scenes.

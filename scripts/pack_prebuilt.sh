@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Copies the binaries a GPU check needs (sjd and tests/tests_cuda, a few MB) out
-# of a CUDA build folder, with a BUILD_INFO saying what they were built from and
+# Copies the binaries a GPU check needs (sjd and tests/tests_cuda, a few MB; after a
+# full build also the whole CTest suite, suite.tar.gz) out of a CUDA build folder, with a BUILD_INFO saying what they were built from and
 # what they need, so they can travel to a GPU machine and be run there with
 # `SJD_PREBUILT=DEST scripts/device_check.sh` (docs/gpu.md).
 #   scripts/pack_prebuilt.sh BUILD_DIR DEST
@@ -23,6 +23,14 @@ mkdir -p "$dest/tests"
 cp "$build_dir/sjd" "$dest/"
 cp "$build_dir/tests/tests_cuda" "$dest/tests/"
 python=$(cache_value Python3_EXECUTABLE)
+# The whole CTest suite too, when the build has every test program (a full build, not SJD_TARGET's
+# two): the programs and CTest's files. Those files name this machine's folders and Python, which
+# suite.paths records; scripts/device_check.sh points them at its own where it unpacks the suite.
+if [ -f "$build_dir/tests/tests_engine" ] && [ -f "$build_dir/CTestTestfile.cmake" ]; then
+  mapfile -t suite_files < <(cd "$build_dir" && { find . -name CTestTestfile.cmake; ls -d tests/*.cmake tests/tests_*; })
+  tar -czf "$dest/suite.tar.gz" -C "$build_dir" "${suite_files[@]}"
+  printf 'build_dir=%s\nsource_dir=%s\npython=%s\n' "$(realpath "$build_dir")" "$(pwd)" "$python" > "$dest/suite.paths"
+fi
 {
   echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- lib app tests cmake CMakeLists.txt || echo ' (with local changes)')"
   echo "built: $(date -u -r "$build_dir/sjd" '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release; echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | grep -o '[0-9.]*$')"
@@ -30,5 +38,5 @@ python=$(cache_value Python3_EXECUTABLE)
   echo "nvcc: $("$(cache_value CMAKE_CUDA_COMPILER)" --version | grep -o 'release .*')"
   echo "needs: $(newest_version GLIBC "$dest/sjd") $(newest_version GLIBCXX "$dest/sjd")"
 } > "$dest/BUILD_INFO"
-echo "pack_prebuilt: $(du -sh "$dest" | cut -f1) in $dest"
+echo "pack_prebuilt: $(du -sh "$dest" | cut -f1) in $dest$([ -f "$dest/suite.tar.gz" ] && echo ", the CTest suite included")"
 cat "$dest/BUILD_INFO"

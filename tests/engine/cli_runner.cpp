@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include "testing/test_support.h"
 
@@ -43,8 +44,16 @@ CommandResult run_sjd_env(const std::string& environment, const std::string& arg
 }
 
 CommandResult run_sjd_limited(const std::string& args, int memory_mb, int seconds) {
-  return run_command("ulimit -v " + std::to_string(memory_mb * 1024) + "; timeout " + std::to_string(seconds) + " ",
-                     args);
+  const int64_t cap_kb = (memory_mb + own_address_space_mb()) * int64_t{1024};
+  return run_command("ulimit -v " + std::to_string(cap_kb) + "; timeout " + std::to_string(seconds) + " ", args);
+}
+
+int64_t own_address_space_mb() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7)) / 1024;  // the line is in kB
+  }
+  return 0;
 }
 
 CommandResult run_sjd_on_terminal(const std::string& args) {

@@ -2,6 +2,7 @@
 // Runs the built `sjd` program as a user would, capturing exit code and output.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,8 +20,13 @@ CommandResult run_sjd(const std::string& args);
 
 // run_sjd under an address-space cap (ulimit -v) and a time limit, so a
 // regression that allocates without bound or hangs fails the test instead of
-// eating the machine: exit code 124 is a timeout.
+// eating the machine: exit code 124 is a timeout. The cap is memory_mb above
+// what this test program maps (own_address_space_mb), since sjd maps the same
+// Torch libraries before it allocates anything: about 0.5 GB in a CPU build,
+// 2.7 GB in a CUDA one, which would not even load under a cap of 1.5 GB.
 CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int seconds = 600);
+// This process's address space (VmSize) in MB.
+int64_t own_address_space_mb();
 
 // run_sjd with environment assignments before the program ("OMP_NUM_THREADS=1").
 CommandResult run_sjd_env(const std::string& environment, const std::string& args);

@@ -1,6 +1,7 @@
 #include "testing/test_support.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -23,8 +24,17 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-std::filesystem::path source_dir() { return SJD_SOURCE_DIR; }
-std::filesystem::path build_dir() { return SJD_BUILD_DIR; }
+namespace {
+// The environment's value (CTest sets both, so a suite built elsewhere and moved runs where
+// its CTest files now say: scripts/pack_prebuilt.sh), else the folders the build was made in.
+std::filesystem::path from_environment(const char* name, const char* built_in) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : built_in;
+}
+}  // namespace
+
+std::filesystem::path source_dir() { return from_environment("SJD_SOURCE_DIR", SJD_SOURCE_DIR); }
+std::filesystem::path build_dir() { return from_environment("SJD_BUILD_DIR", SJD_BUILD_DIR); }
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());

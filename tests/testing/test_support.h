@@ -19,6 +19,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The source and build trees: $SJD_SOURCE_DIR / $SJD_BUILD_DIR when set, else where the tests were built.
 std::filesystem::path source_dir();
 std::filesystem::path build_dir();
 
