@@ -11,7 +11,9 @@
 # inspect: the CUDA runtime the wheel bundles and the one nvcc links, and what
 #          the binaries need at run time (RPATH, needed libraries, glibc).
 # pack:    copies sjd and tests_cuda into build-prebuilt/ (git-ignored, 5 MB) to
-#          be carried to the GPU machine (docs/gpu.md).
+#          be carried to the GPU machine (docs/gpu.md); after a build of every
+#          target (SJD_TARGET unset) also the whole CTest suite (suite.tar.gz, 14 MB
+#          in all), which device_check.sh's test stage runs there.
 # Environment: SJD_CUDA_VENV (default /work/venv-cu130, or ~/venv-cu130 without a
 #              writable /work), SJD_BUILD_DIR (default build-cuda), SJD_JOBS
 #              (default 2), CUDACXX / CUDA_HOME as for scripts/setup.sh.
