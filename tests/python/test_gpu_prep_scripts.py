@@ -1,5 +1,5 @@
-"""The GPU machine's set-up scripts: scripts/unpack_deps.sh, and scripts/device_check.sh's argument checks and
-time limits.
+"""The GPU machine's set-up scripts: scripts/unpack_deps.sh, and scripts/device_check.sh's argument checks,
+time limits and the CTest suite it runs from a prebuilt folder.
 
 unpack_deps.sh puts the gathered .deb files into a prefix folder on a machine without our packages; it must
 never write into / and must refuse a prefix whose symbolic links lead out of it (a -dev package's libfoo.so
@@ -184,3 +184,47 @@ def test_device_check_keeps_the_whole_call_within_its_total_and_exits_1_when_a_c
     expected = "" if pathlib.Path(font).exists() else f"{prefix}{font}"
     assert f"font=[{expected}]" in (out / "run.log").read_text()
 
+
+
+def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machine(tmp_path):
+    # A stand-in for the suite scripts/pack_prebuilt.sh packs: CTest files that name another machine's build
+    # folder, source tree and Python. The test stage must run them where they now are: `tree` runs a program of
+    # the suite's build folder in the source tree; `python` runs the Python with the build folder (holding the
+    # prebuilt sjd) in its environment; `fails` fails and is listed.
+    old_source, old_python = "/elsewhere/src", "/elsewhere/venv/bin/python"
+    old_build = old_source + "/build-cuda"
+    suite = tmp_path / "suite"
+    (suite / "tests").mkdir(parents=True)
+    (suite / "CTestTestfile.cmake").write_text('subdirs("tests")\n')
+    check = ("__import__('sys').exit(not (__import__('os').path.isfile('scripts/device_check.sh') and "
+             "__import__('os').path.isfile(__import__('os').environ['SJD_BUILD_DIR'] + '/sjd')))")
+    (suite / "tests" / "CTestTestfile.cmake").write_text(
+        f'add_test(tree "{old_build}/tests/tests_x")\n'
+        f'set_tests_properties(tree PROPERTIES WORKING_DIRECTORY "{old_source}")\n'
+        f'add_test(python "{old_python}" "-c" "{check}")\n'
+        f'set_tests_properties(python PROPERTIES WORKING_DIRECTORY "{old_source}" ENVIRONMENT "SJD_BUILD_DIR={old_build}")\n'
+        'add_test(fails "/bin/false")\n')
+    (suite / "tests" / "tests_x").write_text("#!/bin/sh\n[ -f scripts/device_check.sh ]\n")
+    (suite / "tests" / "tests_x").chmod(0o755)
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.mkdir()
+    (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
+    (prebuilt / "sjd").chmod(0o755)
+    subprocess.run(["tar", "-czf", str(prebuilt / "suite.tar.gz"), "-C", str(suite), "."], check=True)
+    (prebuilt / "suite.paths").write_text(f"build_dir={old_build}\nsource_dir={old_source}\npython={old_python}\n")
+    # The stand-in Python answers device_check's question about torch and is python3 for the rest.
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\ncase "$2" in *torch*) echo /nonexistent/torch/lib; exit 0 ;; esac\n'
+                      f'exec {shutil.which("python3")} "$@"\n')
+    python.chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "test"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(python)})
+    results = (out / "results.md").read_text()
+    assert "ctest (the suite built with the prebuilt binaries): FAILED" in results, result.stdout + result.stderr
+    assert "67% tests passed, 1 tests failed out of 3" in results, (out / "test.log").read_text()
+    assert "3 - fails (Failed)" in results
+    assert result.returncode == 1
