@@ -284,18 +284,34 @@ run_ctest() {
 # unpacked into $work/suite with their sjd; its CTest files named that machine's build folder,
 # source tree and Python (suite.paths), and now name this one's.
 unpack_suite() {
-  local log=$1 suite=$work/suite key old new
+  local log=$1 suite=$work/suite
   rm -rf "$suite" && mkdir -p "$suite"
   if ! tar -xzf "$prebuilt/suite.tar.gz" -C "$suite" >> "$log" 2>&1 || [ ! -f "$prebuilt/suite.paths" ]; then
     md "- ctest: FAILED to unpack $prebuilt/suite.tar.gz (and its suite.paths)"; failures=$((failures + 1)); return 1
   fi
   cp "$prebuilt/sjd" "$suite/sjd"
-  # The build folder first: it lies inside the source tree on the machine that packed it.
-  for key in build_dir source_dir python; do
-    old=$(sed -n "s/^$key=//p" "$prebuilt/suite.paths")
-    case $key in build_dir) new=$suite ;; source_dir) new=$(pwd) ;; python) new=$(command -v "$PYTHON") ;; esac
-    [ -n "$old" ] && find "$suite" -name '*.cmake' -exec sed -i "s#$old#$new#g" {} +
-  done
+  local python_path; python_path=$(command -v "$PYTHON")
+  # A literal replacement (the paths are not patterns), most specific first: a Python may lie inside the
+  # source tree, and the build folder does.
+  if ! SUITE_PATHS="$prebuilt/suite.paths" NEW_PYTHON="$python_path" NEW_BUILD="$suite" NEW_SOURCE="$(pwd)" \
+       "$PYTHON" - "$suite" >> "$log" 2>&1 <<'PY'
+import os, pathlib, sys
+recorded = dict(line.split("=", 1) for line in pathlib.Path(os.environ["SUITE_PATHS"]).read_text().splitlines()
+                if "=" in line)
+new = {"python": os.environ["NEW_PYTHON"], "build_dir": os.environ["NEW_BUILD"], "source_dir": os.environ["NEW_SOURCE"]}
+missing = [key for key in new if not recorded.get(key) or not new[key]]
+if missing:
+    sys.exit(f"unpack_suite: no path for {', '.join(missing)} (suite.paths, or this machine's)")
+for cmake in pathlib.Path(sys.argv[1]).rglob("*.cmake"):
+    text = cmake.read_text()
+    for key in new:
+        text = text.replace(recorded[key], new[key])
+    cmake.write_text(text)
+PY
+  then
+    md "- ctest: FAILED to point the suite's CTest files at this machine (test.log says why)"; failures=$((failures + 1))
+    return 1
+  fi
   echo "unpack_suite: $(find "$suite" -name 'tests_*' -type f -perm -u+x | wc -l) test programs in $suite" >> "$log"
 }
 

@@ -27,9 +27,14 @@ python=$(cache_value Python3_EXECUTABLE)
 # two): the programs and CTest's files. Those files name this machine's folders and Python, which
 # suite.paths records; scripts/device_check.sh points them at its own where it unpacks the suite.
 if [ -f "$build_dir/tests/tests_engine" ] && [ -f "$build_dir/CTestTestfile.cmake" ]; then
-  mapfile -t suite_files < <(cd "$build_dir" && { find . -name CTestTestfile.cmake; ls -d tests/*.cmake tests/tests_*; })
+  mapfile -t suite_files < <(cd "$build_dir" && {
+    find . -name CTestTestfile.cmake
+    find tests -maxdepth 1 \( -name '*.cmake' -o -name 'tests_*' -type f -perm -u+x \)
+  } | sed 's#^\./##' | sort -u)
   tar -czf "$dest/suite.tar.gz" -C "$build_dir" "${suite_files[@]}"
-  printf 'build_dir=%s\nsource_dir=%s\npython=%s\n' "$(realpath "$build_dir")" "$(pwd)" "$python" > "$dest/suite.paths"
+  # The folders as CMake wrote them into those files (not as this shell spells them: a link would differ).
+  printf 'build_dir=%s\nsource_dir=%s\npython=%s\n' "$(cache_value CMAKE_CACHEFILE_DIR)" \
+    "$(cache_value CMAKE_HOME_DIRECTORY)" "$python" > "$dest/suite.paths"
 fi
 {
   echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- lib app tests cmake CMakeLists.txt || echo ' (with local changes)')"
