@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the binaries a GPU check needs (sjd and tests/tests_cuda, a few MB; after a
-# full build also the whole CTest suite, suite.tar.gz) out of a CUDA build folder, with a BUILD_INFO saying what they were built from and
-# what they need, so they can travel to a GPU machine and be run there with
+# full build also the whole CTest suite, suite.tar.gz) out of a CUDA build folder,
+# with a BUILD_INFO saying what they were built from and what they need, so they
+# can travel to a GPU machine and be run there with
 # `SJD_PREBUILT=DEST scripts/device_check.sh` (docs/gpu.md).
 #   scripts/pack_prebuilt.sh BUILD_DIR DEST
 set -euo pipefail
