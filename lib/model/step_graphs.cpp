@@ -4,7 +4,9 @@
 #include <vector>
 
 #ifdef SJD_WITH_CUDA
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -38,13 +40,34 @@ at::Tensor aligned_like(const at::Tensor& t) {
   return at::empty(sizes, t.options()).narrow(-1, 0, last);
 }
 
+// After a capture that broke mid-way: some PyTorch versions leave the allocators routing to the
+// pool when cudaStreamEndCapture fails (their capture_end throws before it ends the routing), and
+// every later allocation would then ask whether its stream is capturing. Where capture_end did end
+// it, these complain that nothing is routed, which is expected.
+void end_pool_routing(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+  } catch (...) {
+  }
+  try {
+    at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 StepGraphs::StepGraphs() = default;
 StepGraphs::~StepGraphs() = default;
 StepGraphs::StepGraphs(StepGraphs&&) noexcept = default;
 StepGraphs& StepGraphs::operator=(StepGraphs&&) noexcept = default;
-void StepGraphs::clear() { entries_.clear(); }
+
+void StepGraphs::clear() {
+  entries_.clear();
+  // With its last graph gone the pool is only waiting to be freed, and PyTorch refuses to capture
+  // into it again (its use count must be above zero): the next capture takes a new pool.
+  pool_ = {0, 0};
+}
 
 at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forward& forward) {
   auto it = entries_.find(shape);
@@ -95,6 +118,7 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
         try {
           e.graph.capture_end();
         } catch (...) {
+          end_pool_routing(index, pool_);
         }
         entries_.erase(it);
         throw CaptureFailure(failure.what());
@@ -102,6 +126,7 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
       try {
         e.graph.capture_end();
       } catch (const std::exception& failure) {  // an op that invalidated the capture
+        end_pool_routing(index, pool_);
         entries_.erase(it);
         throw CaptureFailure(failure.what());
       }
