@@ -61,8 +61,11 @@ StepProfile profile_steps(const std::string& label, const at::Device& device, in
   out.wall_us_per_step = wall_us / steps;
   out.trace_path = trace_path;
   std::map<std::string, KernelShare> by_name;
+  const double wall_ns = wall_us * 1e3;
   for (const kineto::KinetoEvent& event : result->events()) {
-    if (!counted(event, device)) continue;
+    // A record longer than the whole profiled run is a broken one (CUPTI's timestamps when
+    // sessions are restarted in one process), not a kernel.
+    if (!counted(event, device) || static_cast<double>(event.durationNs()) > wall_ns) continue;
     KernelShare& share = by_name[event.name()];
     share.name = event.name();
     share.calls_per_step += 1.0 / steps;
@@ -70,6 +73,9 @@ StepProfile profile_steps(const std::string& label, const at::Device& device, in
     out.events_per_step += 1.0 / steps;
     out.busy_us_per_step += static_cast<double>(event.durationNs()) / 1e3 / steps;
   }
+  // CUPTI only logs what it could not collect: an empty summary is a failed profile, not a
+  // step without kernels.
+  if (out.events_per_step == 0.0) throw std::runtime_error("profile: no " + out.what + " collected");
   for (auto& [name, share] : by_name) out.top.push_back(std::move(share));
   std::sort(out.top.begin(), out.top.end(),
             [](const KernelShare& a, const KernelShare& b) { return a.us_per_step > b.us_per_step; });

@@ -78,19 +78,24 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
                               std::to_string(config_.vocab_size));
     }
   }
-  graphs_.clear();  // they read the old head rows
-  head_id_list_ = token_ids;
+  // Everything that can fail (device memory) runs before the head's state changes, so a failed
+  // restriction leaves the old head as it was, whole or restricted.
+  graphs_.clear();  // they read the old head rows; dropped first, which frees their memory pool
   if (token_ids.empty() || static_cast<int64_t>(token_ids.size()) >= config_.vocab_size) {
+    weights_.lm_head = weights_.lm_head.to(device());  // back from the host, if a restriction sent it there
     head_ids_ = at::Tensor();
     head_rows_ = at::Tensor();
-    weights_.lm_head = weights_.lm_head.to(device());  // back from the host, if a restriction sent it there
+    head_id_list_ = token_ids;
     return;
   }
   const at::Tensor ids = at::tensor(token_ids, at::TensorOptions().dtype(at::kLong));
-  head_ids_ = ids.to(device());
-  head_rows_ = weights_.lm_head.index_select(input_major_ ? 1 : 0, ids.to(weights_.lm_head.device()))
-                   .contiguous()
-                   .to(device());
+  at::Tensor ids_on_device = ids.to(device());
+  at::Tensor rows = weights_.lm_head.index_select(input_major_ ? 1 : 0, ids.to(weights_.lm_head.device()))
+                        .contiguous()
+                        .to(device());
+  head_ids_ = std::move(ids_on_device);
+  head_rows_ = std::move(rows);
+  head_id_list_ = token_ids;
   // On a GPU the whole head is not read while it is restricted: it waits in host memory for
   // another restriction, which frees device memory for the KV cache and batches (Lumina 7B:
   // 0.47 GB; Emu3 8B: 1.2 GB).
@@ -100,6 +105,7 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {
   if (cache_.rows() != rows || cache_.capacity() != tokens_per_row) {
     graphs_.clear();  // they read the old cache
+    cache_ = KvCache();  // the old buffers go before the new ones are made: a peak holds one cache
     cache_ = KvCache(config_.num_layers, rows, config_.num_kv_heads, tokens_per_row, config_.head_dim, dtype(),
                      device());
   } else {
