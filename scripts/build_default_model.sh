@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the default model (models/default) from nothing: generated scenes -> text tokenizer,
 # VQGAN, transformer at 64 px, the same transformer trained on at 128 px, then on scenes with every
-# (colour, shape) pair -> Lumina-mGPT release files -> sjd bundle. Deterministic for a seed, thread
-# counts and device. Wall time on a quiet 2-core CPU: 14 min (VQ, one thread), about 90 min
+# (colour, shape) pair -> Lumina-mGPT release files -> sjd bundle. Deterministic on a CPU for a seed
+# and thread counts (on a GPU the backward passes add in no fixed order). Wall time on a quiet 2-core CPU: 14 min (VQ, one thread), about 90 min
 # (transformer at 64 px, two threads, with 7 min of encoding the scenes), about an hour (at 128 px,
 # with 7 min of encoding), about 50 min (all pairs, with 8 min of encoding); docs/default_model.md
 # has the measured times. DEVICE=cuda trains on a GPU (not yet measured: no GPU has been lent).
