@@ -32,6 +32,7 @@
 # Environment: TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, default out/v2/text and out/v2/vq,
 #   the shipped model's; trained here when absent), DEVICE (cuda), SEED (0), THREADS (4, per candidate),
 #   CALL_SECONDS (540), ENCODE_SECONDS (the most that encoding the scenes may take in all: a third of
+#   CALL_SECONDS, at least 60), VQ_SECONDS (the most that training the VQGAN here may take: a quarter of
 #   CALL_SECONDS, at least 60), WORK (/tmp/sjd-sweep: made by the sweep, or emptied
 #   if an earlier sweep made it), PYTHON (python3), PART_BYTES (the most bytes of an archive part: 15 MiB, the
 #   most a file that comes back may have, with a MiB to spare; the tests split with a smaller one), ALL_PAIRS
@@ -50,8 +51,9 @@ seed=${SEED:-0}
 threads=${THREADS:-4}
 budget=${CALL_SECONDS:-540}
 encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
-[[ "$budget" =~ ^[0-9]+$ && "$encode_seconds" =~ ^[0-9]+$ ]] ||
-  { echo "device_sweep: CALL_SECONDS and ENCODE_SECONDS must be whole seconds" >&2; exit 2; }
+vq_seconds=${VQ_SECONDS:-$(( budget / 4 > 60 ? budget / 4 : 60 ))}
+[[ "$budget" =~ ^[0-9]+$ && "$encode_seconds" =~ ^[0-9]+$ && "$vq_seconds" =~ ^[0-9]+$ ]] ||
+  { echo "device_sweep: CALL_SECONDS, ENCODE_SECONDS and VQ_SECONDS must be whole seconds" >&2; exit 2; }
 part_bytes=${PART_BYTES:-$((15 * 1024 * 1024))}
 [[ "$part_bytes" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep: PART_BYTES must be a whole number of bytes" >&2; exit 2; }
 all_pairs=${ALL_PAIRS:-1}
@@ -186,9 +188,13 @@ fi
 if [ -f "$vq_dir/vqgan.ckpt" ] && [ -f "$vq_dir/vqgan.yaml" ]; then
   cp -r "$vq_dir" "$work/vq"
 else
+  # Its time on a GPU has never been measured: one that passes VQ_SECONDS fails with the call's time
+  # left to say so.
   begun=$(date +%s)
-  "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" > "$work/vq.log" 2>&1 ||
-    { echo "VQGAN failed: $(tail -n 3 "$work/vq.log")" | tee -a "$summary" >&2; exit 1; }
+  timeout -k 5 "$vq_seconds" "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" \
+    > "$work/vq.log" 2>&1 ||
+    { echo "VQGAN failed (or passed VQ_SECONDS=$vq_seconds): $(tail -n 3 "$work/vq.log")" | tee -a "$summary" >&2
+      exit 1; }
   echo "VQGAN trained here: $(( $(date +%s) - begun )) s" | tee -a "$summary"
   keep vq "$work" vq || exit 1
 fi

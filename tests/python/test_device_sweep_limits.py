@@ -1,5 +1,5 @@
 """scripts/device_sweep.sh's time limits on the CPU at toy size: a candidate still running when the
-call is up is stopped, and so is an encoding that passes its time.
+call is up is stopped, and so are an encoding and a VQGAN training that pass their time.
 """
 import re
 import time
@@ -33,3 +33,18 @@ def test_device_sweep_stops_an_encoding_that_passes_its_time(stages, tmp_path):
     assert time.monotonic() - began < 200  # the stopped encoding would hold it 600 s
     summary = (out / "sweep.txt").read_text()
     assert "encoding failed (or passed ENCODE_SECONDS)" in summary and "== a (" not in summary
+
+
+def test_device_sweep_stops_a_vqgan_training_that_passes_its_time(stages, tmp_path):
+    # Without a carried VQGAN the sweep trains one, for at most VQ_SECONDS: one that never ends is stopped
+    # then, with the call's time still left to say so, and nothing is encoded or trained after it.
+    out = tmp_path / "out"
+    began = time.monotonic()
+    run = sweep(out, tmp_path / "candidates.txt", tmp_path / "work", stages, 300,
+                "a --image-size 64 --scenes 8 --steps 1\n", python=stand_in_python(tmp_path),
+                VQ_DIR=str(tmp_path / "no-vq"), VQ_SECONDS="5", STAND_IN_SLOW_VQ="1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert time.monotonic() - began < 200  # the stopped training would hold it 600 s
+    summary = (out / "sweep.txt").read_text()
+    assert "VQGAN failed (or passed VQ_SECONDS=5)" in summary and "== a (" not in summary
+    assert not (tmp_path / "work" / "codes-64").exists()

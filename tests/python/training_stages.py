@@ -28,20 +28,21 @@ def train_transformer(stages, out, seed, *extra):
 def sweep(out, candidates, work, stages, seconds, lines, python=sys.executable, **more_env):
     candidates.write_text(lines)
     env = dict(os.environ, DEVICE="cpu", CALL_SECONDS=str(seconds), WORK=str(work), THREADS="1",
-               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=python,
-               **more_env)
+               TEXT_DIR=str(stages / "text"), VQ_DIR=str(stages / "vq"), OMP_NUM_THREADS="1", PYTHON=python)
+    env.update(more_env)
     return subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(out), str(candidates)], capture_output=True,
                           text=True, timeout=600, env=env)
 
 
 def stand_in_python(tmp_path):
     # python3 as the sweep calls it, except that a candidate's training run named "hang..." never ends, one
-    # named "silent..." exits 0 without writing a model, and with STAND_IN_SLOW_ENCODE set the encoding never
-    # ends; the checks, the encoding and the others run for real.
+    # named "silent..." exits 0 without writing a model, and with STAND_IN_SLOW_ENCODE (STAND_IN_SLOW_VQ) set
+    # the encoding (the VQGAN's training) never ends; the checks, the encoding and the others run for real.
     script = tmp_path / "python"
     script.write_text(f"""#!/usr/bin/env bash
 case " $* " in
   *" --encode-only "*) [ -z "${{STAND_IN_SLOW_ENCODE:-}}" ] || exec sleep 600 ;;
+  *"/train_vq.py "*) [ -z "${{STAND_IN_SLOW_VQ:-}}" ] || exec sleep 600 ;;
   *" --check-args "*) ;;
   *"/cand/hang"*) exec sleep 600 ;;
   *"/cand/silent"*) exit 0 ;;
