@@ -57,10 +57,13 @@ scenes: every (colour, shape) pair, scenes.HELD_OUT_PAIRS included, never an eva
 scenes.RESERVED_EVAL. All three are settings a saved state must match.
 """
 import argparse
+import contextlib
+import functools
 import hashlib
 import io
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import sys
@@ -237,6 +240,30 @@ def file_digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+ENCODE_BLOCK = 1024  # scenes drawn at a time: 50 MB of 128 px images
+
+
+def drawing_workers(device, threads):
+    """How many processes draw the scenes: every core beside a GPU, the run's threads on a CPU."""
+    return (os.cpu_count() or 1) if device.type != "cpu" else threads
+
+
+def drawing_pool(workers):
+    """A pool of `workers` processes that draw scenes (forked: they run numpy only, never torch), or a
+    stand-in that draws in this process when one would do."""
+    if workers <= 1:
+        return contextlib.nullcontext(None)
+    return multiprocessing.get_context("fork").Pool(workers)
+
+
+def draw_scenes(pool, some_scenes, image_size):
+    """The scenes' uint8 images, in order."""
+    draw = functools.partial(scenes.render, size=image_size)
+    if pool is None:
+        return [draw(s) for s in some_scenes]
+    return pool.map(draw, some_scenes, chunksize=16)
+
+
 @torch.no_grad()
 def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, cache, threads, device):
     """codes [count, grid, grid] of the training scenes drawn at image_size px. train_scenes must be
@@ -254,16 +281,21 @@ def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, ca
                 and cached_all_pairs == all_pairs):
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
-    model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
     start, chunks = time.time(), []
-    for first in range(0, count, 32):
-        images = np.stack([scenes.render(s, image_size) for s in train_scenes[first:first + 32]])
-        pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            _, codes = model.encode(pixels)
-        chunks.append(codes.cpu().numpy().astype(np.int16))
-        if first % 640 == 0:
-            print(f"encoded {first + len(images)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
+    # Drawing a scene is numpy on one core (about 1 ms at 128 px), which a GPU's encoding leaves the
+    # whole time: there, every core draws. A scene's pixels are a pure function of its description, so
+    # the codes do not depend on how many processes draw them; the encoder's batches stay 32 scenes.
+    with drawing_pool(drawing_workers(device, threads)) as pool:
+        model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
+        for block in range(0, count, ENCODE_BLOCK):
+            drawn = draw_scenes(pool, train_scenes[block:block + ENCODE_BLOCK], image_size)
+            for first in range(0, len(drawn), 32):
+                images = np.stack(drawn[first:first + 32])
+                pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
+                with torch.autocast(device.type, dtype=torch.bfloat16):
+                    _, codes = model.encode(pixels)
+                chunks.append(codes.cpu().numpy().astype(np.int16))
+            print(f"encoded {block + len(drawn)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
     codes = np.concatenate(chunks)
     np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety, all_pairs=all_pairs)
     return codes, time.time() - start

@@ -169,6 +169,25 @@ def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages,
     assert names == set(index["weight_map"])
 
 
+def test_scenes_drawn_by_several_processes_encode_to_the_same_codes(stages, tmp_path, monkeypatch):
+    # A block boundary inside the scenes (50 of 70) and 3 drawing processes beside one encoding thread: the
+    # codes are the one-process codes, in the same order (a draw that returned the images out of order is told
+    # apart: the scenes differ). The thread count itself is part of the recipe (the encoder's sums).
+    monkeypatch.setattr(train_default_model, "ENCODE_BLOCK", 50)
+    some = [scenes.scene(0, "train", i) for i in range(70)]
+    def encode(workers, cache):
+        monkeypatch.setattr(train_default_model, "drawing_workers", lambda device, threads: workers)
+        return train_default_model.encode_scenes(str(stages / "vq"), some, 0, False, False, 64, str(cache), 1,
+                                                 torch.device("cpu"))[0]
+    alone = encode(1, tmp_path / "one.npz")
+    together = encode(3, tmp_path / "three.npz")
+    assert alone.shape == (70, 16, 16) and np.array_equal(alone, together)
+    assert not np.array_equal(alone[:35], alone[35:])
+    with train_default_model.drawing_pool(3) as pool:
+        drawn = train_default_model.draw_scenes(pool, some[:20], 64)
+    assert all(np.array_equal(image, scenes.render(s, 64)) for image, s in zip(drawn, some[:20]))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_both_stages_train_on_a_gpu(stages, tmp_path):
     assert train_vq.main(["--out-dir", str(tmp_path / "vq"), "--steps", "2", "--batch-size", "2",
