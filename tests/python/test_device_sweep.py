@@ -137,8 +137,9 @@ def test_device_sweep_names_a_bad_candidate_line(tmp_path, lines, where, message
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("CALL_SECONDS", "9m", "CALL_SECONDS and ENCODE_SECONDS must be whole seconds"),
-    ("ENCODE_SECONDS", "-5", "CALL_SECONDS and ENCODE_SECONDS must be whole seconds"),
+    ("CALL_SECONDS", "9m", "CALL_SECONDS must be whole seconds"),
+    ("ENCODE_SECONDS", "-5", "ENCODE_SECONDS and VQ_SECONDS must be whole seconds"),
+    ("VQ_SECONDS", "1.5", "ENCODE_SECONDS and VQ_SECONDS must be whole seconds"),
     ("PART_BYTES", "0", "PART_BYTES must be a whole number of bytes"),
     ("PART_BYTES", "15M", "PART_BYTES must be a whole number of bytes"),
     ("ALL_PAIRS", "yes", "ALL_PAIRS must be 0 or 1"),
@@ -149,7 +150,7 @@ def test_device_sweep_refuses_a_bad_setting_by_name(tmp_path, name, value, messa
     run = subprocess.run([str(SCRIPTS / "device_sweep.sh"), str(tmp_path / "out"), str(candidates)],
                          capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, WORK=str(tmp_path / "work"), **{name: value}))
-    assert run.returncode == 2 and message in run.stderr
+    assert run.returncode == 2 and message in run.stderr and "error token" not in run.stderr
     assert not (tmp_path / "out").exists()
 
 
