@@ -50,10 +50,11 @@ device=${DEVICE:-cuda}
 seed=${SEED:-0}
 threads=${THREADS:-4}
 budget=${CALL_SECONDS:-540}
-[[ "$budget" =~ ^[0-9]+$ ]] || { echo "device_sweep: CALL_SECONDS must be whole seconds" >&2; exit 2; }
+# Whole seconds without a leading zero (bash would read 08 as octal), and not 0 (timeout 0 means none).
+[[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep: CALL_SECONDS must be whole seconds" >&2; exit 2; }
 encode_seconds=${ENCODE_SECONDS:-$(( budget / 3 > 60 ? budget / 3 : 60 ))}
 vq_seconds=${VQ_SECONDS:-$(( budget / 4 > 60 ? budget / 4 : 60 ))}
-[[ "$encode_seconds" =~ ^[0-9]+$ && "$vq_seconds" =~ ^[0-9]+$ ]] ||
+[[ "$encode_seconds" =~ ^[1-9][0-9]*$ && "$vq_seconds" =~ ^[1-9][0-9]*$ ]] ||
   { echo "device_sweep: ENCODE_SECONDS and VQ_SECONDS must be whole seconds" >&2; exit 2; }
 part_bytes=${PART_BYTES:-$((15 * 1024 * 1024))}
 [[ "$part_bytes" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep: PART_BYTES must be a whole number of bytes" >&2; exit 2; }

@@ -57,6 +57,7 @@ scenes: every (colour, shape) pair, scenes.HELD_OUT_PAIRS included, never an eva
 scenes.RESERVED_EVAL. All three are settings a saved state must match.
 """
 import argparse
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -240,20 +241,22 @@ def file_digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-ENCODE_BLOCK = 1024  # scenes drawn at a time: 50 MB of 128 px images
+ENCODE_BATCH = 32    # scenes per encoder call: part of the recipe (the encoder's sums depend on it)
+ENCODE_BLOCK = 1024  # scenes drawn at a time (50 MB of 128 px images), a whole number of batches
 
 
 def drawing_workers(device, threads):
-    """How many processes draw the scenes: every core beside a GPU, the run's threads on a CPU."""
-    return (os.cpu_count() or 1) if device.type != "cpu" else threads
+    """How many processes draw the scenes: every core this process may use beside a GPU, the run's
+    threads on a CPU."""
+    return len(os.sched_getaffinity(0)) if device.type != "cpu" else threads
 
 
 def drawing_pool(workers):
-    """A pool of `workers` processes that draw scenes (forked: they run numpy only, never torch), or a
-    stand-in that draws in this process when one would do."""
+    """Processes that draw scenes (forked: they run numpy only, never torch; a worker that dies fails
+    the run instead of leaving it waiting), or None when this process draws alone."""
     if workers <= 1:
         return contextlib.nullcontext(None)
-    return multiprocessing.get_context("fork").Pool(workers)
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
 
 
 def draw_scenes(pool, some_scenes, image_size):
@@ -261,7 +264,7 @@ def draw_scenes(pool, some_scenes, image_size):
     draw = functools.partial(scenes.render, size=image_size)
     if pool is None:
         return [draw(s) for s in some_scenes]
-    return pool.map(draw, some_scenes, chunksize=16)
+    return list(pool.map(draw, some_scenes, chunksize=16))
 
 
 @torch.no_grad()
@@ -284,13 +287,13 @@ def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, ca
     start, chunks = time.time(), []
     # Drawing a scene is numpy on one core (about 1 ms at 128 px), which a GPU's encoding leaves the
     # whole time: there, every core draws. A scene's pixels are a pure function of its description, so
-    # the codes do not depend on how many processes draw them; the encoder's batches stay 32 scenes.
+    # the codes do not depend on how many processes draw them; the encoder's batches stay the same.
     with drawing_pool(drawing_workers(device, threads)) as pool:
         model = train_vq.load(vq_dir).to(device, memory_format=torch.channels_last)
         for block in range(0, count, ENCODE_BLOCK):
             drawn = draw_scenes(pool, train_scenes[block:block + ENCODE_BLOCK], image_size)
-            for first in range(0, len(drawn), 32):
-                images = np.stack(drawn[first:first + 32])
+            for first in range(0, len(drawn), ENCODE_BATCH):
+                images = np.stack(drawn[first:first + ENCODE_BATCH])
                 pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
                 with torch.autocast(device.type, dtype=torch.bfloat16):
                     _, codes = model.encode(pixels)

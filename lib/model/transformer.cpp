@@ -78,8 +78,9 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
                               std::to_string(config_.vocab_size));
     }
   }
-  // Everything that can fail (device memory) runs before the head's state changes, so a failed
-  // restriction leaves the old head as it was, whole or restricted.
+  // The new rows are made (device memory, which can run out) before the head's state changes, so a
+  // failed restriction leaves the old head as it was; only the whole head's move to the host comes
+  // after, and if that fails the head stays whole on the device, still consistent.
   graphs_.clear();  // they read the old head rows; dropped first, which frees their memory pool
   if (token_ids.empty() || static_cast<int64_t>(token_ids.size()) >= config_.vocab_size) {
     weights_.lm_head = weights_.lm_head.to(device());  // back from the host, if a restriction sent it there

@@ -172,6 +172,28 @@ TEST_CASE("a restricted head leaves the device until the whole head is asked for
   CHECK(relative_error(whole, m.forward({3}, chain({5, 6}))) < 1e-5);
 }
 
+TEST_CASE("a KV cache rebuilt for another size never lives beside the old one", "[cuda]") {
+  // The bench's prefill and mid-image fixtures, compare's methods and the calibration's batch sizes
+  // each reserve another capacity: the peak must hold one cache, not two.
+  const at::Device device = cuda_testing::device();
+  const model::TransformerConfig c = testing::tiny_config(false, 4);
+  const io::WeightMap w = testing::tiny_weights(c, 18);
+  model::Transformer m(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  const c10::DeviceIndex index = device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
+  const auto agg = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  // K and V of 2 layers x 4 heads x 8 dims in f32: 512 bytes per slot and row, 2 kB per slot of the 4 rows.
+  const int64_t old_slots = 32768, new_slots = 30000;
+  m.reserve(4, old_slots, 64);
+  const int64_t before = at::accelerator::getDeviceStats(index).allocated_bytes[agg].current;
+  at::accelerator::resetPeakStats(index);
+  m.reserve(4, new_slots, 64);
+  const auto stats = at::accelerator::getDeviceStats(index);
+  const int64_t new_bytes = new_slots * 2048;
+  INFO("before " << before << ", peak " << stats.allocated_bytes[agg].peak << ", new cache " << new_bytes);
+  CHECK(stats.allocated_bytes[agg].current < before);             // the old cache is gone
+  CHECK(stats.allocated_bytes[agg].peak < before + new_bytes / 2);  // and was gone before the new one came
+}
+
 TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda]") {
   // 5 and 6 drafted nodes both run in the graph of 6 (StepGraphs::padded_width); the padding's
   // extra slots see only themselves, so the real slots' logits are the eager forward's.

@@ -170,10 +170,11 @@ def test_weights_past_the_shard_size_are_written_as_release_style_shards(stages,
 
 
 def test_scenes_drawn_by_several_processes_encode_to_the_same_codes(stages, tmp_path, monkeypatch):
-    # A block boundary inside the scenes (50 of 70) and 3 drawing processes beside one encoding thread: the
+    # A block boundary inside the scenes (64 of 70) and 3 drawing processes beside one encoding thread: the
     # codes are the one-process codes, in the same order (a draw that returned the images out of order is told
     # apart: the scenes differ). The thread count itself is part of the recipe (the encoder's sums).
-    monkeypatch.setattr(train_default_model, "ENCODE_BLOCK", 50)
+    assert train_default_model.ENCODE_BLOCK % train_default_model.ENCODE_BATCH == 0  # blocks of whole batches
+    monkeypatch.setattr(train_default_model, "ENCODE_BLOCK", 64)
     some = [scenes.scene(0, "train", i) for i in range(70)]
     def encode(workers, cache):
         monkeypatch.setattr(train_default_model, "drawing_workers", lambda device, threads: workers)
