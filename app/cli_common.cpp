@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 
@@ -57,9 +59,13 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   });
 }
 
-// CLI11 reads "-1" into an unsigned integer as 2^64-1.
+// CLI11 reads "-1" into an unsigned integer as 2^64-1, and a number past 2^64-1 as 2^64-1 too.
 std::string non_negative(const std::string& text) {
-  return !text.empty() && text[0] == '-' ? "must be a non-negative integer (got " + text + ")" : "";
+  uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (!text.empty() && error == std::errc() && stop == end) return "";
+  return "must be a non-negative integer below 2^64 (got " + text + ")";
 }
 
 }  // namespace

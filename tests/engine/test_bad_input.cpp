@@ -75,6 +75,8 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --top-k -5", "--top-k"},
       {g + " --resolution -64", "--resolution"},
       {g + " --seed -1", "--seed"},
+      {g + " --seed 99999999999999999999999", "--seed"},  // past 2^64-1, which CLI11 would take
+      {g + " --top-k 99999999999999999999999", "--top-k"},
       {g + " --window 0", "--window"},
       {g + " --window 2147483647", "--window"},
       {g + " --method sjd --window 1100", "1061 tokens"},
