@@ -363,7 +363,8 @@ def main(argv=None):
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (
         1.0 + math.cos(math.pi * min(1.0, s / args.steps))))
     generator = torch.Generator().manual_seed(args.seed)
-    usage = torch.zeros(CONFIG["n_embed"], dtype=torch.long)
+    # Counted where the codes are: a copy to the host every step would make a GPU wait for each batch.
+    usage = torch.zeros(CONFIG["n_embed"], dtype=torch.long, device=device)
     quantize_from = int(args.steps * AUTOENCODER_WARMUP_FRACTION)
     start = time.time()
     for step in range(args.steps):
@@ -382,7 +383,7 @@ def main(argv=None):
         if step + 1 == quantize_from:
             usage.zero_()
             restarted = restart_dead_codes(model, usage, latents, generator)
-        usage += torch.bincount(codes.flatten().cpu(), minlength=CONFIG["n_embed"])
+        usage += torch.bincount(codes.flatten(), minlength=CONFIG["n_embed"])
         if step >= quantize_from and (step + 1) % RESTART_EVERY == 0 and step < args.steps * 0.75:
             restarted = restart_dead_codes(model, usage, latents, generator)
             usage.zero_()
