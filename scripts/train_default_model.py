@@ -345,16 +345,21 @@ def make_batch(rows, codes, prompts, layout, rng, code_weights=None):
 
 
 def code_loss(model, ids, targets, layout, weights=None):
-    """Cross-entropy of the image codes, softmax over the image tokens only; with weights, their weighted mean."""
+    """Cross-entropy of the image codes, softmax over the image tokens only; with weights, their weighted mean.
+    targets and weights may stay on the host: the positions with a code target are found there, so a GPU never
+    waits for a mask's count (the same rows in the same order as a boolean mask's, so the same sums)."""
+    # Copied before the forward is queued: a copy from pageable host memory waits for the stream.
+    kept = (targets.flatten() >= 0).nonzero().flatten()
+    kept_targets = targets.flatten()[kept].to(ids.device)
+    w = None if weights is None else weights.flatten()[kept].to(ids.device)
+    kept = kept.to(ids.device)
     h = model.hidden(ids)
-    keep = targets >= 0
     first = layout["image_token_first"]
     head = model.lm_head.weight[first:first + layout["codebook_size"]]
-    logits = h[keep].to(head.dtype) @ head.T
-    if weights is None:
-        return F.cross_entropy(logits.float(), targets[keep])
-    w = weights[keep]
-    return (F.cross_entropy(logits.float(), targets[keep], reduction="none") * w).sum() / w.sum()
+    logits = h.flatten(0, 1).index_select(0, kept).to(head.dtype) @ head.T
+    if w is None:
+        return F.cross_entropy(logits.float(), kept_targets)
+    return (F.cross_entropy(logits.float(), kept_targets, reduction="none") * w).sum() / w.sum()
 
 
 def make_optimizer(model, lr):
@@ -366,9 +371,10 @@ def make_optimizer(model, lr):
 
 
 def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights=None):
-    """One optimiser step on the scenes `rows`; returns the loss."""
-    ids, targets, weights = (None if t is None else t.to(device)
-                             for t in make_batch(rows, codes, prompts, layout, rng, code_weights))
+    """One optimiser step on the scenes `rows`; returns the loss as a tensor on the device, which the caller
+    reads when it needs the number (a read waits for the step: on a GPU the next batch is built meanwhile)."""
+    ids, targets, weights = make_batch(rows, codes, prompts, layout, rng, code_weights)
+    ids = ids.to(device)
     # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
     with torch.autocast(device.type, dtype=torch.bfloat16):
         loss = code_loss(model, ids, targets, layout, weights)
@@ -376,7 +382,7 @@ def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
-    return loss.item()
+    return loss.detach()
 
 
 def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed, code_weights=None):
@@ -391,9 +397,9 @@ def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, d
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             start = time.time()
-        train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng, device,
-                   code_weights)
-    # loss.item() in each step waits for the device, so the clock saw every step end.
+        loss = train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng,
+                          device, code_weights)
+    loss.item()  # waits for the device: the clock sees the last step end
     return (time.time() - start) / PROBE_STEPS
 
 
@@ -730,8 +736,17 @@ def main(argv=None):
         print(f"resumed from {args.state_dir} at step {first_step}", flush=True)
     start = time.time() - train_seconds
     limit = began + args.time_limit if args.time_limit is not None else None
+    pending = None  # the last step's loss, not yet read from the device
+
+    def settle():
+        nonlocal pending
+        if pending is not None:
+            losses.append(pending.item())
+            pending = None
+
     for step in range(first_step, args.steps):
         if limit is not None and step > first_step and time.time() >= limit:
+            settle()
             optimizer_state = optimizer.state_dict()
             if args.compact_state:
                 optimizer_state = compact_moments(optimizer_state)
@@ -746,9 +761,14 @@ def main(argv=None):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
         cursor += args.batch_size
-        losses.append(train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights))
+        loss = train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights)
+        # The previous step's loss is read while this one runs: the wait is for a step queued before this
+        # one, so the clock the time limit reads is never more than a step behind.
+        settle()
+        pending = loss
         schedule.step()
         if step % args.log_every == 0 or step == args.steps - 1:
+            settle()
             recent = float(np.mean(losses[-args.log_every:]))
             print(f"step {step:5d}  loss {recent:.4f}  lr {schedule.get_last_lr()[0]:.2e}  "
                   f"{time.time() - start:.0f} s", flush=True)
