@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <type_traits>
 
 #include "engine/bundle.h"
 #include "engine/device.h"
@@ -27,11 +29,24 @@ std::string key_of(const std::string& flag) {
   return key;
 }
 
+// CLI11 reads a number past an integer type's range as the nearest end of it, and "-1" into an
+// unsigned one as 2^64-1: the text itself must be an integer of the type.
+template <typename T>
+std::string integer_text_problem(const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (!text.empty() && error == std::errc() && stop == end) return "";
+  return std::string(std::is_unsigned_v<T> ? "must be a non-negative integer" : "must be an integer") +
+         " no larger than " + std::to_string(std::numeric_limits<T>::max()) + " (got " + text + ")";
+}
+
 template <typename T>
 void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
                  std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
                  T* value, T engine::GenerationSettings::*field, const std::string& help) {
   CLI::Option* option = cmd.add_option(flag, *value, help);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) option->check(integer_text_problem<T>);
   options.push_back(option);
   appliers.push_back([option, value, field, key = key_of(flag)](engine::GenerationSettings& s) {
     if (option->count() == 0) return;
@@ -59,14 +74,6 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   });
 }
 
-// CLI11 reads "-1" into an unsigned integer as 2^64-1, and a number past 2^64-1 as 2^64-1 too.
-std::string non_negative(const std::string& text) {
-  uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (!text.empty() && error == std::errc() && stop == end) return "";
-  return "must be a non-negative integer below 2^64 (got " + text + ")";
-}
 
 }  // namespace
 
@@ -99,7 +106,6 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
-  o.back()->check(non_negative);
   add_setting(cmd, o, a, "--resolution", &values_.resolution, &S::resolution,
               "image side in pixels where the family supports several (0 = the model's own)");
   add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda");

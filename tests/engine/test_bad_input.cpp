@@ -76,7 +76,8 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --resolution -64", "--resolution"},
       {g + " --seed -1", "--seed"},
       {g + " --seed 99999999999999999999999", "--seed"},  // past 2^64-1, which CLI11 would take
-      {g + " --top-k 99999999999999999999999", "--top-k"},
+      {g + " --top-k 99999999999999999999999", "(got 99999999999999999999999)"},  // the text, not CLI11's clamp
+      {g + " --method sjd --relax lantern --lantern-k 99999999999", "--lantern-k"},
       {g + " --window 0", "--window"},
       {g + " --window 2147483647", "--window"},
       {g + " --method sjd --window 1100", "1061 tokens"},
