@@ -32,8 +32,9 @@
 #   the same 64 px VQGAN, which is convolutional),
 #   TEXT_DIR and VQ_DIR (a carried tokenizer and VQGAN, e.g. out/v2/text and out/v2/vq, the ones
 #   the sweep's candidates trained on: copied instead of trained; part of the work folder's
-#   settings, so a resumed run names them the same way; default: trained here with no limit of
-#   their own, their time taken off the transformer's, as the VQGAN's time on a GPU is not measured),
+#   settings, so a resumed run names them the same way; default: trained here, their time taken off
+#   the transformer's, the VQGAN's at most VQ_SECONDS: a quarter of CALL_SECONDS, at least 60, as
+#   its time on a GPU is not measured; it cannot pause, so one that passes it fails the call),
 #   ALL_PAIRS (1: scenes with every (colour, shape) pair, train_default_model.py --all-pairs, v4's data; 0:
 #   without the four held-out pairs, v1-v3's; part of the work folder's settings),
 #   CALL_SECONDS (this call's budget, default 540: the transformer pauses in time to pack),
@@ -52,6 +53,10 @@ seed=${SEED:-0}
 work=${WORK:-/tmp/sjd-train}
 image_size=${IMAGE_SIZE:-64}
 budget=${CALL_SECONDS:-540}
+# Whole seconds without a leading zero (bash reads 08 as octal); a VQ_SECONDS of 0 would mean no limit.
+[[ "$budget" =~ ^(0|[1-9][0-9]*)$ ]] || { echo "device_train: CALL_SECONDS must be whole seconds" >&2; exit 2; }
+vq_seconds=${VQ_SECONDS:-$(( budget / 4 > 60 ? budget / 4 : 60 ))}
+[[ "$vq_seconds" =~ ^[1-9][0-9]*$ ]] || { echo "device_train: VQ_SECONDS must be whole seconds, at least 1" >&2; exit 2; }
 all_pairs=${ALL_PAIRS:-1}
 [[ "$all_pairs" =~ ^[01]$ ]] || { echo "device_train: ALL_PAIRS must be 0 or 1" >&2; exit 2; }
 scene_flags=()
@@ -135,8 +140,10 @@ if [ ! -f "$work/vq/vqgan.ckpt" ]; then
   if [ -n "${VQ_DIR:-}" ]; then
     carried vq "$VQ_DIR" vqgan.ckpt vqgan.yaml
   else
-    stage vq "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" --device "$device" \
-      ${VQ_STEPS:+--steps "$VQ_STEPS"} || exit 1
+    # It cannot pause, and its time on a GPU is not measured: one that passes VQ_SECONDS is stopped
+    # (exit 124 in the summary), so the call returns with time left to say so.
+    stage vq timeout -k 5 "$vq_seconds" "$python" scripts/train_vq.py --out-dir "$work/vq" --seed "$seed" \
+      --device "$device" ${VQ_STEPS:+--steps "$VQ_STEPS"} || exit 1
   fi
 fi
 # What is left of the call's budget, less a minute for the export and the packing.

@@ -1,13 +1,13 @@
 """scripts/device_train.sh on the CPU at toy size, as a GPU session calls it: a call that pauses and
-a second one that finishes the bundle from the first's output, a carried tokenizer and VQGAN, and a
-FROM_DIR without the parts refused.
+a second one that finishes the bundle from the first's output, a carried tokenizer and VQGAN, a
+VQGAN training that passes its time stopped, and a FROM_DIR or time setting that cannot be used refused.
 """
 import json
 import os
 import shutil
 import subprocess
 
-from training_stages import SCRIPTS
+from training_stages import SCRIPTS, stand_in_python
 
 
 def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bundle(tmp_path):
@@ -72,3 +72,19 @@ def test_device_train_refuses_a_from_dir_without_parts(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "holds no train.tar.gz.part*" in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_device_train_stops_a_vqgan_training_that_passes_its_time(tmp_path):
+    # Without a carried VQGAN the call trains one, which cannot pause: one that never ends is stopped at
+    # VQ_SECONDS (timeout's 124 in the summary) and the call fails with nothing trained after it.
+    env = dict(os.environ, DEVICE="cpu", CALL_SECONDS="0", OMP_NUM_THREADS="1", WORK=str(tmp_path / "work"),
+               PYTHON=stand_in_python(tmp_path), STAND_IN_SLOW_VQ="1", VQ_SECONDS="3")
+    run = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out")], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert "vq: " in summary and "exit 124" in summary and "== transformer" not in run.stdout
+    for name, value in (("CALL_SECONDS", "08"), ("VQ_SECONDS", "0")):
+        bad = subprocess.run([str(SCRIPTS / "device_train.sh"), str(tmp_path / "out2")], capture_output=True,
+                             text=True, timeout=60, env=dict(env, **{name: value}))
+        assert bad.returncode == 2 and f"{name} must be whole seconds" in bad.stderr
