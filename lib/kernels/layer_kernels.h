@@ -5,9 +5,11 @@
 // at a CFG pair's AR step about 25 kernels per layer, most of them the norms,
 // RoPE, the KV write and the residual adds (docs/gpu.md). These fold each group
 // into one kernel. Each rounds to the element type where the ATen composition it
-// replaces rounds (in bfloat16, after the norm, after each RoPE product, after
-// the sum), so its results match that composition up to the order of the norms'
-// sums; tests/cuda/test_layer_ops_cuda.cpp holds them to it.
+// replaces rounds (in bfloat16: the RMS norm once, after its weight, as ATen's
+// fused RMS norm; the qk LayerNorm before its affine step and after it; each
+// RoPE product and their sum; each residual sum), so its results match that
+// composition up to the order of the norms' sums; tests/cuda/test_layer_ops_cuda.cpp
+// holds them to it.
 #include <cstdint>
 
 namespace sjd::kernels {
