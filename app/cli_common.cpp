@@ -74,7 +74,6 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   });
 }
 
-
 }  // namespace
 
 void SettingsFlags::add_to(CLI::App& cmd) {
