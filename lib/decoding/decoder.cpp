@@ -185,14 +185,25 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     const std::vector<at::Tensor> probs = run_pipelines(logits, order, model.output_ids());
     timer.pipeline_queued();
 
-    // Every sequence verifies, then the model keeps all rows' paths at once (one move of the kept
-    // keys for the whole batch), then finished sequences hand over their slots.
-    size_t next_probs = 0;
+    // Every sequence verifies. A GPU's verifications are all queued first and their verdicts come
+    // back in one read, the step's one wait for the device. Then the model keeps all rows' paths at
+    // once (one move of the kept keys for the whole batch), then finished sequences hand over their slots.
+    std::vector<at::Tensor> verdicts(order.size()), queued;
+    std::vector<size_t> queued_at;
+    for (size_t i = 0; i < order.size(); ++i) {
+      verdicts[i] = order[i]->verify_window(probs[i]);  // undefined where the CPU verified at once
+      if (!verdicts[i].defined()) continue;
+      queued.push_back(verdicts[i]);
+      queued_at.push_back(i);
+    }
+    const std::vector<at::Tensor> read = io::read_together(queued);
+    for (size_t k = 0; k < read.size(); ++k) verdicts[queued_at[k]] = read[k];
+    size_t next = 0;  // `order` holds the live sequences in slot order
     std::vector<model::RowPath> paths;
     for (int64_t s = 0; s < slots; ++s) {
       SequenceDecoder* sequence = live[static_cast<size_t>(s)].get();
       if (!sequence) continue;
-      const std::vector<int>& path = sequence->finish_window(probs[next_probs++]);
+      const std::vector<int>& path = sequence->finish_window(verdicts[next++]);
       for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({s * rows_per_sequence + r, &path});
     }
     // The forward is every sequence's; the pipeline and a GPU's verification time are shared out.

@@ -95,17 +95,9 @@ const sampling::cuda::DeviceRelaxation& DeviceVerifier::relaxation(int chain, at
   return it->second;
 }
 
-WindowOutcome DeviceVerifier::sample_one(const WindowInput& in) const {
-  const int64_t token = sampling::cuda::sample_slots(in.probs, {0}, keys(in)).item<int64_t>();
-  if (token < 0) sampling::throw_no_positive_probability();  // as sampling::sample_token: -1 must never reach the model
-  WindowOutcome out;
-  out.tokens.push_back(token);
-  return out;
-}
-
-WindowOutcome DeviceVerifier::verify(const WindowInput& in, DraftBook& book) {
+at::Tensor DeviceVerifier::queue(const WindowInput& in, const DraftBook& book) {
+  if (!method_.speculative()) return sampling::cuda::sample_slots(in.probs, {0}, keys(in));
   const auto& drafts = book.drafts();
-  const auto& tree = book.tree();
   sampling::cuda::WindowSpec spec;
   spec.chain = in.chain_length;
   spec.node_tokens = in.nodes->tokens;
@@ -117,23 +109,29 @@ WindowOutcome DeviceVerifier::verify(const WindowInput& in, DraftBook& book) {
     spec.drafts.tokens.push_back(draft.token);
     spec.drafts.q.push_back(draft.q);
   }
-  for (const TreeLevel& level : tree) spec.levels.push_back({level.candidates, level.q});
-  const sampling::cuda::WindowResult result =
-      sampling::cuda::verify_window(in.probs, spec, keys(in), relaxation(in.chain_length, in.probs.device()));
-
-  return adopt_window_result(in, result, book);
+  for (const TreeLevel& level : book.tree()) spec.levels.push_back({level.candidates, level.q});
+  return sampling::cuda::queue_window(in.probs, spec, keys(in), relaxation(in.chain_length, in.probs.device()));
 }
 
-#else  // no CUDA in this build: no tensor can be on a CUDA device, so nothing calls these
+#else  // no CUDA in this build: no tensor can be on a CUDA device, so nothing calls this
 
-WindowOutcome DeviceVerifier::sample_one(const WindowInput&) const {
-  throw std::invalid_argument("device verifier: this build of sjd has no CUDA");
-}
-
-WindowOutcome DeviceVerifier::verify(const WindowInput&, DraftBook&) {
+at::Tensor DeviceVerifier::queue(const WindowInput&, const DraftBook&) {
   throw std::invalid_argument("device verifier: this build of sjd has no CUDA");
 }
 
 #endif
+
+WindowOutcome DeviceVerifier::adopt(const WindowInput& in, const at::Tensor& verdict, DraftBook& book) const {
+  if (method_.speculative()) return adopt_window_result(in, sampling::cuda::unpack_window(verdict, in.chain_length), book);
+  const int64_t token = verdict.item<int64_t>();
+  if (token < 0) sampling::throw_no_positive_probability();  // as sampling::sample_token: -1 must never reach the model
+  WindowOutcome out;
+  out.tokens.push_back(token);
+  return out;
+}
+
+WindowOutcome DeviceVerifier::verify(const WindowInput& in, DraftBook& book) {
+  return adopt(in, queue(in, book).to(at::kCPU), book);
+}
 
 }  // namespace sjd::decoding

@@ -3,8 +3,8 @@
 // lives there: every draft's q, the stale p's and this step's probabilities stay
 // on the device, the kernels of sampling/cuda_ops.h make WindowVerifier's
 // decisions on the same Philox streams (tests/cuda holds them to it), and one
-// small packed read per step brings back what was committed and the next drafts'
-// tokens. The draft book is then updated as WindowVerifier::verify updates it.
+// small packed read per step (for the whole batch) brings back what was committed
+// and the next drafts' tokens. The draft book is then updated as WindowVerifier::verify updates it.
 // A build without CUDA has the class, and refuses to verify with it.
 #include <map>
 
@@ -34,9 +34,15 @@ class DeviceVerifier {
   DeviceVerifier(const MethodConfig& method, uint64_t seed, uint32_t sequence)
       : method_(method), seed_(seed), sequence_(sequence) {}
 
-  // AR: sample the root slot's p (a one-token read).
-  WindowOutcome sample_one(const WindowInput& in) const;
-  // Speculative: verify, commit, and hand the next drafts (their q: rows of in.probs) to `book`.
+  // The window's verification queued on the device (AR: the root slot's sample; speculative: every
+  // kernel of sampling::cuda::queue_window): its packed verdict, int64 on the device. The caller
+  // reads it -- the decoding loop with every sequence's of the step, in one copy -- and hands it to
+  // `adopt`. The book must not change in between.
+  at::Tensor queue(const WindowInput& in, const DraftBook& book);
+  // The outcome from the verdict read to the host; a speculative window also hands the next drafts
+  // (their q: rows of in.probs) to `book`.
+  WindowOutcome adopt(const WindowInput& in, const at::Tensor& verdict, DraftBook& book) const;
+  // Both, with a read of their own (the bench's timed phases).
   WindowOutcome verify(const WindowInput& in, DraftBook& book);
 
  private:

@@ -133,20 +133,22 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
 
 void DraftBook::grow_tree(int k, int depth, uint32_t step) {
   tree_.clear();
+  std::vector<sampling::CandidateDraw> draws;
+  std::vector<size_t> drawn_level;
   for (int d = 0; d < depth && d < static_cast<int>(drafts_.size()); ++d) {
-    tree_.push_back(make_level(first_ + d, drafts_[static_cast<size_t>(d)], k, step));
+    const Draft& first = drafts_[static_cast<size_t>(d)];
+    const int64_t position = first_ + d;
+    tree_.push_back(TreeLevel{{first.token}, first.q});
+    if (layout_.forced(position) >= 0) continue;  // a point mass has one candidate
+    // The rest are drawn without replacement from q given that `first` came first.
+    draws.push_back({first.q, first.token, key(step, position, Purpose::kCandidates)});
+    drawn_level.push_back(tree_.size() - 1);
   }
-}
-
-TreeLevel DraftBook::make_level(int64_t position, const Draft& first, int k, uint32_t step) const {
-  TreeLevel level;
-  level.q = first.q;
-  level.candidates.push_back(first.token);
-  if (layout_.forced(position) >= 0) return level;  // a point mass has one candidate
-  // The rest are drawn without replacement from q given that `first` came first.
-  const auto more = sampling::draw_after(first.q, first.token, k - 1, key(step, position, Purpose::kCandidates));
-  level.candidates.insert(level.candidates.end(), more.begin(), more.end());
-  return level;
+  const std::vector<std::vector<int64_t>> more = sampling::draw_after(draws, k - 1);
+  for (size_t i = 0; i < more.size(); ++i) {
+    std::vector<int64_t>& candidates = tree_[drawn_level[i]].candidates;
+    candidates.insert(candidates.end(), more[i].begin(), more[i].end());
+  }
 }
 
 }  // namespace sjd::decoding

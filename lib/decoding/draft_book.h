@@ -70,10 +70,10 @@ class DraftBook {
   Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
   // Proactive drafting after a rejection: `k` candidates for each of the first
   // `depth` drafted positions, the current draft as candidate 0 (the next window's tree).
+  // A book on a GPU draws every level's candidates in one kernel and one read.
   void grow_tree(int k, int depth, uint32_t step);
 
  private:
-  TreeLevel make_level(int64_t position, const Draft& first, int k, uint32_t step) const;
   Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const;
   int64_t token_at(const std::vector<int64_t>& committed, int64_t position) const;
   sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose) const;

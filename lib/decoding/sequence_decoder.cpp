@@ -81,26 +81,28 @@ std::vector<sampling::SlotConstraint> SequenceDecoder::slot_constraints() const 
   return constraints;
 }
 
-const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& probs) {
-  RunStats& stats = result_.stats;
-  std::vector<int64_t>& committed = result_.tokens;
-  const int64_t first = static_cast<int64_t>(committed.size());
-  const int chain = report_.shape.chain;
+at::Tensor SequenceDecoder::verify_window(const at::Tensor& probs) {
   const bool on_device = !book_.device().is_cpu();
   // For the CPU verifier of a GPU's probabilities, the copy (which waits for the device) is part of
   // the verification: StepTimer gives it the step's time outside the forward and the pipeline.
   const auto t0 = Clock::now();
   const at::Tensor p = on_device ? probs : probabilities_to_host(probs);
-
-  const WindowInput input{first, total_, chain, &nodes_, &child_of_, p, step_};
+  input_ = WindowInput{static_cast<int64_t>(result_.tokens.size()), total_, report_.shape.chain, &nodes_, &child_of_,
+                       p, step_};
+  if (on_device) return device_verifier_.queue(input_, book_);
   const MethodConfig& method = request_.method;
-  if (on_device) {
-    outcome_ = method.speculative() ? device_verifier_.verify(input, book_) : device_verifier_.sample_one(input);
-  } else {
-    outcome_ = method.speculative() ? verifier_.verify(input, book_) : verifier_.sample_one(input);
-  }
+  outcome_ = method.speculative() ? verifier_.verify(input_, book_) : verifier_.sample_one(input_);
   verify_seconds_ = since(t0);
+  return {};
+}
 
+const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& verdict) {
+  if (verdict.defined()) outcome_ = device_verifier_.adopt(input_, verdict, book_);
+  const MethodConfig& method = request_.method;
+  RunStats& stats = result_.stats;
+  std::vector<int64_t>& committed = result_.tokens;
+  const int64_t first = input_.first_position;
+  input_.probs = at::Tensor();  // the window's probabilities live on only as the book's q and p rows
   committed.insert(committed.end(), outcome_.tokens.begin(), outcome_.tokens.end());
   stats.record_step(first, static_cast<int64_t>(outcome_.tokens.size()));
   stats.record_window(report_.shape.chain, report_.shape.tree_k, report_.shape.tree_depth);

@@ -2,8 +2,8 @@
 // One sequence's side of the generation loop: its drafts, window planner,
 // verifier, random streams and committed tokens. Each step it lays out a window
 // (next_window), the caller runs the model over it -- alone or batched with
-// other sequences' windows -- and hands the logits back (finish_window), which
-// runs the logits pipeline and the verifier and commits. A sequence's tokens
+// other sequences' windows -- and the logits pipeline, hands the probabilities
+// back (verify_window), and then the verdict (finish_window), which commits. A sequence's tokens
 // depend only on its own request and logits, never on what shares its batch.
 // It verifies where its draft book lives: on the CPU (WindowVerifier), or on
 // the GPU that computed its probabilities (DeviceVerifier).
@@ -40,12 +40,18 @@ class SequenceDecoder {
   // The logits pipeline's constraint of each slot of the window (root first).
   std::vector<sampling::SlotConstraint> slot_constraints() const;
   // Verifies the window with its probabilities [1 + nodes, V] (the logits
-  // pipeline's output, on any device: copied to the CPU when verified there)
-  // and commits what it accepts; returns the accepted draft nodes (root to
-  // leaf) the model keeps.
-  const std::vector<int>& finish_window(const at::Tensor& probs);
+  // pipeline's output, on any device: copied to the CPU when verified there).
+  // On a GPU the verification is only queued: the returned device tensor is
+  // its packed verdict, for the caller to read to the host -- every sequence's
+  // of the step in one copy (io::read_together) -- and hand to finish_window.
+  // The CPU verifies at once and returns an undefined tensor.
+  at::Tensor verify_window(const at::Tensor& probs);
+  // Commits what the verification accepted (`verdict`: verify_window's tensor
+  // on the host; undefined after the CPU's) and plans the next window; returns
+  // the accepted draft nodes (root to leaf) the model keeps.
+  const std::vector<int>& finish_window(const at::Tensor& verdict);
   // This sequence's share of the step's time (StepTimer). `host_timed`: the step ran on the CPU,
-  // where finish_window's own host time is the verification's, not `share.verify`.
+  // where verify_window's own host time is the verification's, not `share.verify`.
   void charge_step(const StepSeconds& share, bool host_timed);
 
   void add_prefill_seconds(double seconds) { result_.stats.prefill_seconds += seconds; }
@@ -61,7 +67,8 @@ class SequenceDecoder {
   const WindowVerifier verifier_;
   DeviceVerifier device_verifier_;
   DecodeResult result_;
-  double verify_seconds_ = 0.0;  // the last finish_window's, on the host
+  double verify_seconds_ = 0.0;  // the last CPU verification's, on the host
+  WindowInput input_{};          // the window being verified, from verify_window to finish_window
   std::vector<int64_t> roots_;
   model::DraftTree nodes_;
   std::vector<std::vector<int>> child_of_;

@@ -34,6 +34,7 @@ StepProfile profile_steps(const std::string& label, const at::Device& device, in
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
   const ProfilerConfig config(ProfilerState::KINETO);
+  io::synchronize(device);  // the warm-up's queued kernels (its last commit) are not the profiled steps'
   kineto::prepareProfiler(config, activities);
   kineto::enableProfiler(config, activities);
   const auto start = std::chrono::steady_clock::now();

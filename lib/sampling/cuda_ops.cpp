@@ -5,6 +5,7 @@
 
 #include "sampling/cuda_ops.h"
 
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
@@ -105,6 +106,10 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
   std::vector<at::Tensor> masks;
   std::map<const void*, int32_t> row_of_mask;  // slots share the layout's one image mask
   for (const SlotConstraint& c : constraints) {
+    if (c.forced >= vocab) {
+      throw std::invalid_argument("cuda ops: a slot is forced to token " + std::to_string(c.forced) +
+                                  ", past the vocabulary of " + std::to_string(vocab));
+    }
     forced.push_back(c.forced);
     int32_t row = -1;
     if (c.forced < 0 && c.allowed.defined()) {
@@ -116,7 +121,7 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
       auto it = row_of_mask.find(key);
       if (it == row_of_mask.end()) {
         it = row_of_mask.emplace(key, static_cast<int32_t>(masks.size())).first;
-        masks.push_back(cached_upload(c.allowed, at::kByte, device));
+        masks.push_back(cached_upload(c.allowed, at::kBool, device).view(at::kByte));  // nonzero allows, as on the CPU
       }
       row = it->second;
     }
@@ -136,6 +141,7 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const DeviceConstraints
     throw std::invalid_argument("cuda logits pipeline: expected [rows, " + std::to_string(constraints.forced.numel()) +
                                 ", V] logits, got " + std::to_string(logits.dim()) + " dims");
   }
+  const c10::cuda::CUDAGuard guard(logits.device());  // kernels launch on the current device
   const at::Tensor x = logits.to(at::kFloat).contiguous();
   at::Tensor probs = at::empty({x.size(1), x.size(2)}, x.options());
   kernels::PipelineArgs a;
@@ -187,6 +193,7 @@ ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, k
                            const StepKeys& keys, const DeviceRelaxation& relax) {
   const int chain = static_cast<int>(drafts.tokens.size());
   require_probs(probs, chain + 1);
+  const c10::cuda::CUDAGuard guard(probs.device());
   if (drafts.q.size() != drafts.tokens.size()) throw std::invalid_argument("cuda ops: one q per draft token expected");
   const at::Device device = probs.device();
   const int64_t vocab = probs.size(1);
@@ -218,6 +225,7 @@ ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, k
 at::Tensor sample_slots(const at::Tensor& probs, const std::vector<int32_t>& depth, const StepKeys& keys) {
   const int slots = static_cast<int>(depth.size());
   require_probs(probs, slots);
+  const c10::cuda::CUDAGuard guard(probs.device());
   const at::Tensor depth_d = to_device(depth.empty() ? std::vector<int32_t>{0} : depth, probs.device());
   at::Tensor out = at::full({std::max(slots, 1)}, -1, at::TensorOptions().dtype(at::kLong).device(probs.device()));
   kernels::SampleArgs a;
@@ -235,6 +243,7 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
                          const std::vector<int32_t>& slot, const std::vector<int32_t>& depth, const StepKeys& keys,
                          const DeviceRelaxation& relax) {
   require_probs(probs, 1);
+  const c10::cuda::CUDAGuard guard(probs.device());
   if (slot.size() != depth.size()) throw std::invalid_argument("cuda ops: one depth per verified slot expected");
   const at::Device device = probs.device();
   const int64_t vocab = probs.size(1);
@@ -298,6 +307,7 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
                                 " candidates per position on the device (asked " + std::to_string(want) + ")");
   }
   const at::Device device = q.front().device();
+  const c10::cuda::CUDAGuard guard(device);
   const int64_t vocab = q.front().numel();
   const at::Tensor q_rows = pointer_table(q, vocab, device, "candidate q");
   const at::Tensor position_d = to_device(position, device);
@@ -317,10 +327,11 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   return out.narrow(1, 0, std::max(want, 0));
 }
 
-WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
-                           const DeviceRelaxation& relax) {
+at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
+                        const DeviceRelaxation& relax) {
   const int slots = 1 + static_cast<int>(w.node_tokens.size());
   require_probs(probs, slots);
+  const c10::cuda::CUDAGuard guard(probs.device());
   if (static_cast<int>(w.drafts.tokens.size()) != w.chain || w.node_depth.size() != w.node_tokens.size()) {
     throw std::invalid_argument("cuda ops: window of " + std::to_string(w.chain) + " spine drafts has " +
                                 std::to_string(w.drafts.tokens.size()) + " draft tokens");
@@ -383,19 +394,12 @@ WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const S
   a.step = step_info(keys);
   a.packed = packed.data_ptr<int64_t>();
   kernels::launch_window_walk(a, stream_of(probs));
+  return packed;
+}
 
-  const at::Tensor host = packed.to(at::kCPU);  // the step's one device-to-host read
-  const int64_t* h = host.data_ptr<int64_t>();
-  WindowResult out;
-  const int64_t* tokens = h + kernels::walk_tokens_offset(w.chain);
-  const int64_t* path = h + kernels::walk_path_offset(w.chain);
-  const int64_t* next = h + kernels::walk_next_offset(w.chain);
-  out.tokens.assign(tokens, tokens + h[0]);
-  for (int64_t i = 0; i < h[1]; ++i) out.path.push_back(static_cast<int>(path[i]));
-  out.rejected = h[2] != 0;
-  out.sibling_accepts = static_cast<int>(h[3]);
-  out.next_drafts.assign(next, next + h[4]);
-  return out;
+WindowResult verify_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
+                           const DeviceRelaxation& relax) {
+  return unpack_window(queue_window(probs, w, keys, relax).to(at::kCPU), w.chain);
 }
 
 }  // namespace sjd::sampling::cuda

@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "sampling/logits_pipeline.h"
 #include "sampling/relaxation.h"
+#include "sampling/window_verdict.h"
 
 namespace sjd::sampling::cuda {
 
@@ -109,15 +110,12 @@ struct WindowSpec {
   kernels::TailDraw tail = kernels::kTailResample;
 };
 
-// What decoding::WindowVerifier::verify returns and hands to the draft book.
-struct WindowResult {
-  std::vector<int64_t> tokens;       // committed
-  std::vector<int> path;             // accepted nodes
-  bool rejected = false;
-  int sibling_accepts = 0;
-  std::vector<int64_t> next_drafts;  // for positions first + tokens.size() on
-};
-// All kernels of one verification step, then a single device-to-host read.
+// All kernels of one verification step, queued: the packed verdict stays on the device (int64
+// [kernels::walk_packed_size(window.chain)]) for the caller to read (decoding reads every sequence's of
+// a step in one copy) and unpack (unpack_window).
+at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& window, const StepKeys& keys,
+                        const DeviceRelaxation& relax);
+// The same with its own device-to-host read, unpacked.
 WindowResult verify_window(const at::Tensor& probs, const WindowSpec& window, const StepKeys& keys,
                            const DeviceRelaxation& relax);
 

@@ -33,6 +33,10 @@ ConstraintTable make_constraint_table(const std::vector<SlotConstraint>& constra
   std::unordered_map<const void*, int32_t> row_of;  // slots usually share one mask tensor (the image codes)
   std::vector<at::Tensor> masks;
   for (const SlotConstraint& c : constraints) {
+    if (c.forced >= vocab) {
+      throw std::invalid_argument("logits pipeline: a slot is forced to token " + std::to_string(c.forced) +
+                                  ", past the vocabulary of " + std::to_string(vocab));
+    }
     table.forced.push_back(c.forced);
     int32_t row = -1;
     if (c.forced < 0 && c.allowed.defined()) {

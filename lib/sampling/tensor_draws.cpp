@@ -17,28 +17,61 @@ int64_t sample_from(const at::Tensor& q, const RngKey& key) {
   return sample_token(host.data_ptr<float>(), host.numel(), key);
 }
 
-std::vector<int64_t> draw_after(const at::Tensor& q, int64_t first, int want, const RngKey& key) {
-  if (key.purpose != Purpose::kCandidates || key.sub != 0) {
-    throw std::invalid_argument("candidate draws: the key must be a kCandidates key of sub-stream 0");
-  }
-  if (q.is_cuda()) {
+namespace {
+
 #ifdef SJD_WITH_CUDA
-    const cuda::StepKeys keys{key.seed, key.sequence, key.step, 0, 0};
-    const at::Tensor drawn =
-        cuda::draw_candidates({q.contiguous()}, {static_cast<int64_t>(key.position)}, {first}, want, keys).to(at::kCPU);
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < drawn.size(1); ++i) {
-      const int64_t token = drawn[0][i].item<int64_t>();
-      if (token >= 0) out.push_back(token);  // -1 pads a row whose q ran out of mass
+std::vector<std::vector<int64_t>> draw_after_on_device(const std::vector<CandidateDraw>& draws, int want) {
+  const RngKey& shared = draws.front().key;
+  std::vector<at::Tensor> q;
+  std::vector<int64_t> positions, firsts;
+  for (const CandidateDraw& d : draws) {
+    if (!d.q.is_cuda() || d.q.device() != draws.front().q.device()) {
+      throw std::invalid_argument("candidate draws: every q must be on the first one's CUDA device");
     }
-    return out;
+    if (d.key.seed != shared.seed || d.key.sequence != shared.sequence || d.key.step != shared.step) {
+      throw std::invalid_argument("candidate draws on a device: the keys must share seed, sequence and step");
+    }
+    q.push_back(d.q.contiguous());
+    positions.push_back(static_cast<int64_t>(d.key.position));
+    firsts.push_back(d.first);
+  }
+  const cuda::StepKeys keys{shared.seed, shared.sequence, shared.step, 0, 0};
+  const at::Tensor drawn = cuda::draw_candidates(q, positions, firsts, want, keys).to(at::kCPU).contiguous();
+  const int64_t* tokens = drawn.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> out(draws.size());
+  for (size_t i = 0; i < draws.size(); ++i) {
+    for (int64_t j = 0; j < drawn.size(1); ++j) {
+      const int64_t token = tokens[static_cast<int64_t>(i) * drawn.size(1) + j];
+      if (token >= 0) out[i].push_back(token);  // -1 pads a row whose q ran out of mass
+    }
+  }
+  return out;
+}
+#endif
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws, int want) {
+  for (const CandidateDraw& d : draws) {
+    if (d.key.purpose != Purpose::kCandidates || d.key.sub != 0) {
+      throw std::invalid_argument("candidate draws: the key must be a kCandidates key of sub-stream 0");
+    }
+  }
+  if (!draws.empty() && draws.front().q.is_cuda()) {
+#ifdef SJD_WITH_CUDA
+    return draw_after_on_device(draws, want);
 #else
     throw std::invalid_argument("candidate draws: q is on a CUDA device, but this build of sjd has no CUDA");
 #endif
   }
-  at::Tensor rest = q.contiguous().clone();
-  rest[first] = 0.0f;
-  return draw_without_replacement(rest.data_ptr<float>(), rest.numel(), want, key);
+  std::vector<std::vector<int64_t>> out;
+  for (const CandidateDraw& d : draws) {
+    if (!d.q.is_cpu()) throw std::invalid_argument("candidate draws: every q must be on the first one's device");
+    at::Tensor rest = d.q.contiguous().clone();
+    rest[d.first] = 0.0f;
+    out.push_back(draw_without_replacement(rest.data_ptr<float>(), rest.numel(), want, d.key));
+  }
+  return out;
 }
 
 }  // namespace sjd::sampling

@@ -14,10 +14,17 @@ namespace sjd::sampling {
 // sample_token over q (float32 [V]).
 int64_t sample_from(const at::Tensor& q, const RngKey& key);
 
-// The candidates after `first`: up to `want` tokens drawn without replacement
-// from q with `first` removed (draw_without_replacement on stream `key`, which
-// must be a kCandidates key of sub-stream 0: the kernel draws on that stream);
-// fewer when q has fewer tokens of positive mass.
-std::vector<int64_t> draw_after(const at::Tensor& q, int64_t first, int want, const RngKey& key);
+// One distribution's candidates after `first`: up to `want` tokens drawn without
+// replacement from q with `first` removed (draw_without_replacement on stream
+// `key`, which must be a kCandidates key of sub-stream 0: the kernel draws on
+// that stream); fewer when q has fewer tokens of positive mass.
+struct CandidateDraw {
+  at::Tensor q;
+  int64_t first = 0;
+  RngKey key;
+};
+// Every draw's candidates. On a CUDA device one kernel and one read for all of
+// them (SJD-PAC's tree levels), so there the keys must share seed, sequence and step.
+std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws, int want);
 
 }  // namespace sjd::sampling

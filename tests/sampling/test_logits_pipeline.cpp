@@ -49,6 +49,16 @@ TEST_CASE("constraints, temperature and top-k", "[pipeline]") {
   CHECK(p[5].item<float>() == 1.0f);
 }
 
+TEST_CASE("a slot forced past the vocabulary is refused, not written past the probabilities", "[pipeline]") {
+  const at::Tensor logits = at::zeros({1, 2, 6});
+  SlotConstraint last, past;
+  last.forced = 5;
+  past.forced = 6;
+  CHECK(run_logits_pipeline(logits, {SlotConstraint{}, last}, PipelineSettings{})[1][5].item<float>() == 1.0f);
+  CHECK_THROWS_WITH(run_logits_pipeline(logits, {SlotConstraint{}, past}, PipelineSettings{}),
+                    Catch::Contains("forced to token 6, past the vocabulary of 6"));
+}
+
 TEST_CASE("LANTERN neighbourhoods come from codebook distances", "[pipeline][lossy]") {
   // Codes on a line: 0, 1, 3, 10. Nearest of code 0: 1 then 3.
   const at::Tensor codebook = at::tensor({0.0f, 1.0f, 3.0f, 10.0f}).view({4, 1});
