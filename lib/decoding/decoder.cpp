@@ -188,13 +188,17 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     // Every sequence verifies. A GPU's verifications are all queued first and their verdicts come
     // back in one read, the step's one wait for the device. Then the model keeps all rows' paths at
     // once (one move of the kept keys for the whole batch), then finished sequences hand over their slots.
+    // Sequences verified on the device are queued before any host verification makes the host wait.
     std::vector<at::Tensor> verdicts(order.size()), queued;
     std::vector<size_t> queued_at;
-    for (size_t i = 0; i < order.size(); ++i) {
-      verdicts[i] = order[i]->verify_window(probs[i]);  // undefined where the CPU verified at once
-      if (!verdicts[i].defined()) continue;
-      queued.push_back(verdicts[i]);
-      queued_at.push_back(i);
+    for (bool on_device : {true, false}) {
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i]->verifies_on_device() != on_device) continue;
+        verdicts[i] = order[i]->verify_window(probs[i]);  // undefined where the CPU verified at once
+        if (!verdicts[i].defined()) continue;
+        queued.push_back(verdicts[i]);
+        queued_at.push_back(i);
+      }
     }
     const std::vector<at::Tensor> read = io::read_together(queued);
     for (size_t k = 0; k < read.size(); ++k) verdicts[queued_at[k]] = read[k];

@@ -3,8 +3,8 @@
 // lives there: every draft's q, the stale p's and this step's probabilities stay
 // on the device, the kernels of sampling/cuda_ops.h make WindowVerifier's
 // decisions on the same Philox streams (tests/cuda holds them to it), and one
-// small packed read per step (for the whole batch) brings back what was committed
-// and the next drafts' tokens. The draft book is then updated as WindowVerifier::verify updates it.
+// small packed read per step (one for the whole batch: decoder.cpp) brings back
+// what was committed and the next drafts' tokens. The draft book is then updated as WindowVerifier::verify updates it.
 // A build without CUDA has the class, and refuses to verify with it.
 #include <map>
 

@@ -82,7 +82,7 @@ std::vector<sampling::SlotConstraint> SequenceDecoder::slot_constraints() const 
 }
 
 at::Tensor SequenceDecoder::verify_window(const at::Tensor& probs) {
-  const bool on_device = !book_.device().is_cpu();
+  const bool on_device = verifies_on_device();
   // For the CPU verifier of a GPU's probabilities, the copy (which waits for the device) is part of
   // the verification: StepTimer gives it the step's time outside the forward and the pipeline.
   const auto t0 = Clock::now();
@@ -97,6 +97,10 @@ at::Tensor SequenceDecoder::verify_window(const at::Tensor& probs) {
 }
 
 const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& verdict) {
+  if (verdict.defined() != verifies_on_device()) {
+    throw std::logic_error(verifies_on_device() ? "finish_window: the device verification's verdict is missing"
+                                                : "finish_window: a verdict for a sequence verified on the CPU");
+  }
   if (verdict.defined()) outcome_ = device_verifier_.adopt(input_, verdict, book_);
   const MethodConfig& method = request_.method;
   RunStats& stats = result_.stats;

@@ -37,6 +37,8 @@ class SequenceDecoder {
   // Lays out the next window: draft nodes after each row's root (the rows share them).
   const model::DraftTree& next_window();
   int64_t root(int64_t row) const { return roots_[static_cast<size_t>(row)]; }
+  // Whether verify_window only queues the verification (its draft book is on a GPU).
+  bool verifies_on_device() const { return !book_.device().is_cpu(); }
   // The logits pipeline's constraint of each slot of the window (root first).
   std::vector<sampling::SlotConstraint> slot_constraints() const;
   // Verifies the window with its probabilities [1 + nodes, V] (the logits

@@ -51,8 +51,15 @@ decoding::DecodeRequest request_for(const std::string& method, int index) {
   return r;
 }
 
+// Every third request verified on the host (the CPU verifier of the device's probabilities) when `mixed`.
+decoding::DecodeRequest mixed_request(const std::string& method, int index, bool mixed) {
+  decoding::DecodeRequest r = request_for(method, index);
+  r.verify_on_host = mixed && index % 3 == 1;
+  return r;
+}
+
 std::map<int64_t, std::vector<int64_t>> run_batched(model::TokenModel& model, const std::string& method, int count,
-                                                    int sequences) {
+                                                    int sequences, bool mixed = false) {
   decoding::BatchCapacity capacity;
   capacity.sequences = sequences;
   capacity.rows_per_sequence = 2;
@@ -65,7 +72,7 @@ std::map<int64_t, std::vector<int64_t>> run_batched(model::TokenModel& model, co
       model, layout(), capacity,
       [&]() -> std::optional<decoding::DecodeRequest> {
         if (next == count) return std::nullopt;
-        return request_for(method, next++);
+        return mixed_request(method, next++, mixed);
       },
       [&](const decoding::DecodeRequest& request, decoding::DecodeResult result) {
         out[request.id] = std::move(result.tokens);
@@ -156,5 +163,19 @@ TEST_CASE("decoding with device logits: every sequence of a batch gets its batch
     INFO(method);
     CHECK(run_batched(batched_model, method, count, 3) == alone);
     for (const auto& [id, tokens] : alone) CHECK(static_cast<int64_t>(tokens.size()) == layout().length());
+  }
+}
+
+TEST_CASE("a batch of device- and host-verified sequences: each gets its batch-1 tokens", "[cuda]") {
+  // The loop queues the device verifications first and reads their verdicts in one copy; the
+  // host-verified sequences between them must neither shift nor take another's verdict.
+  const int count = 7;
+  for (const std::string method : {"ar", "sjd-pac"}) {
+    DeviceTableModel single;
+    std::map<int64_t, std::vector<int64_t>> alone;
+    for (int i = 0; i < count; ++i) alone[i] = decoding::decode(single, layout(), mixed_request(method, i, true)).tokens;
+    DeviceTableModel batched_model;
+    INFO(method);
+    CHECK(run_batched(batched_model, method, count, 3, /*mixed=*/true) == alone);
   }
 }
