@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "decoding/sequence_decoder.h"
 #include "decoding/step_timer.h"
 #include "io/device_transfer.h"
+#include "sampling/tensor_draws.h"
 
 namespace sjd::decoding {
 namespace {
@@ -42,6 +44,26 @@ void check_fits(const SequenceDecoder& sequence, const BatchCapacity& capacity) 
 
 bool same_pipeline(const sampling::PipelineSettings& a, const sampling::PipelineSettings& b) {
   return a.cfg_scale == b.cfg_scale && a.cfg_mix == b.cfg_mix && a.temperature == b.temperature && a.top_k == b.top_k;
+}
+
+// SJD-PAC's next trees: the candidate draws of every sequence that planned one, made at once per
+// device (a GPU's in one kernel and one read), then handed back to each sequence in order.
+void grow_trees(const std::vector<SequenceDecoder*>& sequences) {
+  for (bool on_device : {true, false}) {
+    std::vector<sampling::CandidateDraw> draws;
+    for (SequenceDecoder* sequence : sequences) {
+      if (sequence->verifies_on_device() != on_device) continue;
+      draws.insert(draws.end(), sequence->tree_draws().begin(), sequence->tree_draws().end());
+    }
+    const std::vector<std::vector<int64_t>> drawn = sampling::draw_after(draws);
+    auto next = drawn.begin();
+    for (SequenceDecoder* sequence : sequences) {
+      if (sequence->verifies_on_device() != on_device) continue;
+      const auto count = static_cast<std::ptrdiff_t>(sequence->tree_draws().size());
+      sequence->grow_tree({next, next + count});
+      next += count;
+    }
+  }
 }
 
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
@@ -210,6 +232,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
       const std::vector<int>& path = sequence->finish_window(verdicts[next++]);
       for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({s * rows_per_sequence + r, &path});
     }
+    grow_trees(order);
     // The forward is every sequence's; the pipeline and a GPU's verification time are shared out.
     StepSeconds share = timer.finish();
     share.pipeline /= static_cast<double>(order.size());

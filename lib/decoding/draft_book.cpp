@@ -1,6 +1,7 @@
 #include "decoding/draft_book.h"
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sampling/categorical.h"
@@ -132,23 +133,35 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
 }
 
 void DraftBook::grow_tree(int k, int depth, uint32_t step) {
+  add_tree_candidates(sampling::draw_after(plan_tree(k, depth, step)));
+}
+
+std::vector<sampling::CandidateDraw> DraftBook::plan_tree(int k, int depth, uint32_t step) {
   tree_.clear();
+  drawn_levels_.clear();
   std::vector<sampling::CandidateDraw> draws;
-  std::vector<size_t> drawn_level;
   for (int d = 0; d < depth && d < static_cast<int>(drafts_.size()); ++d) {
     const Draft& first = drafts_[static_cast<size_t>(d)];
     const int64_t position = first_ + d;
     tree_.push_back(TreeLevel{{first.token}, first.q});
     if (layout_.forced(position) >= 0) continue;  // a point mass has one candidate
     // The rest are drawn without replacement from q given that `first` came first.
-    draws.push_back({first.q, first.token, key(step, position, Purpose::kCandidates)});
-    drawn_level.push_back(tree_.size() - 1);
+    draws.push_back({first.q, first.token, k - 1, key(step, position, Purpose::kCandidates)});
+    drawn_levels_.push_back(tree_.size() - 1);
   }
-  const std::vector<std::vector<int64_t>> more = sampling::draw_after(draws, k - 1);
-  for (size_t i = 0; i < more.size(); ++i) {
-    std::vector<int64_t>& candidates = tree_[drawn_level[i]].candidates;
-    candidates.insert(candidates.end(), more[i].begin(), more[i].end());
+  return draws;
+}
+
+void DraftBook::add_tree_candidates(const std::vector<std::vector<int64_t>>& drawn) {
+  if (drawn.size() != drawn_levels_.size()) {
+    throw std::logic_error("DraftBook::add_tree_candidates: " + std::to_string(drawn.size()) + " draws for " +
+                           std::to_string(drawn_levels_.size()) + " planned levels");
   }
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    std::vector<int64_t>& candidates = tree_[drawn_levels_[i]].candidates;
+    candidates.insert(candidates.end(), drawn[i].begin(), drawn[i].end());
+  }
+  drawn_levels_.clear();
 }
 
 }  // namespace sjd::decoding

@@ -16,6 +16,7 @@
 #include "decoding/window_planner.h"
 #include "family/token_layout.h"
 #include "sampling/philox.h"
+#include "sampling/tensor_draws.h"
 
 namespace sjd::decoding {
 
@@ -70,8 +71,13 @@ class DraftBook {
   Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
   // Proactive drafting after a rejection: `k` candidates for each of the first
   // `depth` drafted positions, the current draft as candidate 0 (the next window's tree).
-  // A book on a GPU draws every level's candidates in one kernel and one read.
   void grow_tree(int k, int depth, uint32_t step);
+  // grow_tree in two halves, so that a batch draws every sequence's candidates at once
+  // (on a GPU one kernel and one read: decoder.cpp): plan_tree lays out the levels with
+  // their first candidates and returns the draws of the rest, whose results (in that
+  // order) add_tree_candidates takes.
+  std::vector<sampling::CandidateDraw> plan_tree(int k, int depth, uint32_t step);
+  void add_tree_candidates(const std::vector<std::vector<int64_t>>& drawn);
 
  private:
   Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const;
@@ -88,6 +94,7 @@ class DraftBook {
   int64_t first_ = 0;  // position of drafts_[0]
   std::deque<Draft> drafts_;
   std::vector<TreeLevel> tree_;
+  std::vector<size_t> drawn_levels_;  // plan_tree's levels awaiting their candidates, in draw order
   std::map<int64_t, at::Tensor> stale_p_;
   at::Tensor uniform_image_q_;        // on device_: the q of a uniformly drawn initial token
   at::Tensor uniform_image_q_host_;   // the same values, drawn from on the CPU

@@ -121,8 +121,9 @@ const std::vector<int>& SequenceDecoder::finish_window(const at::Tensor& verdict
   planner_.record(report_);
   const int remaining = static_cast<int>(total_ - static_cast<int64_t>(committed.size()));
   shape_ = planner_.next(outcome_.rejected, remaining);
+  tree_draws_.clear();
   if (method.proactive_tree && outcome_.rejected && shape_.tree_k > 1) {
-    book_.grow_tree(shape_.tree_k, shape_.tree_depth, step_);
+    tree_draws_ = book_.plan_tree(shape_.tree_k, shape_.tree_depth, step_);
   }
   ++step_;
   return outcome_.path;

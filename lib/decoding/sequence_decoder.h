@@ -52,6 +52,11 @@ class SequenceDecoder {
   // on the host; undefined after the CPU's) and plans the next window; returns
   // the accepted draft nodes (root to leaf) the model keeps.
   const std::vector<int>& finish_window(const at::Tensor& verdict);
+  // After finish_window: the candidate draws of the next window's tree (SJD-PAC after a
+  // rejection; often none), which the caller makes -- every sequence's at once, so that a
+  // GPU reads them in one copy -- and hands back in the same order to grow_tree.
+  const std::vector<sampling::CandidateDraw>& tree_draws() const { return tree_draws_; }
+  void grow_tree(const std::vector<std::vector<int64_t>>& drawn) { book_.add_tree_candidates(drawn); }
   // This sequence's share of the step's time (StepTimer). `host_timed`: the step ran on the CPU,
   // where verify_window's own host time is the verification's, not `share.verify`.
   void charge_step(const StepSeconds& share, bool host_timed);
@@ -77,6 +82,7 @@ class SequenceDecoder {
   WindowShape shape_;
   WindowReport report_;
   WindowOutcome outcome_;
+  std::vector<sampling::CandidateDraw> tree_draws_;  // the next tree's, from finish_window to grow_tree
   uint32_t step_ = 0;
 };
 

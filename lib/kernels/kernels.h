@@ -109,7 +109,7 @@ struct CandidateArgs {
   const int64_t* position = nullptr;  // [count]
   const int64_t* exclude = nullptr;   // [count]
   int want = 0;                       // at most kMaxCandidates
-  StepInfo step;                      // seed, sequence, step (positions come from `position`)
+  const StepInfo* steps = nullptr;    // [count]: each draw's seed, sequence and step (a batch's sequences differ)
   int64_t* out = nullptr;             // out [count, want]
 };
 constexpr int kMaxCandidates = 16;

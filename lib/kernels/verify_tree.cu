@@ -99,8 +99,9 @@ __global__ void draw_candidates_kernel(CandidateArgs a) {
   const int i = blockIdx.x;
   const float* q = a.q[i];
   const int64_t exclude = a.exclude[i];
-  const PhiloxStream key{a.step.seed, a.step.sequence, a.step.step, static_cast<uint32_t>(a.position[i]),
-                         kPurposeCandidates, 0u};
+  const StepInfo& step = a.steps[i];
+  const PhiloxStream key{step.seed, step.sequence, step.step, static_cast<uint32_t>(a.position[i]), kPurposeCandidates,
+                         0u};
   __shared__ int64_t chosen[kMaxCandidates];
   int64_t* out = a.out + static_cast<int64_t>(i) * a.want;
   for (int r = 0; r < a.want; ++r) {

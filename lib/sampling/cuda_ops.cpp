@@ -297,10 +297,10 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
 }
 
 at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<int64_t>& position,
-                           const std::vector<int64_t>& exclude, int want, const StepKeys& keys) {
+                           const std::vector<int64_t>& exclude, int want, const std::vector<StepKeys>& keys) {
   if (q.empty()) return at::empty({0, std::max(want, 0)}, at::kLong);
-  if (position.size() != q.size() || exclude.size() != q.size()) {
-    throw std::invalid_argument("cuda ops: draw_candidates needs one position and one excluded token per q");
+  if (position.size() != q.size() || exclude.size() != q.size() || keys.size() != q.size()) {
+    throw std::invalid_argument("cuda ops: draw_candidates needs one position, excluded token and key per q");
   }
   if (want > kernels::kMaxCandidates) {
     throw std::invalid_argument("cuda ops: at most " + std::to_string(kernels::kMaxCandidates) +
@@ -312,6 +312,11 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   const at::Tensor q_rows = pointer_table(q, vocab, device, "candidate q");
   const at::Tensor position_d = to_device(position, device);
   const at::Tensor exclude_d = to_device(exclude, device);
+  std::vector<kernels::StepInfo> steps;
+  for (const StepKeys& k : keys) steps.push_back(step_info(k));
+  const at::Tensor steps_host = at::from_blob(steps.data(), {static_cast<int64_t>(steps.size() * sizeof(kernels::StepInfo))},
+                                              at::TensorOptions().dtype(at::kByte));
+  const at::Tensor steps_d = io::upload(steps_host, device);  // staged (copied) before `steps` goes
   at::Tensor out = at::full({static_cast<int64_t>(q.size()), std::max(want, 1)}, -1,
                             at::TensorOptions().dtype(at::kLong).device(device));
   kernels::CandidateArgs a;
@@ -321,7 +326,7 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   a.position = position_d.data_ptr<int64_t>();
   a.exclude = exclude_d.data_ptr<int64_t>();
   a.want = want;
-  a.step = step_info(keys);
+  a.steps = reinterpret_cast<const kernels::StepInfo*>(steps_d.data_ptr<uint8_t>());
   a.out = out.data_ptr<int64_t>();
   kernels::launch_draw_candidates(a, stream_of(q.front()));
   return out.narrow(1, 0, std::max(want, 0));

@@ -93,10 +93,12 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
                          const std::vector<int32_t>& slot, const std::vector<int32_t>& depth, const StepKeys& keys,
                          const DeviceRelaxation& relax);
 
-// draw_without_replacement(q without `exclude[i]`, want, key(step, position[i], kCandidates))
-// for every i; rows are padded with -1 where q runs out of mass.
+// draw_without_replacement(q without `exclude[i]`, want, key(step, position[i], kCandidates)) for
+// every i, on the stream of keys[i]'s seed, sequence and step (one per q: a batch's sequences draw
+// together); rows are padded with -1 where q runs out of mass. A row's first n candidates do not
+// depend on `want` (the kernel takes them in order).
 at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<int64_t>& position,
-                           const std::vector<int64_t>& exclude, int want, const StepKeys& keys);
+                           const std::vector<int64_t>& exclude, int want, const std::vector<StepKeys>& keys);
 
 // A whole window: drafts on the spine (nodes 0 .. chain-1), optional tree nodes
 // after them, and the tree levels proactive drafting prepared.

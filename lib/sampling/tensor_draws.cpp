@@ -1,5 +1,6 @@
 #include "sampling/tensor_draws.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sampling/categorical.h"
@@ -20,28 +21,28 @@ int64_t sample_from(const at::Tensor& q, const RngKey& key) {
 namespace {
 
 #ifdef SJD_WITH_CUDA
-std::vector<std::vector<int64_t>> draw_after_on_device(const std::vector<CandidateDraw>& draws, int want) {
-  const RngKey& shared = draws.front().key;
+std::vector<std::vector<int64_t>> draw_after_on_device(const std::vector<CandidateDraw>& draws) {
   std::vector<at::Tensor> q;
   std::vector<int64_t> positions, firsts;
+  std::vector<cuda::StepKeys> keys;
+  int most = 0;
   for (const CandidateDraw& d : draws) {
     if (!d.q.is_cuda() || d.q.device() != draws.front().q.device()) {
       throw std::invalid_argument("candidate draws: every q must be on the first one's CUDA device");
     }
-    if (d.key.seed != shared.seed || d.key.sequence != shared.sequence || d.key.step != shared.step) {
-      throw std::invalid_argument("candidate draws on a device: the keys must share seed, sequence and step");
-    }
     q.push_back(d.q.contiguous());
     positions.push_back(static_cast<int64_t>(d.key.position));
     firsts.push_back(d.first);
+    keys.push_back({d.key.seed, d.key.sequence, d.key.step, 0, 0});
+    most = std::max(most, d.want);
   }
-  const cuda::StepKeys keys{shared.seed, shared.sequence, shared.step, 0, 0};
-  const at::Tensor drawn = cuda::draw_candidates(q, positions, firsts, want, keys).to(at::kCPU).contiguous();
+  // The kernel draws a row's candidates in order, so each row's first `want` of `most` are its own draw's.
+  const at::Tensor drawn = cuda::draw_candidates(q, positions, firsts, most, keys).to(at::kCPU).contiguous();
   const int64_t* tokens = drawn.data_ptr<int64_t>();
   std::vector<std::vector<int64_t>> out(draws.size());
   for (size_t i = 0; i < draws.size(); ++i) {
-    for (int64_t j = 0; j < drawn.size(1); ++j) {
-      const int64_t token = tokens[static_cast<int64_t>(i) * drawn.size(1) + j];
+    for (int j = 0; j < draws[i].want; ++j) {
+      const int64_t token = tokens[static_cast<int64_t>(i) * most + j];
       if (token >= 0) out[i].push_back(token);  // -1 pads a row whose q ran out of mass
     }
   }
@@ -51,7 +52,7 @@ std::vector<std::vector<int64_t>> draw_after_on_device(const std::vector<Candida
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws, int want) {
+std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws) {
   for (const CandidateDraw& d : draws) {
     if (d.key.purpose != Purpose::kCandidates || d.key.sub != 0) {
       throw std::invalid_argument("candidate draws: the key must be a kCandidates key of sub-stream 0");
@@ -59,7 +60,7 @@ std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& d
   }
   if (!draws.empty() && draws.front().q.is_cuda()) {
 #ifdef SJD_WITH_CUDA
-    return draw_after_on_device(draws, want);
+    return draw_after_on_device(draws);
 #else
     throw std::invalid_argument("candidate draws: q is on a CUDA device, but this build of sjd has no CUDA");
 #endif
@@ -69,7 +70,7 @@ std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& d
     if (!d.q.is_cpu()) throw std::invalid_argument("candidate draws: every q must be on the first one's device");
     at::Tensor rest = d.q.contiguous().clone();
     rest[d.first] = 0.0f;
-    out.push_back(draw_without_replacement(rest.data_ptr<float>(), rest.numel(), want, d.key));
+    out.push_back(draw_without_replacement(rest.data_ptr<float>(), rest.numel(), d.want, d.key));
   }
   return out;
 }

@@ -21,10 +21,11 @@ int64_t sample_from(const at::Tensor& q, const RngKey& key);
 struct CandidateDraw {
   at::Tensor q;
   int64_t first = 0;
+  int want = 0;
   RngKey key;
 };
-// Every draw's candidates. On a CUDA device one kernel and one read for all of
-// them (SJD-PAC's tree levels), so there the keys must share seed, sequence and step.
-std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws, int want);
+// Every draw's candidates, each on its own stream. On a CUDA device one kernel and
+// one read for all of them (a step's trees, every sequence of the batch).
+std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& draws);
 
 }  // namespace sjd::sampling

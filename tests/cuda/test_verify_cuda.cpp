@@ -15,6 +15,7 @@
 #include "sampling/categorical.h"
 #include "sampling/cuda_ops.h"
 #include "sampling/rejection.h"
+#include "sampling/tensor_draws.h"
 
 using namespace sjd;
 
@@ -186,7 +187,8 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
     }
     // The candidate draws themselves.
     const std::vector<int64_t> drawn = as_vector(
-        sampling::cuda::draw_candidates(level_q_device, positions, firsts, want - 1, step_keys(step, first, total)));
+        sampling::cuda::draw_candidates(level_q_device, positions, firsts, want - 1,
+                                        std::vector<sampling::cuda::StepKeys>(positions.size(), step_keys(step, first, total))));
     for (int d = 0; d < levels; ++d) {
       for (int k = 1; k < want; ++k) {
         const int64_t expected = k < static_cast<int>(candidates[d].size()) ? candidates[d][k] : -1;
@@ -286,5 +288,31 @@ TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree 
       if (method.proactive_tree && expected.rejected) book.grow_tree(method.pd_k, method.pd_depth, step);
     }
     if (std::string(method_name) == "sjd-pac") CHECK(tree_windows > 0);
+  }
+}
+
+TEST_CASE("candidate draws of a batch's sequences in one call: each on its own stream, a smaller want a prefix",
+          "[cuda]") {
+  // decoder.cpp draws every sequence's tree candidates at once: other seeds, sequences and steps per
+  // row, and the kernel runs the largest want for all, each row keeping its own first `want`.
+  const at::Device device = cuda_testing::device();
+  const int64_t vocab = 1024;
+  const at::Tensor probs = cuda_testing::random_probs(6, vocab, 300, 0.8);
+  std::vector<sampling::CandidateDraw> on_cpu, on_device;
+  for (int i = 0; i < 6; ++i) {
+    const at::Tensor q = probs[i].contiguous();
+    const int64_t first = q.argmax().item<int64_t>();
+    const int want = i == 5 ? 16 : 1 + (2 * i) % 5;  // 1, 3, 5, 2, 4 and the kernel's most
+    const sampling::RngKey key = sampling::make_key(100 + static_cast<uint64_t>(i), static_cast<uint32_t>(i),
+                                                    3 + static_cast<uint32_t>(i), 10 + i, sampling::Purpose::kCandidates);
+    on_cpu.push_back({q, first, want, key});
+    on_device.push_back({q.to(device), first, want, key});
+  }
+  const std::vector<std::vector<int64_t>> expected = sampling::draw_after(on_cpu);
+  CHECK(sampling::draw_after(on_device) == expected);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("draw " << i);
+    CHECK(expected[i].size() <= static_cast<size_t>(on_cpu[i].want));
+    CHECK(sampling::draw_after({on_device[i]}) == std::vector<std::vector<int64_t>>{expected[i]});
   }
 }
