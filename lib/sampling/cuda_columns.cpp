@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "io/device_transfer.h"
+#include "io/step_upload.h"
 #include "sampling/cuda_ops.h"
 
 namespace sjd::sampling::cuda {
@@ -73,6 +74,8 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
   const at::Device device = logits.device();
   DeviceConstraints cut;
   at::Tensor column_ids;
+  io::StepUpload up;  // the slots' forced columns and mask rows, and the outside slots, in one upload
+  size_t outside_slots_d = 0, outside_tokens_d = 0;
   // Slots forced to a token outside the columns (a window's slots past the image's end are forced
   // to token 0): a point mass whatever the logits, so they run as any column and are set after.
   std::vector<int64_t> outside_slots, outside_tokens;
@@ -106,18 +109,22 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
       forced.push_back(column);
       mask_of_slot.push_back(row);
     }
-    cut.forced = io::upload(at::tensor(forced, at::TensorOptions().dtype(at::kLong)), device);
-    cut.mask_of_slot = io::upload(at::tensor(mask_of_slot, at::TensorOptions().dtype(at::kInt)), device);
+    const size_t forced_d = up.add(forced);
+    const size_t mask_of_slot_d = up.add(mask_of_slot);
+    outside_slots_d = up.add(outside_slots);
+    outside_tokens_d = up.add(outside_tokens);
+    up.send(device);
+    cut.forced = up.tensor(forced_d, at::kLong);
+    cut.mask_of_slot = up.tensor(mask_of_slot_d, at::kInt);
     if (!masks.empty()) cut.masks = masks.size() == 1 ? masks[0].unsqueeze(0) : at::stack(masks);
     column_ids = cols->on_device;
   }
   const at::Tensor probs = run_logits_pipeline(logits.index_select(2, column_ids), cut, settings);
   at::Tensor all = at::zeros({probs.size(0), vocab}, probs.options()).index_copy_(1, column_ids, probs);
   if (!outside_slots.empty()) {
-    const auto long_options = at::TensorOptions().dtype(at::kLong);
-    const at::Tensor slots = io::upload(at::tensor(outside_slots, long_options), device);
+    const at::Tensor slots = up.tensor(outside_slots_d, at::kLong);
     all.index_fill_(0, slots, 0.0f);
-    all.index_put_({slots, io::upload(at::tensor(outside_tokens, long_options), device)},
+    all.index_put_({slots, up.tensor(outside_tokens_d, at::kLong)},
                    at::ones({static_cast<int64_t>(outside_slots.size())}, all.options()));
   }
   return all;

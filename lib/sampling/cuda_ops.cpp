@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "io/device_transfer.h"
+#include "io/step_upload.h"
 
 namespace sjd::sampling::cuda {
 namespace {
@@ -43,8 +44,9 @@ at::Tensor to_device(const std::vector<T>& values, at::Device device) {
   return io::upload(at::tensor(at::ArrayRef<T>(values)), device);
 }
 
-// A device array of row pointers (const float* const*), one per q tensor.
-at::Tensor pointer_table(const std::vector<at::Tensor>& rows, int64_t vocab, at::Device device, const char* name) {
+// The device addresses of q rows (each contiguous float32 [vocab]), for a table of row pointers
+// (const float* const*); one placeholder when there are none.
+std::vector<int64_t> row_addresses(const std::vector<at::Tensor>& rows, int64_t vocab, const char* name) {
   std::vector<int64_t> addresses;
   for (const at::Tensor& q : rows) {
     require_cuda(q, name);
@@ -55,11 +57,17 @@ at::Tensor pointer_table(const std::vector<at::Tensor>& rows, int64_t vocab, at:
     addresses.push_back(reinterpret_cast<int64_t>(q.data_ptr<float>()));
   }
   if (addresses.empty()) addresses.push_back(0);
-  return to_device(addresses, device);
+  return addresses;
 }
 
-const float* const* as_rows(const at::Tensor& table) {
-  return reinterpret_cast<const float* const*>(table.data_ptr<int64_t>());
+const float* const* as_rows(const io::StepUpload& up, size_t table) {
+  return reinterpret_cast<const float* const*>(up.data<int64_t>(table));
+}
+
+// A host array, or the one-element placeholder an empty one is uploaded as (a valid address).
+template <typename T>
+std::vector<T> or_placeholder(const std::vector<T>& values, T placeholder) {
+  return values.empty() ? std::vector<T>{placeholder} : values;
 }
 
 kernels::StepInfo step_info(const StepKeys& k) {
@@ -197,19 +205,24 @@ ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, k
   if (drafts.q.size() != drafts.tokens.size()) throw std::invalid_argument("cuda ops: one q per draft token expected");
   const at::Device device = probs.device();
   const int64_t vocab = probs.size(1);
-  const at::Tensor tokens = to_device(drafts.tokens.empty() ? std::vector<int64_t>{0} : drafts.tokens, device);
-  const at::Tensor q_rows = pointer_table(drafts.q, vocab, device, "draft q");
-  const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong).device(device);
+  // The inputs and the outputs' initial values in one upload.
+  io::StepUpload up;
+  const size_t tokens = up.add(or_placeholder(drafts.tokens, int64_t{0}));
+  const size_t q_rows = up.add(row_addresses(drafts.q, vocab, "draft q"));
+  const size_t accepted = up.add_filled<uint8_t>(static_cast<size_t>(std::max(chain, 1)), 0);
+  const size_t mrs_token = up.add_filled<int64_t>(static_cast<size_t>(std::max(chain, 1)), -1);
+  const size_t tail_token = up.add_filled<int64_t>(static_cast<size_t>(chain) + 1, -1);
+  up.send(device);
   ChainVerdicts out;
-  out.accepted = at::zeros({std::max(chain, 1)}, at::TensorOptions().dtype(at::kByte).device(device));
-  out.mrs_token = at::full({std::max(chain, 1)}, -1, longs);
-  out.tail_token = at::full({chain + 1}, -1, longs);
+  out.accepted = up.tensor(accepted, at::kByte);
+  out.mrs_token = up.tensor(mrs_token, at::kLong);
+  out.tail_token = up.tensor(tail_token, at::kLong);
   kernels::ChainArgs a;
   a.probs = probs.data_ptr<float>();
   a.vocab = vocab;
   a.chain = chain;
-  a.draft_tokens = tokens.data_ptr<int64_t>();
-  a.draft_q = as_rows(q_rows);
+  a.draft_tokens = up.data<int64_t>(tokens);
+  a.draft_q = as_rows(up, q_rows);
   a.tail = tail;
   a.step = step_info(keys);
   a.relax = relax.args;
@@ -226,13 +239,16 @@ at::Tensor sample_slots(const at::Tensor& probs, const std::vector<int32_t>& dep
   const int slots = static_cast<int>(depth.size());
   require_probs(probs, slots);
   const c10::cuda::CUDAGuard guard(probs.device());
-  const at::Tensor depth_d = to_device(depth.empty() ? std::vector<int32_t>{0} : depth, probs.device());
-  at::Tensor out = at::full({std::max(slots, 1)}, -1, at::TensorOptions().dtype(at::kLong).device(probs.device()));
+  io::StepUpload up;
+  const size_t depth_d = up.add(or_placeholder(depth, int32_t{0}));
+  const size_t token = up.add_filled<int64_t>(static_cast<size_t>(std::max(slots, 1)), -1);
+  up.send(probs.device());
+  const at::Tensor out = up.tensor(token, at::kLong);
   kernels::SampleArgs a;
   a.probs = probs.data_ptr<float>();
   a.vocab = probs.size(1);
   a.slots = slots;
-  a.depth = depth_d.data_ptr<int32_t>();
+  a.depth = up.data<int32_t>(depth_d);
   a.step = step_info(keys);
   a.token = out.data_ptr<int64_t>();
   kernels::launch_sample_slots(a, stream_of(probs));
@@ -266,24 +282,28 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
                                   ", outside the window");
     }
   }
-  const at::Tensor q_rows = pointer_table(q, vocab, device, "tree level q");
-  const at::Tensor candidates_d = to_device(candidates.empty() ? std::vector<int64_t>{-1} : candidates, device);
-  const at::Tensor count_d = to_device(candidate_count.empty() ? std::vector<int32_t>{0} : candidate_count, device);
-  const at::Tensor slot_d = to_device(slot.empty() ? std::vector<int32_t>{0} : slot, device);
-  const at::Tensor depth_d = to_device(depth.empty() ? std::vector<int32_t>{0} : depth, device);
+  io::StepUpload up;
+  const size_t q_rows = up.add(row_addresses(q, vocab, "tree level q"));
+  const size_t candidates_d = up.add(or_placeholder(candidates, int64_t{-1}));
+  const size_t count_d = up.add(or_placeholder(candidate_count, int32_t{0}));
+  const size_t slot_d = up.add(or_placeholder(slot, int32_t{0}));
+  const size_t depth_d = up.add(or_placeholder(depth, int32_t{0}));
+  const size_t accepted = up.add_filled<int32_t>(static_cast<size_t>(std::max(count, 1)), -1);
+  const size_t token = up.add_filled<int64_t>(static_cast<size_t>(std::max(count, 1)), -1);
+  up.send(device);
   const at::Tensor scratch = at::empty({std::max(count, 1), 3, vocab}, probs.options());
   TreeVerdicts out;
-  out.candidate = at::full({std::max(count, 1)}, -1, at::TensorOptions().dtype(at::kInt).device(device));
-  out.token = at::full({std::max(count, 1)}, -1, at::TensorOptions().dtype(at::kLong).device(device));
+  out.candidate = up.tensor(accepted, at::kInt);
+  out.token = up.tensor(token, at::kLong);
   kernels::TreeArgs a;
   a.probs = probs.data_ptr<float>();
   a.vocab = vocab;
   a.count = count;
-  a.slot = slot_d.data_ptr<int32_t>();
-  a.depth = depth_d.data_ptr<int32_t>();
-  a.level_q = as_rows(q_rows);
-  a.candidates = candidates_d.data_ptr<int64_t>();
-  a.candidate_count = count_d.data_ptr<int32_t>();
+  a.slot = up.data<int32_t>(slot_d);
+  a.depth = up.data<int32_t>(depth_d);
+  a.level_q = as_rows(up, q_rows);
+  a.candidates = up.data<int64_t>(candidates_d);
+  a.candidate_count = up.data<int32_t>(count_d);
   a.max_candidates = max_candidates;
   a.step = step_info(keys);
   a.relax = relax.args;
@@ -309,27 +329,26 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   const at::Device device = q.front().device();
   const c10::cuda::CUDAGuard guard(device);
   const int64_t vocab = q.front().numel();
-  const at::Tensor q_rows = pointer_table(q, vocab, device, "candidate q");
-  const at::Tensor position_d = to_device(position, device);
-  const at::Tensor exclude_d = to_device(exclude, device);
   std::vector<kernels::StepInfo> steps;
   for (const StepKeys& k : keys) steps.push_back(step_info(k));
-  const at::Tensor steps_host = at::from_blob(steps.data(), {static_cast<int64_t>(steps.size() * sizeof(kernels::StepInfo))},
-                                              at::TensorOptions().dtype(at::kByte));
-  const at::Tensor steps_d = io::upload(steps_host, device);  // staged (copied) before `steps` goes
-  at::Tensor out = at::full({static_cast<int64_t>(q.size()), std::max(want, 1)}, -1,
-                            at::TensorOptions().dtype(at::kLong).device(device));
+  io::StepUpload up;
+  const size_t q_rows = up.add(row_addresses(q, vocab, "candidate q"));
+  const size_t position_d = up.add(position);
+  const size_t exclude_d = up.add(exclude);
+  const size_t steps_d = up.add(steps);
+  const size_t drawn = up.add_filled<int64_t>(q.size() * static_cast<size_t>(std::max(want, 1)), -1);
+  up.send(device);
   kernels::CandidateArgs a;
-  a.q = as_rows(q_rows);
+  a.q = as_rows(up, q_rows);
   a.vocab = vocab;
   a.count = static_cast<int>(q.size());
-  a.position = position_d.data_ptr<int64_t>();
-  a.exclude = exclude_d.data_ptr<int64_t>();
+  a.position = up.data<int64_t>(position_d);
+  a.exclude = up.data<int64_t>(exclude_d);
   a.want = want;
-  a.steps = reinterpret_cast<const kernels::StepInfo*>(steps_d.data_ptr<uint8_t>());
-  a.out = out.data_ptr<int64_t>();
+  a.steps = up.data<kernels::StepInfo>(steps_d);
+  a.out = up.data<int64_t>(drawn);
   kernels::launch_draw_candidates(a, stream_of(q.front()));
-  return out.narrow(1, 0, std::max(want, 0));
+  return up.tensor(drawn, at::kLong).view({static_cast<int64_t>(q.size()), std::max(want, 1)}).narrow(1, 0, std::max(want, 0));
 }
 
 at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
@@ -376,20 +395,23 @@ at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const Step
       child_of[s * static_cast<size_t>(max_candidates) + k] = w.child_of[s][k];
     }
   }
-  const at::Tensor level_size_d = to_device(level_size.empty() ? std::vector<int32_t>{0} : level_size, device);
-  const at::Tensor node_token_d = to_device(w.node_tokens.empty() ? std::vector<int64_t>{0} : w.node_tokens, device);
-  const at::Tensor child_of_d = to_device(child_of, device);
-  const at::Tensor tree_index_d = to_device(tree_index_of_slot, device);
-  at::Tensor packed = at::zeros({kernels::walk_packed_size(w.chain)}, at::TensorOptions().dtype(at::kLong).device(device));
+  io::StepUpload up;
+  const size_t level_size_d = up.add(or_placeholder(level_size, int32_t{0}));
+  const size_t node_token_d = up.add(or_placeholder(w.node_tokens, int64_t{0}));
+  const size_t child_of_d = up.add(child_of);
+  const size_t tree_index_d = up.add(tree_index_of_slot);
+  const size_t packed_d = up.add_filled<int64_t>(static_cast<size_t>(kernels::walk_packed_size(w.chain)), 0);
+  up.send(device);
+  const at::Tensor packed = up.tensor(packed_d, at::kLong);
 
   kernels::WalkArgs a;
   a.chain = w.chain;
   a.levels = levels;
-  a.level_size = level_size_d.data_ptr<int32_t>();
-  a.node_token = node_token_d.data_ptr<int64_t>();
-  a.child_of = child_of_d.data_ptr<int32_t>();
+  a.level_size = up.data<int32_t>(level_size_d);
+  a.node_token = up.data<int64_t>(node_token_d);
+  a.child_of = up.data<int32_t>(child_of_d);
   a.max_candidates = max_candidates;
-  a.tree_index_of_slot = tree_index_d.data_ptr<int32_t>();
+  a.tree_index_of_slot = up.data<int32_t>(tree_index_d);
   a.tree_candidate = tree.candidate.defined() && tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
   a.tree_token = tree.token.defined() && tree.token.numel() > 0 ? tree.token.data_ptr<int64_t>() : nullptr;
   a.accepted = chain.accepted.numel() > 0 ? chain.accepted.data_ptr<uint8_t>() : nullptr;
