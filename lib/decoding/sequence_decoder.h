@@ -56,7 +56,10 @@ class SequenceDecoder {
   // rejection; often none), which the caller makes -- every sequence's at once, so that a
   // GPU reads them in one copy -- and hands back in the same order to grow_tree.
   const std::vector<sampling::CandidateDraw>& tree_draws() const { return tree_draws_; }
-  void grow_tree(const std::vector<std::vector<int64_t>>& drawn) { book_.add_tree_candidates(drawn); }
+  void grow_tree(const std::vector<std::vector<int64_t>>& drawn) {
+    book_.add_tree_candidates(drawn);
+    tree_draws_.clear();  // their q's live on in the book's tree
+  }
   // This sequence's share of the step's time (StepTimer). `host_timed`: the step ran on the CPU,
   // where verify_window's own host time is the verification's, not `share.verify`.
   void charge_step(const StepSeconds& share, bool host_timed);

@@ -63,6 +63,11 @@ class StepUpload {
   template <typename T>
   T* data(size_t index) const {
     check_sent(index);
+    if (sizeof(T) != entries_[index].element_size) {
+      throw std::invalid_argument("StepUpload: array " + std::to_string(index) + " holds " +
+                                  std::to_string(entries_[index].element_size) + "-byte values, read as " +
+                                  std::to_string(sizeof(T)) + "-byte ones");
+    }
     return reinterpret_cast<T*>(static_cast<uint8_t*>(buffer_.data_ptr()) + entries_[index].offset);
   }
 

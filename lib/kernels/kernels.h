@@ -42,6 +42,8 @@ struct StepInfo {
   int64_t first_position = 0;  // generated index predicted by slot 0
   int64_t total_length = 0;    // generated tokens in the layout
 };
+// Copied to the device as raw bytes (draw_candidates' per-row keys): one layout for the host compiler and nvcc.
+static_assert(sizeof(StepInfo) == 32 && alignof(StepInfo) == 8, "StepInfo crosses to the device as bytes");
 
 // How a drafted position whose p was just computed becomes its next draft
 // (decoding::TailUpdate).

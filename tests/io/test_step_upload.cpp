@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "io/step_upload.h"
@@ -28,9 +29,12 @@ TEST_CASE("a step's arrays come back from one buffer with their own values and t
   CHECK(at::equal(up.tensor(filled, at::kLong), at::full({4}, -1, at::kLong)));
   CHECK(at::equal(up.tensor(zeros, at::kByte), at::zeros({5}, at::kByte)));
   // The raw addresses the kernels get: aligned, and the same values.
-  for (size_t index : {bytes, longs, ints, filled, zeros}) {
-    CHECK(reinterpret_cast<uintptr_t>(up.data<uint8_t>(index)) % 16 == 0);
+  const std::vector<std::pair<size_t, at::ScalarType>> arrays = {
+      {bytes, at::kByte}, {longs, at::kLong}, {ints, at::kInt}, {filled, at::kLong}, {zeros, at::kByte}};
+  for (const auto& [index, dtype] : arrays) {
+    CHECK(reinterpret_cast<uintptr_t>(up.tensor(index, dtype).data_ptr()) % 16 == 0);
   }
+  CHECK(reinterpret_cast<uintptr_t>(up.data<int64_t>(longs)) % 16 == 0);
   CHECK(up.data<int64_t>(longs)[1] == (int64_t{1} << 40));
   CHECK(up.data<int32_t>(ints)[1] == -4);
   // Outputs are written through the tensor views (as the kernels write through the addresses).
@@ -46,6 +50,7 @@ TEST_CASE("a step upload refuses reads before sending, adds after it and a wrong
   up.send(at::kCPU);
   CHECK_THROWS_WITH(up.add(std::vector<int64_t>{3}), Catch::Contains("after send"));
   CHECK_THROWS_WITH(up.tensor(longs, at::kInt), Catch::Contains("8-byte values"));
+  CHECK_THROWS_WITH(up.data<int32_t>(longs), Catch::Contains("read as 4-byte"));
   CHECK_THROWS_AS(up.tensor(longs + 1, at::kLong), std::out_of_range);
   CHECK_THROWS_WITH(up.send(at::kCPU), Catch::Contains("sent twice"));
 }
