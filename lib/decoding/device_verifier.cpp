@@ -122,7 +122,9 @@ at::Tensor DeviceVerifier::queue(const WindowInput&, const DraftBook&) {
 #endif
 
 WindowOutcome DeviceVerifier::adopt(const WindowInput& in, const at::Tensor& verdict, DraftBook& book) const {
-  if (method_.speculative()) return adopt_window_result(in, sampling::cuda::unpack_window(verdict, in.chain_length), book);
+  if (method_.speculative()) {
+    return adopt_window_result(in, sampling::cuda::unpack_window(verdict, in.chain_length), book);
+  }
   const int64_t token = verdict.item<int64_t>();
   if (token < 0) sampling::throw_no_positive_probability();  // as sampling::sample_token: -1 must never reach the model
   WindowOutcome out;

@@ -4,7 +4,8 @@
 // on the device, the kernels of sampling/cuda_ops.h make WindowVerifier's
 // decisions on the same Philox streams (tests/cuda holds them to it), and one
 // small packed read per step (one for the whole batch: decoder.cpp) brings back
-// what was committed and the next drafts' tokens. The draft book is then updated as WindowVerifier::verify updates it.
+// what was committed and the next drafts' tokens. The draft book is then updated
+// as WindowVerifier::verify updates it.
 // A build without CUDA has the class, and refuses to verify with it.
 #include <map>
 

@@ -3,8 +3,9 @@
 // verifier, random streams and committed tokens. Each step it lays out a window
 // (next_window), the caller runs the model over it -- alone or batched with
 // other sequences' windows -- and the logits pipeline, hands the probabilities
-// back (verify_window), and then the verdict (finish_window), which commits. A sequence's tokens
-// depend only on its own request and logits, never on what shares its batch.
+// back (verify_window), and then the verdict (finish_window), which commits. A
+// sequence's tokens depend only on its own request and logits, never on what
+// shares its batch.
 // It verifies where its draft book lives: on the CPU (WindowVerifier), or on
 // the GPU that computed its probabilities (DeviceVerifier).
 #include <cstdint>

@@ -57,7 +57,8 @@ class StepUpload {
                                   std::to_string(e.element_size) + "-byte values, not " +
                                   std::string(c10::toString(dtype)));
     }
-    return buffer_.narrow(0, static_cast<int64_t>(e.offset), static_cast<int64_t>(e.count * e.element_size)).view(dtype);
+    const auto bytes = static_cast<int64_t>(e.count * e.element_size);
+    return buffer_.narrow(0, static_cast<int64_t>(e.offset), bytes).view(dtype);
   }
   // Its address on the device (after send()).
   template <typename T>

@@ -348,7 +348,8 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   a.steps = up.data<kernels::StepInfo>(steps_d);
   a.out = up.data<int64_t>(drawn);
   kernels::launch_draw_candidates(a, stream_of(q.front()));
-  return up.tensor(drawn, at::kLong).view({static_cast<int64_t>(q.size()), std::max(want, 1)}).narrow(1, 0, std::max(want, 0));
+  const at::Tensor rows = up.tensor(drawn, at::kLong).view({static_cast<int64_t>(q.size()), std::max(want, 1)});
+  return rows.narrow(1, 0, std::max(want, 0));
 }
 
 at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,

@@ -10,8 +10,8 @@ namespace sjd::sampling::cuda {
 WindowResult unpack_window(const at::Tensor& packed, int chain) {
   const int64_t size = kernels::walk_packed_size(chain);
   if (!packed.is_cpu() || packed.scalar_type() != at::kLong || packed.numel() != size) {
-    throw std::invalid_argument("window verdict: expected int64 [" + std::to_string(size) + "] on the CPU for a chain of " +
-                                std::to_string(chain));
+    throw std::invalid_argument("window verdict: expected int64 [" + std::to_string(size) +
+                                "] on the CPU for a chain of " + std::to_string(chain));
   }
   const at::Tensor flat = packed.contiguous();
   const int64_t* h = flat.data_ptr<int64_t>();
