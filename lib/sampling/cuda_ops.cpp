@@ -39,11 +39,6 @@ void require_probs(const at::Tensor& probs, int64_t rows) {
   }
 }
 
-template <typename T>
-at::Tensor to_device(const std::vector<T>& values, at::Device device) {
-  return io::upload(at::tensor(at::ArrayRef<T>(values)), device);
-}
-
 // The device addresses of q rows (each contiguous float32 [vocab]), for a table of row pointers
 // (const float* const*); one placeholder when there are none.
 std::vector<int64_t> row_addresses(const std::vector<at::Tensor>& rows, int64_t vocab, const char* name) {
@@ -135,9 +130,13 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
     }
     mask_of_slot.push_back(row);
   }
+  io::StepUpload up;
+  const size_t forced_d = up.add(forced);
+  const size_t mask_of_slot_d = up.add(mask_of_slot);
+  up.send(device);
   DeviceConstraints out;
-  out.forced = to_device(forced, device);
-  out.mask_of_slot = to_device(mask_of_slot, device);
+  out.forced = up.tensor(forced_d, at::kLong);
+  out.mask_of_slot = up.tensor(mask_of_slot_d, at::kInt);
   if (!masks.empty()) out.masks = masks.size() == 1 ? masks[0].unsqueeze(0) : at::stack(masks);
   return out;
 }
@@ -173,7 +172,10 @@ DeviceRelaxation upload_relaxation(const Relaxation& relax, int window, at::Devi
   DeviceRelaxation out;
   std::vector<double> weights(static_cast<size_t>(window) + 1);
   for (int d = 0; d <= window; ++d) weights[static_cast<size_t>(d)] = relaxation_weight(relax, d + 1, window);
-  out.weights = to_device(weights, device);
+  io::StepUpload up;
+  const size_t weights_d = up.add(weights);
+  up.send(device);
+  out.weights = up.tensor(weights_d, at::kDouble);
   out.args.weights = out.weights.data_ptr<double>();
   switch (relax.kind) {
     case RelaxKind::kNone: out.args.kind = kernels::kRelaxNone; break;
