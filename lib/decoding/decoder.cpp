@@ -66,6 +66,29 @@ void grow_trees(const std::vector<SequenceDecoder*>& sequences) {
   }
 }
 
+// Every sequence's next window. Its initial drafts drawn from a stale p (sample-left/up) are
+// drawn together, as grow_trees' candidates: on a GPU one kernel and one read for the batch.
+std::vector<const model::DraftTree*> open_windows(const std::vector<SequenceDecoder*>& sequences) {
+  std::vector<std::vector<sampling::RowDraw>> planned;
+  for (SequenceDecoder* sequence : sequences) planned.push_back(sequence->plan_window());
+  std::vector<const model::DraftTree*> windows(sequences.size());
+  for (bool on_device : {true, false}) {
+    std::vector<sampling::RowDraw> draws;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      if (sequences[i]->verifies_on_device() == on_device) draws.insert(draws.end(), planned[i].begin(), planned[i].end());
+    }
+    const std::vector<int64_t> drawn = sampling::sample_each(draws);
+    auto next = drawn.begin();
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      if (sequences[i]->verifies_on_device() != on_device) continue;
+      const auto count = static_cast<std::ptrdiff_t>(planned[i].size());
+      windows[i] = &sequences[i]->next_window({next, next + count});
+      next += count;
+    }
+  }
+  return windows;
+}
+
 // Probabilities [1 + nodes, V] per sequence from the batch's logits [windows, width, V]
 // (each sequence's rows in order), on the logits' device: one pipeline call for every
 // run of sequences with the same pipeline settings. `columns`: the model's restricted head.
@@ -182,16 +205,22 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
   std::vector<model::RowWindow> windows;
   StepTimer timer(model.device());
   while (true) {
-    windows.clear();
+    // The live sequences in slot order.
+    std::vector<SequenceDecoder*> order;
+    std::vector<int64_t> slot_of;
     for (int64_t s = 0; s < slots; ++s) {
-      SequenceDecoder* sequence = live[static_cast<size_t>(s)].get();
-      if (!sequence) continue;
-      const model::DraftTree& nodes = sequence->next_window();
+      if (!live[static_cast<size_t>(s)]) continue;
+      order.push_back(live[static_cast<size_t>(s)].get());
+      slot_of.push_back(s);
+    }
+    if (order.empty()) return;
+    const std::vector<const model::DraftTree*> nodes = open_windows(order);
+    windows.clear();
+    for (size_t i = 0; i < order.size(); ++i) {
       for (int64_t r = 0; r < rows_per_sequence; ++r) {
-        windows.push_back({s * rows_per_sequence + r, sequence->root(r), &nodes});
+        windows.push_back({slot_of[i] * rows_per_sequence + r, order[i]->root(r), nodes[i]});
       }
     }
-    if (windows.empty()) return;
     // A GPU runs the forward and the pipeline queued; the host prepares the next phase meanwhile,
     // and waits only for the verification's read (StepTimer splits the time without waiting).
     timer.start();
@@ -200,10 +229,6 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
 
     // One logits pipeline over every sequence's slots (its operations are per slot), then
     // each sequence verifies its own.
-    std::vector<SequenceDecoder*> order;
-    for (auto& sequence : live) {
-      if (sequence) order.push_back(sequence.get());
-    }
     const std::vector<at::Tensor> probs = run_pipelines(logits, order, model.output_ids());
     timer.pipeline_queued();
 
@@ -224,13 +249,10 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     }
     const std::vector<at::Tensor> read = io::read_together(queued);
     for (size_t k = 0; k < read.size(); ++k) verdicts[queued_at[k]] = read[k];
-    size_t next = 0;  // `order` holds the live sequences in slot order
     std::vector<model::RowPath> paths;
-    for (int64_t s = 0; s < slots; ++s) {
-      SequenceDecoder* sequence = live[static_cast<size_t>(s)].get();
-      if (!sequence) continue;
-      const std::vector<int>& path = sequence->finish_window(verdicts[next++]);
-      for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({s * rows_per_sequence + r, &path});
+    for (size_t i = 0; i < order.size(); ++i) {
+      const std::vector<int>& path = order[i]->finish_window(verdicts[i]);
+      for (int64_t r = 0; r < rows_per_sequence; ++r) paths.push_back({slot_of[i] * rows_per_sequence + r, &path});
     }
     grow_trees(order);
     // The forward is every sequence's; the pipeline and a GPU's verification time are shared out.

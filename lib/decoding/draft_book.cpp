@@ -35,47 +35,82 @@ int64_t DraftBook::token_at(const std::vector<int64_t>& committed, int64_t posit
   return drafts_[static_cast<size_t>(position - first_)].token;
 }
 
-Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const {
+sampling::RngKey DraftBook::init_key(int64_t position, uint32_t step) const {
   // scd-gs draws every draft of a position with the same Gumbel noise, initial ones included.
-  const sampling::RngKey init_key = method_.tail == TailUpdate::kGumbelShared ? key(0, position, Purpose::kGumbel)
-                                                                              : key(step, position, Purpose::kInit);
+  return method_.tail == TailUpdate::kGumbelShared ? key(0, position, Purpose::kGumbel)
+                                                   : key(step, position, Purpose::kInit);
+}
+
+int64_t DraftBook::neighbour_of(int64_t position) const {
+  const InitScheme scheme = method_.init;
+  if (scheme == InitScheme::kRandom) return -1;
+  const bool left = scheme == InitScheme::kRepeatLeft || scheme == InitScheme::kSampleLeft;
+  // The preferred neighbour, else the other one (first column / first row).
+  const int64_t preferred = left ? layout_.left_of(position) : layout_.up_of(position);
+  return preferred >= 0 ? preferred : (left ? layout_.up_of(position) : layout_.left_of(position));
+}
+
+const at::Tensor* DraftBook::stale_source(int64_t position) const {
+  if (method_.init != InitScheme::kSampleLeft && method_.init != InitScheme::kSampleUp) return nullptr;
+  if (layout_.forced(position) >= 0) return nullptr;
+  const int64_t neighbour = neighbour_of(position);
+  if (neighbour < 0) return nullptr;
+  const auto it = stale_p_.find(neighbour);
+  return it == stale_p_.end() ? nullptr : &it->second;
+}
+
+Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step,
+                            int64_t stale_draw) const {
   const int64_t forced = layout_.forced(position);
   if (forced >= 0) return {forced, one_hot(forced)};  // structure tokens are drafted as themselves
-  const InitScheme scheme = method_.init;
-  const bool left = scheme == InitScheme::kRepeatLeft || scheme == InitScheme::kSampleLeft;
-  // The preferred neighbour, else the other one (first column / first row), else random.
-  int64_t neighbour = -1;
-  if (scheme != InitScheme::kRandom) {
-    neighbour = left ? layout_.left_of(position) : layout_.up_of(position);
-    if (neighbour < 0) neighbour = left ? layout_.up_of(position) : layout_.left_of(position);
-  }
-  if (neighbour >= 0 && (scheme == InitScheme::kRepeatLeft || scheme == InitScheme::kRepeatUp)) {
+  if (const at::Tensor* p = stale_source(position)) return {stale_draw, *p};
+  const int64_t neighbour = neighbour_of(position);
+  if (neighbour >= 0 && (method_.init == InitScheme::kRepeatLeft || method_.init == InitScheme::kRepeatUp)) {
     const int64_t token = token_at(committed, neighbour);
     return {token, one_hot(token)};  // a deterministic copy: q is exactly a point mass
   }
-  if (neighbour >= 0) {
-    auto it = stale_p_.find(neighbour);
-    if (it != stale_p_.end()) {
-      const at::Tensor& p = it->second;
-      return {sampling::sample_from(p, init_key), p};
-    }
-  }
-  const int64_t token = sampling::sample_from(uniform_image_q_host_, init_key);
+  // Random, or a neighbour with no p yet: a uniform draw over the image codes.
+  const int64_t token = sampling::sample_from(uniform_image_q_host_, init_key(position, step));
   return {token, mutants_.one_hot_random_init ? one_hot(token) : uniform_image_q_};
 }
 
 void DraftBook::fill(const std::vector<int64_t>& committed, int64_t count, uint32_t step) {
+  finish_fill(committed, sampling::sample_each(plan_fill(committed, count, step)));
+}
+
+std::vector<sampling::RowDraw> DraftBook::plan_fill(const std::vector<int64_t>& committed, int64_t count,
+                                                    uint32_t step) {
   const int64_t first = static_cast<int64_t>(committed.size());
   while (first_ < first && !drafts_.empty()) {  // positions committed since
     drafts_.pop_front();
     ++first_;
   }
   first_ = first;
-  while (static_cast<int64_t>(drafts_.size()) < count) {
-    drafts_.push_back(initialise(committed, first + static_cast<int64_t>(drafts_.size()), step));
+  std::vector<sampling::RowDraw> draws;
+  for (int64_t position = first + static_cast<int64_t>(drafts_.size()); position < first + count; ++position) {
+    if (const at::Tensor* p = stale_source(position)) draws.push_back({*p, init_key(position, step)});
   }
-  if (static_cast<int64_t>(drafts_.size()) > count) drafts_.resize(static_cast<size_t>(count));
-  if (static_cast<int64_t>(tree_.size()) > count) tree_.resize(static_cast<size_t>(count));
+  fill_planned_ = true;
+  fill_count_ = count;
+  fill_step_ = step;
+  fill_draws_ = draws.size();
+  return draws;
+}
+
+void DraftBook::finish_fill(const std::vector<int64_t>& committed, const std::vector<int64_t>& drawn) {
+  if (!fill_planned_ || drawn.size() != fill_draws_) {
+    throw std::logic_error("DraftBook::finish_fill: " + std::to_string(drawn.size()) + " draws for " +
+                           (fill_planned_ ? std::to_string(fill_draws_) + " planned" : std::string("no plan")));
+  }
+  fill_planned_ = false;
+  auto next = drawn.begin();
+  while (static_cast<int64_t>(drafts_.size()) < fill_count_) {
+    const int64_t position = first_ + static_cast<int64_t>(drafts_.size());
+    const int64_t stale_draw = stale_source(position) != nullptr ? *next++ : -1;
+    drafts_.push_back(initialise(committed, position, fill_step_, stale_draw));
+  }
+  if (static_cast<int64_t>(drafts_.size()) > fill_count_) drafts_.resize(static_cast<size_t>(fill_count_));
+  if (static_cast<int64_t>(tree_.size()) > fill_count_) tree_.resize(static_cast<size_t>(fill_count_));
 }
 
 void DraftBook::remember_p(int64_t position, const at::Tensor& p) {

@@ -53,6 +53,12 @@ class DraftBook {
   // Makes sure positions first .. first + count - 1 have drafts, initialising new
   // ones by the method's scheme. `committed` is the generated prefix (size first).
   void fill(const std::vector<int64_t>& committed, int64_t count, uint32_t step);
+  // fill in two halves, so that a batch draws every sequence's initial drafts from a stale p
+  // at once (sample-left/up; on a GPU one kernel and one read: decoder.cpp): plan_fill drops
+  // the committed drafts and returns the draws the new positions need, whose tokens (in
+  // that order) finish_fill takes to initialise them.
+  std::vector<sampling::RowDraw> plan_fill(const std::vector<int64_t>& committed, int64_t count, uint32_t step);
+  void finish_fill(const std::vector<int64_t>& committed, const std::vector<int64_t>& drawn);
 
   const std::deque<Draft>& drafts() const { return drafts_; }
   const std::vector<TreeLevel>& tree() const { return tree_; }
@@ -80,7 +86,13 @@ class DraftBook {
   void add_tree_candidates(const std::vector<std::vector<int64_t>>& drawn);
 
  private:
-  Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step) const;
+  // A new draft at `position`; `stale_draw` is the token drawn from stale_source(position) when it has one.
+  Draft initialise(const std::vector<int64_t>& committed, int64_t position, uint32_t step, int64_t stale_draw) const;
+  // The neighbour an initial draft copies or is drawn after (-1: none, or the random scheme).
+  int64_t neighbour_of(int64_t position) const;
+  // The remembered p an initial draft at `position` is drawn from (sample-left/up), or null.
+  const at::Tensor* stale_source(int64_t position) const;
+  sampling::RngKey init_key(int64_t position, uint32_t step) const;
   int64_t token_at(const std::vector<int64_t>& committed, int64_t position) const;
   sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose) const;
   at::Tensor one_hot(int64_t token) const;
@@ -95,6 +107,11 @@ class DraftBook {
   std::deque<Draft> drafts_;
   std::vector<TreeLevel> tree_;
   std::vector<size_t> drawn_levels_;  // plan_tree's levels awaiting their candidates, in draw order
+  // plan_fill's plan, until finish_fill.
+  bool fill_planned_ = false;
+  int64_t fill_count_ = 0;
+  uint32_t fill_step_ = 0;
+  size_t fill_draws_ = 0;
   std::map<int64_t, at::Tensor> stale_p_;
   at::Tensor uniform_image_q_;        // on device_: the q of a uniformly drawn initial token
   at::Tensor uniform_image_q_host_;   // the same values, drawn from on the CPU

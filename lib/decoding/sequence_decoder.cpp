@@ -55,12 +55,20 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
   shape_ = planner_.next(false, static_cast<int>(total_));
 }
 
-const model::DraftTree& SequenceDecoder::next_window() {
+std::vector<sampling::RowDraw> SequenceDecoder::plan_window() {
   const std::vector<int64_t>& committed = result_.tokens;
   const int64_t first = static_cast<int64_t>(committed.size());
   int chain = static_cast<int>(std::min<int64_t>(shape_.chain, total_ - first));
   if (mutants_.peeking_window) chain = peeked_chain(request_, step_, first, chain);
-  book_.fill(committed, chain, step_);
+  planned_chain_ = chain;
+  return book_.plan_fill(committed, chain, step_);
+}
+
+const model::DraftTree& SequenceDecoder::next_window(const std::vector<int64_t>& drawn) {
+  const std::vector<int64_t>& committed = result_.tokens;
+  const int64_t first = static_cast<int64_t>(committed.size());
+  const int chain = planned_chain_;
+  book_.finish_fill(committed, drawn);
   build_window(book_, chain, nodes_, child_of_);
   report_ = WindowReport{};
   report_.shape = {chain, shape_.tree_k, static_cast<int>(std::min<size_t>(book_.tree().size(), chain))};

@@ -35,8 +35,13 @@ class SequenceDecoder {
   // Draft nodes the model may be asked for at most in one window (sizes the KV cache).
   int largest_window() const { return window_nodes(planner_.largest()); }
 
-  // Lays out the next window: draft nodes after each row's root (the rows share them).
-  const model::DraftTree& next_window();
+  // Lays out the next window in two halves, so that a batch draws every sequence's initial
+  // drafts from a stale p at once (sample-left/up; on a GPU one kernel and one read:
+  // decoder.cpp): plan_window returns those draws (often none), and next_window takes
+  // their tokens in the same order and lays out the draft nodes after each row's root (the
+  // rows share them).
+  std::vector<sampling::RowDraw> plan_window();
+  const model::DraftTree& next_window(const std::vector<int64_t>& drawn);
   int64_t root(int64_t row) const { return roots_[static_cast<size_t>(row)]; }
   // Whether verify_window only queues the verification (its draft book is on a GPU).
   bool verifies_on_device() const { return !book_.device().is_cpu(); }
@@ -84,6 +89,7 @@ class SequenceDecoder {
   model::DraftTree nodes_;
   std::vector<std::vector<int>> child_of_;
   WindowShape shape_;
+  int planned_chain_ = 0;  // plan_window's spine length, for next_window
   WindowReport report_;
   WindowOutcome outcome_;
   std::vector<sampling::CandidateDraw> tree_draws_;  // the next tree's, from finish_window to grow_tree

@@ -79,6 +79,21 @@ struct SampleArgs {
 };
 void launch_sample_slots(const SampleArgs& args, StreamHandle stream);
 
+// One kSample-style draw from each of `count` distributions, each on a stream of
+// its own (sampling::sample_token): the initial drafts drawn from a stale p
+// (--init sample-left/up), every sequence's of a step in one launch. -1 where a
+// distribution has no positive mass.
+struct RowSampleArgs {
+  const float* const* q = nullptr;        // [count] device pointers to rows of `vocab` floats
+  int64_t vocab = 0;
+  int count = 0;
+  const PhiloxStream* streams = nullptr;  // [count]
+  int64_t* token = nullptr;               // out [count]
+};
+// Copied to the device as raw bytes: one layout for the host compiler and nvcc.
+static_assert(sizeof(PhiloxStream) == 32 && alignof(PhiloxStream) == 8, "PhiloxStream crosses to the device as bytes");
+void launch_sample_rows(const RowSampleArgs& args, StreamHandle stream);
+
 // Recursive multi-candidate verification (SJD-PAC) of one tree level for
 // several slots in parallel: slot i verifies level depth[i]'s candidates
 // against probs[slot[i]] (sampling::verify_candidates).

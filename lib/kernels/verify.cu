@@ -91,6 +91,13 @@ __global__ void sample_slots_kernel(SampleArgs a) {
   if (threadIdx.x == 0) a.token[slot] = token;
 }
 
+__global__ void sample_rows_kernel(RowSampleArgs a) {
+  const int i = blockIdx.x;
+  const float* q = a.q[i];
+  const int64_t token = block_race([&](int64_t v) { return q[v]; }, a.vocab, a.streams[i]);
+  if (threadIdx.x == 0) a.token[i] = token;
+}
+
 }  // namespace
 
 void launch_verify_chain(const ChainArgs& args, StreamHandle stream) {
@@ -102,6 +109,12 @@ void launch_sample_slots(const SampleArgs& args, StreamHandle stream) {
   if (args.slots <= 0) return;
   sample_slots_kernel<<<args.slots, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
   check_launch("sample_slots_kernel");
+}
+
+void launch_sample_rows(const RowSampleArgs& args, StreamHandle stream) {
+  if (args.count <= 0) return;
+  sample_rows_kernel<<<args.count, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
+  check_launch("sample_rows_kernel");
 }
 
 }  // namespace sjd::kernels

@@ -354,6 +354,26 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   return rows.narrow(1, 0, std::max(want, 0));
 }
 
+at::Tensor sample_rows(const std::vector<at::Tensor>& q, const std::vector<kernels::PhiloxStream>& streams) {
+  if (q.empty()) return at::empty({0}, at::kLong);
+  if (streams.size() != q.size()) throw std::invalid_argument("cuda ops: sample_rows needs one stream per q");
+  const at::Device device = q.front().device();
+  const c10::cuda::CUDAGuard guard(device);
+  io::StepUpload up;
+  const size_t q_rows = up.add(row_addresses(q, q.front().numel(), "sampled q"));
+  const size_t streams_d = up.add(streams);
+  const size_t token = up.add_filled<int64_t>(q.size(), -1);
+  up.send(device);
+  kernels::RowSampleArgs a;
+  a.q = as_rows(up, q_rows);
+  a.vocab = q.front().numel();
+  a.count = static_cast<int>(q.size());
+  a.streams = up.data<kernels::PhiloxStream>(streams_d);
+  a.token = up.data<int64_t>(token);
+  kernels::launch_sample_rows(a, stream_of(q.front()));
+  return up.tensor(token, at::kLong);
+}
+
 at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const StepKeys& keys,
                         const DeviceRelaxation& relax) {
   const int slots = 1 + static_cast<int>(w.node_tokens.size());

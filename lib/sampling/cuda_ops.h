@@ -100,6 +100,10 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
 at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<int64_t>& position,
                            const std::vector<int64_t>& exclude, int want, const std::vector<StepKeys>& keys);
 
+// sample_token from every q row (float32 [V], one device) on its stream: int64 [rows] on the
+// device, queued; -1 where a row has no positive mass.
+at::Tensor sample_rows(const std::vector<at::Tensor>& q, const std::vector<kernels::PhiloxStream>& streams);
+
 // A whole window: drafts on the spine (nodes 0 .. chain-1), optional tree nodes
 // after them, and the tree levels proactive drafting prepared.
 struct WindowSpec {

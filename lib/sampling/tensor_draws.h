@@ -14,6 +14,15 @@ namespace sjd::sampling {
 // sample_token over q (float32 [V]).
 int64_t sample_from(const at::Tensor& q, const RngKey& key);
 
+// sample_from(q, key) for every draw: the initial drafts of a step drawn from a stale p
+// (sample-left/up). On a CUDA device one kernel and one read for all of them (every
+// sequence of the batch), where sample_from reads each q back.
+struct RowDraw {
+  at::Tensor q;
+  RngKey key;
+};
+std::vector<int64_t> sample_each(const std::vector<RowDraw>& draws);
+
 // One distribution's candidates after `first`: up to `want` tokens drawn without
 // replacement from q with `first` removed (draw_without_replacement on stream
 // `key`, which must be a kCandidates key of sub-stream 0: the kernel draws on

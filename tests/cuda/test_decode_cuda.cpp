@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <string>
 
 #include "decoding/decoder.h"
 #include "device_cases.h"
@@ -37,9 +38,12 @@ family::TokenLayout layout() {
   return family::TokenLayout(6, forced, 3, 4, 1, 3);
 }
 
+// `method`, or "method/init" with another draft initialisation (e.g. "sjd/sample-up").
 decoding::DecodeRequest request_for(const std::string& method, int index) {
   decoding::DecodeRequest r;
-  r.method = decoding::make_method(method);
+  const size_t slash = method.find('/');
+  r.method = decoding::make_method(method.substr(0, slash));
+  if (slash != std::string::npos) r.method.init = decoding::parse_init_scheme(method.substr(slash + 1));
   r.method.window = 5;
   r.method.pd_k = 3;
   r.method.pd_depth = 2;
@@ -155,7 +159,8 @@ TEST_CASE("decoding with device logits: greedy tokens equal the CPU's", "[cuda]"
 
 TEST_CASE("decoding with device logits: every sequence of a batch gets its batch-1 tokens", "[cuda]") {
   const int count = 7;
-  for (const std::string method : {"ar", "sjd", "scd-mc", "sjd-pac"}) {
+  // sample-up: every sequence's initial drafts from stale p's in one draw per step.
+  for (const std::string method : {"ar", "sjd", "sjd/sample-up", "scd-mc", "sjd-pac"}) {
     DeviceTableModel single;
     std::map<int64_t, std::vector<int64_t>> alone;
     for (int i = 0; i < count; ++i) alone[i] = decoding::decode(single, layout(), request_for(method, i)).tokens;
@@ -170,7 +175,7 @@ TEST_CASE("a batch of device- and host-verified sequences: each gets its batch-1
   // The loop queues the device verifications first and reads their verdicts in one copy; the
   // host-verified sequences between them must neither shift nor take another's verdict.
   const int count = 7;
-  for (const std::string method : {"ar", "sjd-pac"}) {
+  for (const std::string method : {"ar", "sjd-pac", "sjd/sample-up"}) {
     DeviceTableModel single;
     std::map<int64_t, std::vector<int64_t>> alone;
     for (int i = 0; i < count; ++i) alone[i] = decoding::decode(single, layout(), mixed_request(method, i, true)).tokens;

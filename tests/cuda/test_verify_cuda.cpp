@@ -316,3 +316,28 @@ TEST_CASE("candidate draws of a batch's sequences in one call: each on its own s
     CHECK(sampling::draw_after({on_device[i]}) == std::vector<std::vector<int64_t>>{expected[i]});
   }
 }
+
+TEST_CASE("initial draws from stale p's of a batch in one call equal sample_from on the CPU", "[cuda]") {
+  // decoder.cpp's open_windows draws every sequence's sample-left/up initial drafts at once: each
+  // row on its own stream (seed, sequence, step, position; kInit, or scd-gs' kGumbel keyed at step 0).
+  const at::Device device = cuda_testing::device();
+  const int64_t vocab = 8198;  // not a multiple of the kernel's four tokens per Philox block
+  const at::Tensor probs = cuda_testing::random_probs(7, vocab, 400, 0.9);
+  std::vector<sampling::RowDraw> on_cpu, on_device;
+  for (int i = 0; i < 7; ++i) {
+    const sampling::Purpose purpose = i % 3 == 2 ? sampling::Purpose::kGumbel : sampling::Purpose::kInit;
+    const sampling::RngKey key = sampling::make_key(500 + static_cast<uint64_t>(i % 2), static_cast<uint32_t>(i),
+                                                    purpose == sampling::Purpose::kGumbel ? 0u : 4u + i, 33 + 7 * i,
+                                                    purpose);
+    on_cpu.push_back({probs[i].contiguous(), key});
+    on_device.push_back({probs[i].contiguous().to(device), key});
+  }
+  const std::vector<int64_t> expected = sampling::sample_each(on_cpu);
+  CHECK(sampling::sample_each(on_device) == expected);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(expected[i] == sampling::sample_from(on_cpu[i].q, on_cpu[i].key));
+  }
+  // A row with no positive mass is the CPU's error, not a token of -1.
+  on_device[3].q = at::zeros({vocab}, at::TensorOptions().dtype(at::kFloat).device(device));
+  CHECK_THROWS_WITH(sampling::sample_each(on_device), Catch::Contains("no token has a positive probability"));
+}
