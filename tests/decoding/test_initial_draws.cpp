@@ -54,6 +54,7 @@ TEST_CASE("sample-up's initial draws are planned from the stale p's and built fr
     CHECK(draws[i].key.step == step);
     CHECK(draws[i].key.purpose == sampling::Purpose::kInit);
     CHECK(draws[i].key.sequence == kSequence);
+    CHECK(draws[i].key.seed == kSeed);
   }
   // finish_fill builds the drafts from the tokens it is handed, not from draws of its own.
   book.finish_fill(committed, {9, 8, 7, 6});
@@ -62,38 +63,74 @@ TEST_CASE("sample-up's initial draws are planned from the stale p's and built fr
     CHECK(book.drafts()[i].token == static_cast<int64_t>(9 - i));
     CHECK(at::equal(book.drafts()[i].q, book.stale_p().at(static_cast<int64_t>(i))));
   }
-  CHECK(book.drafts()[4].q.sum().item<float>() == Approx(1.0f));  // the uniform q, drawn on its own
+  // Position 8 is drawn uniformly over the image codes on its own kInit stream.
+  const at::Tensor uniform = at::full({kVocab}, 1.0f / kVocab);
+  CHECK(at::allclose(book.drafts()[4].q, uniform));
+  CHECK(book.drafts()[4].token ==
+        sampling::sample_from(uniform, sampling::make_key(kSeed, kSequence, step, 8, sampling::Purpose::kInit)));
 
-  // The same book state through fill() gives what plan -> sample_each -> finish gives.
+  // fill() draws the planned ones itself: sample_from of each stale p on its kInit stream.
   decoding::DraftBook whole(layout, method, decoding::Mutants{}, kSeed, kSequence);
-  decoding::DraftBook halves(layout, method, decoding::Mutants{}, kSeed, kSequence);
-  for (int64_t position = 0; position < 4; ++position) {
-    whole.remember_p(position, distribution(position));
-    halves.remember_p(position, distribution(position));
-  }
+  for (int64_t position = 0; position < 4; ++position) whole.remember_p(position, distribution(position));
   whole.fill(committed, 5, step);
-  halves.finish_fill(committed, sampling::sample_each(halves.plan_fill(committed, 5, step)));
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     INFO("draft " << i);
-    CHECK(halves.drafts()[i].token == whole.drafts()[i].token);
-    CHECK(at::equal(halves.drafts()[i].q, whole.drafts()[i].q));
-    if (i < 4) CHECK(whole.drafts()[i].token == sampling::sample_from(whole.stale_p().at(static_cast<int64_t>(i)),
-                                                                      sampling::make_key(kSeed, kSequence, step,
-                                                                                         4 + static_cast<int64_t>(i),
-                                                                                         sampling::Purpose::kInit)));
+    const auto key = sampling::make_key(kSeed, kSequence, step, 4 + static_cast<int64_t>(i), sampling::Purpose::kInit);
+    CHECK(whole.drafts()[i].token == sampling::sample_from(whole.stale_p().at(static_cast<int64_t>(i)), key));
   }
 }
 
-TEST_CASE("schemes that draw from no stale p plan no draws", "[decoding][init]") {
-  const family::TokenLayout layout = grid_layout();
-  for (const std::string init : {"random", "repeat-left", "repeat-up"}) {
-    INFO(init);
-    const decoding::MethodConfig method = sjd_with(init);
+namespace {
+
+// Two grid rows of four image codes (ids 1..3), each ended by the forced newline 4.
+family::TokenLayout layout_with_newlines() {
+  std::vector<int64_t> forced;
+  for (int r = 0; r < 2; ++r) forced.insert(forced.end(), {-1, -1, -1, -1, 4});
+  return family::TokenLayout(6, forced, 2, 4, 1, 3);
+}
+
+at::Tensor code_distribution(int64_t seed) {
+  at::manual_seed(seed);
+  at::Tensor p = at::zeros({6});
+  p.narrow(0, 1, 3).copy_(at::softmax(at::randn({3}), -1));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("initial draws skip forced positions; sample-left falls back to the code above; scd-gs keys them at step 0",
+          "[decoding][init]") {
+  const family::TokenLayout layout = layout_with_newlines();
+  const std::vector<int64_t> committed = {1, 2, 3, 1, 4};  // the first grid row and its newline
+  const uint32_t step = 7;
+  SECTION("sample-up: the second row's codes are drawn after the first's, its newline is forced") {
+    const decoding::MethodConfig method = sjd_with("sample-up");
     decoding::DraftBook book(layout, method, decoding::Mutants{}, kSeed, kSequence);
-    for (int64_t position = 0; position < 4; ++position) book.remember_p(position, distribution(position));
-    CHECK(book.plan_fill({1, 2, 3, 4}, 6, 0).empty());
-    book.finish_fill({1, 2, 3, 4}, {});
-    CHECK(book.drafts().size() == 6);
+    for (int64_t position = 0; position < 5; ++position) book.remember_p(position, code_distribution(position));
+    const std::vector<sampling::RowDraw> draws = book.plan_fill(committed, 5, step);
+    REQUIRE(draws.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(draws[i].key.position == 5 + i);
+      CHECK(at::equal(draws[i].q, book.stale_p().at(static_cast<int64_t>(i))));
+    }
+    book.finish_fill(committed, {3, 3, 2, 1});
+    CHECK(book.drafts()[3].token == 1);
+    CHECK(book.drafts()[4].token == 4);  // the newline, drafted as itself with a point mass
+    CHECK(book.drafts()[4].q[4].item<float>() == 1.0f);
+  }
+  SECTION("scd-gs with sample-left: the first column draws after the code above, keyed without the step") {
+    decoding::MethodConfig method = decoding::make_method("scd-gs");
+    method.init = decoding::InitScheme::kSampleLeft;
+    decoding::DraftBook book(layout, method, decoding::Mutants{}, kSeed, kSequence);
+    for (int64_t position = 0; position < 5; ++position) book.remember_p(position, code_distribution(position));
+    // Position 5 (first column) has no left neighbour: the code above, 0. Positions 6..8 have
+    // left neighbours without a p (new drafts): uniform draws. 9 is forced.
+    const std::vector<sampling::RowDraw> draws = book.plan_fill(committed, 5, step);
+    REQUIRE(draws.size() == 1);
+    CHECK(draws[0].key.position == 5);
+    CHECK(draws[0].key.purpose == sampling::Purpose::kGumbel);
+    CHECK(draws[0].key.step == 0);
+    CHECK(at::equal(draws[0].q, book.stale_p().at(0)));
   }
 }
 
