@@ -2,7 +2,8 @@
 # What a session with the GPU machine runs for docs/benchmarks.md: `sjd bench`
 # on CUDA in bf16 for each full-size preset, the PyTorch eager reference of the
 # same shapes and weights, and a results.md that puts them side by side with
-# the date, machine, commit and commands. Kineto traces of the AR, L = 64 and
+# the date, machine, commit and commands, and holds them to issue 12's targets
+# (scripts/bench_gpu_results.py). Kineto traces of the AR, L = 64 and
 # tree steps go to out_dir/profile (sjd bench --profile).
 #   scripts/bench_gpu.sh [out_dir]      (SJD_BUILD_DIR: build folder, default build;
 #                                        SJD_BENCH_PRESETS: presets, default all three;
@@ -43,29 +44,5 @@ for preset in $presets; do
   "${eager_cmd[@]}" | tee -a "$out/$preset.eager.txt"
 done
 
-"$python" - "$out" $presets > "$out/results.md" <<'PY'
-import json, sys
-out, presets = sys.argv[1], sys.argv[2:]
-print("# sjd bench results\n")
-print(open(f"{out}/machine.txt").read())
-print("| preset | step | sjd ms | queued ms | eager ms | forward | pipeline | verify | kv | attention kernel |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for p in presets:
-    s = json.load(open(f"{out}/{p}.sjd.json"))
-    e = json.load(open(f"{out}/{p}.eager.json"))
-    same = abs(s["weights_checksum"] - e["weights_checksum"]) <= 1e-6 * max(1.0, abs(s["weights_checksum"]))
-    steps = [("AR", s["ar_step"], e["ar_step_ms"])]
-    steps += [(f"L={w['window']}", w, e["window_step_ms"].get(str(w["window"]))) for w in s["window_steps"]]
-    t = s["tree_step"]
-    steps.append((f"tree L={t['window']} K={t['tree_k']} D={t['tree_depth']} ({t['nodes']} nodes)", t, None))
-    for label, t, eager in steps:
-        pct = lambda x: f"{100 * x / t['total_ms']:.0f}%"
-        eager_text = f"{eager:.2f}" if eager is not None else "-"
-        print(f"| {p} | {label} | {t['total_ms']:.2f} | {t.get('queued_ms', 0):.2f} | {eager_text} | {pct(t['forward_ms'])} | "
-              f"{pct(t['pipeline_ms'])} | {pct(t['verify_ms'])} | {pct(t['kv_ms'])} | {t.get('attention', '-')} |")
-    print(f"\n{p}: weight-read {s['weight_read_gb_per_s']:.0f} GB/s vs copy {s['copy_gb_per_s']:.0f} GB/s; "
-          f"{s['peak_memory']['what']} {s['peak_memory']['bytes'] / 1e9:.1f} GB; same weights as eager: {same}; "
-          "seconds per image: " + ", ".join(f"{m['method']} {m['seconds']:.1f} s ({m['step_compression']}x)"
-                                            for m in s["seconds_per_image"]) + "\n")
-PY
+"$python" scripts/bench_gpu_results.py "$out" $presets > "$out/results.md"
 echo "wrote $out/results.md"

@@ -465,6 +465,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"parameters", r.parameters},
           {"weights_checksum", r.weights_checksum},
           {"weight_bytes_per_step", r.weight_bytes_per_step},
+          {"generated_tokens", r.preset.generated_tokens},
           {"head_rows", r.head_rows},
           {"copy_gb_per_s", r.copy_gb_per_s},
           {"weight_read_gb_per_s", r.weight_read_gb_per_s},

@@ -64,7 +64,7 @@ def test_bench_gpu_script_runs_every_python_step_with_PYTHON(tmp_path):
     run = subprocess.run(["bash", str(ROOT / "scripts" / "bench_gpu.sh"), str(out)], env=env, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert calls.read_text().split("\n")[:3] == ["-c", "scripts/bench_eager_reference.py", "-"]
+    assert calls.read_text().split("\n")[:3] == ["-c", "scripts/bench_eager_reference.py", "scripts/bench_gpu_results.py"]
     results = (out / "results.md").read_text()
     assert re.search(r"^torch: \S+", (out / "machine.txt").read_text(), re.M)
     assert re.search(r"^\| tiny \| AR \| [0-9.]+ \| [0-9.]+ \|", results, re.M), results
