@@ -79,8 +79,8 @@ struct SampleArgs {
 };
 void launch_sample_slots(const SampleArgs& args, StreamHandle stream);
 
-// One kSample-style draw from each of `count` distributions, each on a stream of
-// its own (sampling::sample_token): the initial drafts drawn from a stale p
+// One exponential-race draw from each of `count` distributions, each on a stream
+// of its own (sampling::sample_token): the initial drafts drawn from a stale p
 // (--init sample-left/up), every sequence's of a step in one launch. -1 where a
 // distribution has no positive mass.
 struct RowSampleArgs {
