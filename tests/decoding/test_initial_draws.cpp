@@ -98,7 +98,7 @@ at::Tensor code_distribution(int64_t seed) {
 
 }  // namespace
 
-TEST_CASE("initial draws skip forced positions; sample-left falls back to the code above; scd-gs keys them at step 0",
+TEST_CASE("initial draws skip forced positions, sample-left falls back to the code above, scd-gs keys them at step 0",
           "[decoding][init]") {
   const family::TokenLayout layout = layout_with_newlines();
   const std::vector<int64_t> committed = {1, 2, 3, 1, 4};  // the first grid row and its newline
