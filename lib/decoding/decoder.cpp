@@ -46,46 +46,43 @@ bool same_pipeline(const sampling::PipelineSettings& a, const sampling::Pipeline
   return a.cfg_scale == b.cfg_scale && a.cfg_mix == b.cfg_mix && a.temperature == b.temperature && a.top_k == b.top_k;
 }
 
-// SJD-PAC's next trees: the candidate draws of every sequence that planned one, made at once per
-// device (a GPU's in one kernel and one read), then handed back to each sequence in order.
-void grow_trees(const std::vector<SequenceDecoder*>& sequences) {
+// Draws the sequences planned (planned[i]: sequence i's, in order), made together per
+// verification device -- a GPU's in one kernel and one read for the whole batch -- with
+// `draw_all`, then handed back to each sequence in order: take(i, its results).
+template <typename Draw, typename DrawAll, typename Take>
+void draw_together(const std::vector<SequenceDecoder*>& sequences, const std::vector<std::vector<Draw>>& planned,
+                   const DrawAll& draw_all, const Take& take) {
   for (bool on_device : {true, false}) {
-    std::vector<sampling::CandidateDraw> draws;
-    for (SequenceDecoder* sequence : sequences) {
-      if (sequence->verifies_on_device() != on_device) continue;
-      draws.insert(draws.end(), sequence->tree_draws().begin(), sequence->tree_draws().end());
+    std::vector<Draw> draws;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      if (sequences[i]->verifies_on_device() == on_device) draws.insert(draws.end(), planned[i].begin(), planned[i].end());
     }
-    const std::vector<std::vector<int64_t>> drawn = sampling::draw_after(draws);
+    const auto drawn = draw_all(draws);
     auto next = drawn.begin();
-    for (SequenceDecoder* sequence : sequences) {
-      if (sequence->verifies_on_device() != on_device) continue;
-      const auto count = static_cast<std::ptrdiff_t>(sequence->tree_draws().size());
-      sequence->grow_tree({next, next + count});
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      if (sequences[i]->verifies_on_device() != on_device) continue;
+      const auto count = static_cast<std::ptrdiff_t>(planned[i].size());
+      take(i, std::vector(next, next + count));
       next += count;
     }
   }
 }
 
-// Every sequence's next window. Its initial drafts drawn from a stale p (sample-left/up) are
-// drawn together, as grow_trees' candidates: on a GPU one kernel and one read for the batch.
+// SJD-PAC's next trees: the candidate draws of every sequence that planned one.
+void grow_trees(const std::vector<SequenceDecoder*>& sequences) {
+  std::vector<std::vector<sampling::CandidateDraw>> planned;
+  for (SequenceDecoder* sequence : sequences) planned.push_back(sequence->tree_draws());
+  draw_together(sequences, planned, sampling::draw_after,
+                [&](size_t i, const std::vector<std::vector<int64_t>>& drawn) { sequences[i]->grow_tree(drawn); });
+}
+
+// Every sequence's next window, its initial drafts drawn from a stale p (sample-left/up) together.
 std::vector<const model::DraftTree*> open_windows(const std::vector<SequenceDecoder*>& sequences) {
   std::vector<std::vector<sampling::RowDraw>> planned;
   for (SequenceDecoder* sequence : sequences) planned.push_back(sequence->plan_window());
   std::vector<const model::DraftTree*> windows(sequences.size());
-  for (bool on_device : {true, false}) {
-    std::vector<sampling::RowDraw> draws;
-    for (size_t i = 0; i < sequences.size(); ++i) {
-      if (sequences[i]->verifies_on_device() == on_device) draws.insert(draws.end(), planned[i].begin(), planned[i].end());
-    }
-    const std::vector<int64_t> drawn = sampling::sample_each(draws);
-    auto next = drawn.begin();
-    for (size_t i = 0; i < sequences.size(); ++i) {
-      if (sequences[i]->verifies_on_device() != on_device) continue;
-      const auto count = static_cast<std::ptrdiff_t>(planned[i].size());
-      windows[i] = &sequences[i]->next_window({next, next + count});
-      next += count;
-    }
-  }
+  draw_together(sequences, planned, sampling::sample_each,
+                [&](size_t i, const std::vector<int64_t>& drawn) { windows[i] = &sequences[i]->next_window(drawn); });
   return windows;
 }
 

@@ -22,19 +22,21 @@ namespace {
 
 // Whether a call's draws run on a CUDA device: every q must be on the first one's device,
 // and a CUDA one needs a build with CUDA (without, it throws rather than answer true).
-bool draws_on_cuda(const std::vector<at::Tensor>& q, const char* what) {
-  for (const at::Tensor& t : q) {
-    if (t.device() != q.front().device()) {
+template <typename Draw>
+bool draws_on_cuda(const std::vector<Draw>& draws, const char* what) {
+  const at::Device device = draws.front().q.device();
+  for (const Draw& d : draws) {
+    if (d.q.device() != device) {
       throw std::invalid_argument(std::string(what) + ": every q must be on the first one's device (" +
-                                  q.front().device().str() + "), one is on " + t.device().str());
+                                  device.str() + "), one is on " + d.q.device().str());
     }
   }
 #ifndef SJD_WITH_CUDA
-  if (q.front().is_cuda()) {
+  if (device.is_cuda()) {
     throw std::invalid_argument(std::string(what) + ": q is on a CUDA device, but this build of sjd has no CUDA");
   }
 #endif
-  return q.front().is_cuda();
+  return device.is_cuda();
 }
 
 #ifdef SJD_WITH_CUDA
@@ -85,9 +87,7 @@ std::vector<std::vector<int64_t>> draw_after_on_device(const std::vector<Candida
 
 std::vector<int64_t> sample_each(const std::vector<RowDraw>& draws) {
   if (draws.empty()) return {};
-  std::vector<at::Tensor> q;
-  for (const RowDraw& d : draws) q.push_back(d.q);
-  if (draws_on_cuda(q, "initial draws")) {
+  if (draws_on_cuda(draws, "initial draws")) {
 #ifdef SJD_WITH_CUDA
     return sample_each_on_device(draws);
 #endif
@@ -104,9 +104,7 @@ std::vector<std::vector<int64_t>> draw_after(const std::vector<CandidateDraw>& d
     }
   }
   if (draws.empty()) return {};
-  std::vector<at::Tensor> q;
-  for (const CandidateDraw& d : draws) q.push_back(d.q);
-  if (draws_on_cuda(q, "candidate draws")) {
+  if (draws_on_cuda(draws, "candidate draws")) {
 #ifdef SJD_WITH_CUDA
     return draw_after_on_device(draws);
 #endif
