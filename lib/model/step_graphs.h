@@ -10,9 +10,12 @@
 // class and refuses to run it.
 #include <ATen/ATen.h>
 
+#include <c10/core/Stream.h>
+
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -22,8 +25,10 @@ namespace sjd::model {
 class StepGraphs {
  public:
   // Shapes captured at most. The graphs share one memory pool for their work; what each keeps
-  // is its static inputs and output (Lumina 7B at L = 64: about 5 MB), and each costs a capture
-  // (an eager run and the capture, tens of ms for a 7B model) the first time its shape is met.
+  // is its static inputs and output, which grow with the rows (Lumina 7B at L = 64: about 5 MB
+  // for one CFG pair, 16 times that for 16 pairs, so up to 2 GB for 24 such shapes), and each
+  // costs a capture (an eager run and the capture, tens of ms for a 7B model) the first time its
+  // shape is met.
   static constexpr size_t kMaxShapes = 24;
   // The width a window of `width` slots (the root and width - 1 drafted nodes) is padded to for a
   // graph: the nodes rounded up to the next of 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ...
@@ -69,8 +74,14 @@ class StepGraphs {
 
  private:
   struct Entry;
+  // Captures the new entry `it`'s graph from `forward`; a failure forgets the entry.
+  void capture(std::map<Shape, std::unique_ptr<Entry>>::iterator it, const Forward& forward);
   std::map<Shape, std::unique_ptr<Entry>> entries_;
   std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool (a MempoolId_t)
+  // Every warm-up and capture runs on this one stream: PyTorch's allocator reuses a free block only
+  // on the stream that freed it, so captures on streams of their own would each keep a step's
+  // temporaries in the pool (and cuBLAS a workspace per stream) instead of sharing them.
+  std::optional<c10::Stream> capture_stream_;
 };
 
 }  // namespace sjd::model

@@ -417,6 +417,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int64_t>& rows, const a
 }
 
 bool Transformer::graphable(const std::vector<int64_t>& rows, int64_t width) const {
+  if (rows.empty()) return false;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] != rows[0] + static_cast<int64_t>(i)) return false;  // one run of cache rows: one attention call
     if (pending_root_embedding_[static_cast<size_t>(rows[i])].defined()) return false;  // an input vector, not a token

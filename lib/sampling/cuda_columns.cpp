@@ -72,20 +72,18 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
   if (!logits.is_cuda() || logits.dim() != 3 || columns.empty()) return {};
   const int64_t vocab = logits.size(2);
   const at::Device device = logits.device();
-  DeviceConstraints cut;
-  at::Tensor column_ids;
-  io::StepUpload up;  // the slots' forced columns and mask rows, and the outside slots, in one upload
-  size_t outside_slots_d = 0, outside_tokens_d = 0;
   // Slots forced to a token outside the columns (a window's slots past the image's end are forced
   // to token 0): a point mass whatever the logits, so they run as any column and are set after.
   std::vector<int64_t> outside_slots, outside_tokens;
+  std::vector<int64_t> forced;
+  std::vector<int32_t> mask_of_slot;
+  std::vector<at::Tensor> masks;
+  at::Tensor column_ids;
   {
+    // The cache is looked at under the lock; the step's own upload goes after it.
     const std::lock_guard<std::mutex> guard(lock);
     Columns* cols = columns_for(columns, vocab, device);
     if (cols == nullptr) return {};
-    std::vector<int64_t> forced;
-    std::vector<int32_t> mask_of_slot;
-    std::vector<at::Tensor> masks;
     std::map<const void*, int32_t> row_of_mask;
     for (const SlotConstraint& c : constraints) {
       int64_t column = -1;
@@ -100,25 +98,26 @@ at::Tensor run_logits_pipeline_on_columns(const at::Tensor& logits, const std::v
         }
       } else if (c.allowed.defined()) {
         if (c.allowed.numel() != vocab) return {};  // the whole-width path names the mismatch
-        const Columns::Mask& mask = compact_mask(*cols, c.allowed, device);
-        if (!mask.any) return {};  // every token it allows has probability 0: the whole width decides
-        auto [it, added] = row_of_mask.emplace(c.allowed.unsafeGetTensorImpl(), static_cast<int32_t>(masks.size()));
-        if (added) masks.push_back(mask.compact);
-        row = it->second;
+        const auto known = row_of_mask.find(c.allowed.unsafeGetTensorImpl());
+        if (known != row_of_mask.end()) {
+          row = known->second;
+        } else {
+          const Columns::Mask& mask = compact_mask(*cols, c.allowed, device);
+          if (!mask.any) return {};  // every token it allows has probability 0: the whole width decides
+          row = static_cast<int32_t>(masks.size());
+          row_of_mask.emplace(c.allowed.unsafeGetTensorImpl(), row);
+          masks.push_back(mask.compact);
+        }
       }
       forced.push_back(column);
       mask_of_slot.push_back(row);
     }
-    const size_t forced_d = up.add(forced);
-    const size_t mask_of_slot_d = up.add(mask_of_slot);
-    outside_slots_d = up.add(outside_slots);
-    outside_tokens_d = up.add(outside_tokens);
-    up.send(device);
-    cut.forced = up.tensor(forced_d, at::kLong);
-    cut.mask_of_slot = up.tensor(mask_of_slot_d, at::kInt);
-    if (!masks.empty()) cut.masks = masks.size() == 1 ? masks[0].unsqueeze(0) : at::stack(masks);
     column_ids = cols->on_device;
   }
+  io::StepUpload up;  // the slots' forced columns and mask rows, and the outside slots, in one upload
+  const size_t outside_slots_d = up.add(outside_slots);
+  const size_t outside_tokens_d = up.add(outside_tokens);
+  const DeviceConstraints cut = send_constraints(up, forced, mask_of_slot, masks, device);
   const at::Tensor probs = run_logits_pipeline(logits.index_select(2, column_ids), cut, settings);
   at::Tensor all = at::zeros({probs.size(0), vocab}, probs.options()).index_copy_(1, column_ids, probs);
   if (!outside_slots.empty()) {

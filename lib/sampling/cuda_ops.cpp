@@ -39,12 +39,17 @@ void require_probs(const at::Tensor& probs, int64_t rows) {
   }
 }
 
-// The device addresses of q rows (each contiguous float32 [vocab]), for a table of row pointers
-// (const float* const*); one placeholder when there are none.
-std::vector<int64_t> row_addresses(const std::vector<at::Tensor>& rows, int64_t vocab, const char* name) {
+// The device addresses of q rows (each contiguous float32 [vocab] on the kernel's `device`), for a
+// table of row pointers (const float* const*); one placeholder when there are none.
+std::vector<int64_t> row_addresses(const std::vector<at::Tensor>& rows, int64_t vocab, at::Device device,
+                                   const char* name) {
   std::vector<int64_t> addresses;
   for (const at::Tensor& q : rows) {
     require_cuda(q, name);
+    if (q.device() != device) {  // a pointer into another GPU's memory would fault in the kernel, or read through peer access
+      throw std::invalid_argument(std::string("cuda ops: a ") + name + " row is on " + q.device().str() +
+                                  ", the kernel runs on " + device.str());
+    }
     if (q.scalar_type() != at::kFloat || !q.is_contiguous() || q.numel() != vocab) {
       throw std::invalid_argument(std::string("cuda ops: ") + name + " rows must be contiguous float32 [" +
                                   std::to_string(vocab) + "]");
@@ -131,12 +136,18 @@ DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constrai
     mask_of_slot.push_back(row);
   }
   io::StepUpload up;
-  const size_t forced_d = up.add(forced);
-  const size_t mask_of_slot_d = up.add(mask_of_slot);
-  up.send(device);
+  return send_constraints(up, forced, mask_of_slot, masks, device);
+}
+
+DeviceConstraints send_constraints(io::StepUpload& upload, const std::vector<int64_t>& forced,
+                                   const std::vector<int32_t>& mask_of_slot, const std::vector<at::Tensor>& masks,
+                                   at::Device device) {
+  const size_t forced_d = upload.add(forced);
+  const size_t mask_of_slot_d = upload.add(mask_of_slot);
+  upload.send(device);
   DeviceConstraints out;
-  out.forced = up.tensor(forced_d, at::kLong);
-  out.mask_of_slot = up.tensor(mask_of_slot_d, at::kInt);
+  out.forced = upload.tensor(forced_d, at::kLong);
+  out.mask_of_slot = upload.tensor(mask_of_slot_d, at::kInt);
   if (!masks.empty()) out.masks = masks.size() == 1 ? masks[0].unsqueeze(0) : at::stack(masks);
   return out;
 }
@@ -210,7 +221,7 @@ ChainVerdicts verify_chain(const at::Tensor& probs, const ChainDrafts& drafts, k
   // The inputs and the outputs' initial values in one upload.
   io::StepUpload up;
   const size_t tokens = up.add(or_placeholder(drafts.tokens, int64_t{0}));
-  const size_t q_rows = up.add(row_addresses(drafts.q, vocab, "draft q"));
+  const size_t q_rows = up.add(row_addresses(drafts.q, vocab, device, "draft q"));
   const size_t accepted = up.add_filled<uint8_t>(static_cast<size_t>(std::max(chain, 1)), 0);
   const size_t mrs_token = up.add_filled<int64_t>(static_cast<size_t>(std::max(chain, 1)), -1);
   const size_t tail_token = up.add_filled<int64_t>(static_cast<size_t>(chain) + 1, -1);
@@ -285,7 +296,7 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
     }
   }
   io::StepUpload up;
-  const size_t q_rows = up.add(row_addresses(q, vocab, "tree level q"));
+  const size_t q_rows = up.add(row_addresses(q, vocab, device, "tree level q"));
   const size_t candidates_d = up.add(or_placeholder(candidates, int64_t{-1}));
   const size_t count_d = up.add(or_placeholder(candidate_count, int32_t{0}));
   const size_t slot_d = up.add(or_placeholder(slot, int32_t{0}));
@@ -334,7 +345,7 @@ at::Tensor draw_candidates(const std::vector<at::Tensor>& q, const std::vector<i
   std::vector<kernels::StepInfo> steps;
   for (const StepKeys& k : keys) steps.push_back(step_info(k));
   io::StepUpload up;
-  const size_t q_rows = up.add(row_addresses(q, vocab, "candidate q"));
+  const size_t q_rows = up.add(row_addresses(q, vocab, device, "candidate q"));
   const size_t position_d = up.add(position);
   const size_t exclude_d = up.add(exclude);
   const size_t steps_d = up.add(steps);
@@ -360,7 +371,7 @@ at::Tensor sample_rows(const std::vector<at::Tensor>& q, const std::vector<kerne
   const at::Device device = q.front().device();
   const c10::cuda::CUDAGuard guard(device);
   io::StepUpload up;
-  const size_t q_rows = up.add(row_addresses(q, q.front().numel(), "sampled q"));
+  const size_t q_rows = up.add(row_addresses(q, q.front().numel(), device, "sampled q"));
   const size_t streams_d = up.add(streams);
   const size_t token = up.add_filled<int64_t>(q.size(), -1);
   up.send(device);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "io/step_upload.h"
 #include "kernels/kernels.h"
 #include "sampling/logits_pipeline.h"
 #include "sampling/relaxation.h"
@@ -28,6 +29,12 @@ struct DeviceConstraints {
 // neighbour table in upload_relaxation.
 DeviceConstraints upload_constraints(const std::vector<SlotConstraint>& constraints, int64_t vocab,
                                      at::Device device);
+// The constraints from their parts: per slot the forced token (or -1) and the row of `masks` (or
+// -1), the masks being uint8 [V] rows already on `device`. The two arrays go up in `upload` with
+// whatever the caller added to it, which is sent here.
+DeviceConstraints send_constraints(io::StepUpload& upload, const std::vector<int64_t>& forced,
+                                   const std::vector<int32_t>& mask_of_slot, const std::vector<at::Tensor>& masks,
+                                   at::Device device);
 
 // run_logits_pipeline on the device: logits [rows, slots, V] (any float dtype,
 // CUDA) -> probabilities [slots, V] float32 on the same device.
