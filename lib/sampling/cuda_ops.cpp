@@ -46,7 +46,8 @@ std::vector<int64_t> row_addresses(const std::vector<at::Tensor>& rows, int64_t 
   std::vector<int64_t> addresses;
   for (const at::Tensor& q : rows) {
     require_cuda(q, name);
-    if (q.device() != device) {  // a pointer into another GPU's memory would fault in the kernel, or read through peer access
+    // A pointer into another GPU's memory would fault in the kernel, or be read through peer access.
+    if (q.device() != device) {
       throw std::invalid_argument(std::string("cuda ops: a ") + name + " row is on " + q.device().str() +
                                   ", the kernel runs on " + device.str());
     }

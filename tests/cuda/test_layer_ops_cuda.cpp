@@ -160,39 +160,45 @@ TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logi
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     for (const int64_t kv_heads : {4, 2}) {
       for (const bool qk_norm : {false, true}) {
-        INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", qk-norm " << qk_norm);
-        const model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
-        const io::WeightMap w = testing::tiny_weights(c, 14);
-        model::Transformer aten_ops(c, model::load_transformer_weights(w, c, dtype, device));
-        model::Transformer fused(c, model::load_transformer_weights(w, c, dtype, device));
-        aten_ops.use_fused_layer_ops(false);
-        fused.use_fused_layer_ops(true);
-        CHECK(fused.fused_layer_ops());
-        CHECK_FALSE(aten_ops.fused_layer_ops());
-        model::RowPrompt prompt;
-        prompt.tokens = {1, 2, 3, 4, 5};
-        prompt.positions = {0, 1, 2, 3, 4};
-        prompt.key_valid = {1, 1, 1, 1, 1};
-        for (model::Transformer* m : {&aten_ops, &fused}) m->start({prompt, prompt}, 24, 8);
-        int64_t root = 5;
-        for (int step = 0; step < 4; ++step) {  // graphs on in both (the default): captures, then replays
-          model::DraftTree nodes;
-          if (step % 2 == 0) {
-            nodes.push(8, -1);
-            nodes.push(9, 0);
+        for (const bool two_d : {false, true}) {  // LlamaGen's 2D RoPE, the prompt's caption slots at position -1
+          INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d);
+          model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
+          if (two_d) {
+            c.rope = model::RopeKind::k2d;
+            c.grid_width = 4;
           }
-          const at::Tensor expected = aten_ops.forward({root, root}, nodes);
-          const at::Tensor got = fused.forward({root, root}, nodes);
-          INFO("step " << step);
-          CHECK(scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
-          const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
-          for (model::Transformer* m : {&aten_ops, &fused}) m->commit(path);
-          root = 11 + step;
-        }
-        // A capture that failed would have fallen back to eager forwards unseen.
-        for (const model::Transformer* m : {&aten_ops, &fused}) {
-          CHECK(m->step_graphs_failure().empty());
-          CHECK(m->captured_step_graphs() == 2);
+          const io::WeightMap w = testing::tiny_weights(c, 14);
+          model::Transformer aten_ops(c, model::load_transformer_weights(w, c, dtype, device));
+          model::Transformer fused(c, model::load_transformer_weights(w, c, dtype, device));
+          aten_ops.use_fused_layer_ops(false);
+          fused.use_fused_layer_ops(true);
+          CHECK(fused.fused_layer_ops());
+          CHECK_FALSE(aten_ops.fused_layer_ops());
+          model::RowPrompt prompt;
+          prompt.tokens = {1, 2, 3, 4, 5};
+          prompt.positions = two_d ? std::vector<int64_t>{-1, -1, -1, 0, 1} : std::vector<int64_t>{0, 1, 2, 3, 4};
+          prompt.key_valid = {1, 1, 1, 1, 1};
+          for (model::Transformer* m : {&aten_ops, &fused}) m->start({prompt, prompt}, 24, 8);
+          int64_t root = 5;
+          for (int step = 0; step < 4; ++step) {  // graphs on in both (the default): captures, then replays
+            model::DraftTree nodes;
+            if (step % 2 == 0) {
+              nodes.push(8, -1);
+              nodes.push(9, 0);
+            }
+            const at::Tensor expected = aten_ops.forward({root, root}, nodes);
+            const at::Tensor got = fused.forward({root, root}, nodes);
+            INFO("step " << step);
+            CHECK(scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
+            const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
+            for (model::Transformer* m : {&aten_ops, &fused}) m->commit(path);
+            root = 11 + step;
+          }
+          // A capture that failed would have fallen back to eager forwards unseen.
+          for (const model::Transformer* m : {&aten_ops, &fused}) {
+            CHECK(m->step_graphs_failure().empty());
+            CHECK(m->captured_step_graphs() == 2);
+          }
         }
       }
     }

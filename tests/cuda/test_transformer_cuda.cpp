@@ -90,6 +90,35 @@ TEST_CASE("the transformer on the device gives the CPU's logits: chain and tree 
   }
 }
 
+TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and graphed", "[cuda]") {
+  // On a GPU the eager forward's key count goes up in buckets of Transformer::kKeyBucket (256),
+  // capped at the cache's capacity, and a graphed one spans the capacity. A 250-token prompt and
+  // a capacity of 282: the first steps attend over 256 keys, the later ones over all 282.
+  const at::Device device = cuda_testing::device();
+  const model::TransformerConfig c = testing::tiny_config(true, 2);
+  const io::WeightMap w = testing::tiny_weights(c, 13);
+  std::vector<int64_t> long_prompt;
+  for (int64_t i = 0; i < 250; ++i) long_prompt.push_back(1 + i % 30);
+  model::Transformer on_cpu(c, model::load_transformer_weights(w, c, at::kFloat));
+  model::Transformer eager(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  model::Transformer graphed(c, model::load_transformer_weights(w, c, at::kFloat, device));
+  eager.use_step_graphs(false);
+  graphed.use_step_graphs(true);
+  for (model::Transformer* m : {&on_cpu, &eager, &graphed}) {
+    m->start({prompt_of(long_prompt), prompt_of({6, 7})}, 24, 8);
+  }
+  int64_t root = 5;
+  for (int step = 0; step < 5; ++step) {  // four keys a step: 250 -> 270, past 256 at the third
+    const at::Tensor expected = on_cpu.forward({root, root}, chain({8, 9, 10}));
+    INFO("step " << step << ", graphs failure '" << graphed.step_graphs_failure() << "'");
+    CHECK(relative_error(expected, eager.forward({root, root}, chain({8, 9, 10}))) < 1e-4);
+    CHECK(relative_error(expected, graphed.forward({root, root}, chain({8, 9, 10}))) < 1e-4);
+    for (model::Transformer* m : {&on_cpu, &eager, &graphed}) m->commit({0, 1, 2});
+    root = 11 + step;
+  }
+  CHECK(graphed.captured_step_graphs() == 1);
+}
+
 TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's logits, step after step", "[cuda]") {
   // The graph's attention spans the cache's whole capacity (the rows' lengths are data, not
   // shapes), so its sums may see more masked keys than the eager forward's: equal within
