@@ -8,7 +8,8 @@
 # Usage: scripts/bench_batch.sh [N captions, default 16] [repetitions, default 2]
 # Environment: BATCH_SIZES (default "1 2 4 8 16"; the vs-B=1 column compares with the first), THREADS
 # (default "1 2"), SJD (the program, default build/sjd, built if missing), DEVICE (default cpu), DTYPE
-# (default f32), SJD_COMMIT (the commit it prints where the tree has no .git).
+# (default f32), SJD_COMMIT (the commit it prints, before the tree's .git: the device tool's copy may hold an
+# older one).
 # Figures only: nothing here asserts a speed. On a shared machine run it when quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,8 @@ mkdir -p "$out"
 rm -f "$out/errors.log"
 py=${PYTHON:-python3}
 "$py" scripts/scenes.py --split eval --count "$count" --out-jsonl "$out/prompts.jsonl" --prompts
-echo "bench_batch: $(date -u +%F) $(git rev-parse --short HEAD 2>/dev/null || echo "${SJD_COMMIT:-unknown}") $(nproc --all) cores, --device ${DEVICE:-cpu}" \
+commit=${SJD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+echo "bench_batch: $(date -u +%F) $commit $(nproc --all) cores, --device ${DEVICE:-cpu}" \
      "--dtype ${DTYPE:-f32}; ${count} held-out captions, best of ${reps}"
 printf "%-8s %-34s %3s %9s %10s %12s\n" threads method B images/s vs-B=1 compression
 for threads in ${THREADS:-1 2}; do

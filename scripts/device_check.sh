@@ -3,12 +3,14 @@
 # nvcc, CMake and ninja, but none of our Debian packages and no network), in
 # stages that each fit a time limit, so a ten-minute call can run some of them
 # and a second call the rest:
-#   scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate] [fused]
-#   (default: the first four)
+#   scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused]
+#   (default: build test run bench suite)
 # build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
 #        working tree) into SJD_DEPS_PREFIX and build everything with all cores
 #        through scripts/setup.sh
-# test   tests_cuda, then the whole CTest suite
+# test   tests_cuda; where its cases of code new to the device fail, the later
+#        stages run with that code switched off (SJD_FUSED_LAYER_OPS=0, ...)
+# suite  the whole CTest suite (of the build, or the prebuilt suite.tar.gz)
 # run    sjd generate / batch / compare on models/default with --device cuda in
 #        bf16 and f32, and the f32 tokens of CUDA against the CPU's
 # bench  scripts/bench_gpu.sh at each full-size preset, one preset at a time
@@ -24,9 +26,9 @@
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
-# libraries and checks that the binaries load; `test` then runs tests_cuda, and
-# the whole CTest suite when the prebuilt folder has it (suite.tar.gz, packed after
-# a full CUDA build by scripts/pack_prebuilt.sh), so no call has to build.
+# libraries and checks that the binaries load; `suite` then runs the whole CTest
+# suite that the prebuilt folder has (suite.tar.gz, packed after a full CUDA build
+# by scripts/pack_prebuilt.sh), so no call has to build.
 # OUT_DIR gets results.md (machine, then one section per stage, written as each
 # stage ends) and at most 8 files of logs and archives, each kept under 16 MiB;
 # a CUDA build also leaves prebuilt.tar.gz, its binaries for the next call.
@@ -34,8 +36,8 @@
 #   /tmp/sjd-deps), SJD_JOBS (default nproc), SJD_CHECK_DEVICE (cuda; cpu makes a
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
-#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=270 run=150 bench=330 batch=240 calibrate=120
-#   fused=180"),
+#   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=150 suite=300 run=150 bench=330 batch=240
+#   calibrate=120 fused=180"),
 #   SJD_CHECK_TOTAL (seconds for the whole call, default 540: no stage runs past
 #   it, so the device tool's 600 s leave time to pack and print the results),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used),
@@ -44,17 +46,20 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [run] [bench] [batch] [calibrate] [fused]" >&2; exit 2; }
+usage() {
+  echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused]" >&2
+  exit 2
+}
 [ $# -ge 1 ] || usage
 out=$1; shift
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build test run bench)
+[ ${#stages[@]} -gt 0 ] || stages=(build test run bench suite)
 for s in "${stages[@]}"; do
-  case "$s" in build|test|run|bench|batch|calibrate|fused) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+  case "$s" in build|test|suite|run|bench|batch|calibrate|fused) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=270 [run]=150 [bench]=330 [batch]=240 [calibrate]=120 [fused]=180)
+declare -A limit=([build]=300 [test]=150 [suite]=300 [run]=150 [bench]=330 [batch]=240 [calibrate]=120 [fused]=180)
 total=${SJD_CHECK_TOTAL:-540}
 [[ "$total" =~ ^[0-9]+$ ]] || { echo "device_check: SJD_CHECK_TOTAL must be seconds, not '$total'" >&2; exit 2; }
 call_deadline=$(( $(date +%s) + total ))
@@ -92,7 +97,8 @@ build=$SJD_BUILD_DIR
 mkdir -p "$out"
 out=$(realpath "$out")
 work=$(mktemp -d /tmp/sjd-check.XXXXXX)   # everything not kept; archived into OUT_DIR
-trap 'rm -rf "$work"' EXIT
+suite=$(mktemp -d /tmp/sjd-suite.XXXXXX)  # the prebuilt CTest suite, unpacked: never archived
+trap 'rm -rf "$work" "$suite"' EXIT
 results=$out/results.md
 max_log_bytes=$((12 * 1024 * 1024))
 
@@ -245,7 +251,7 @@ stage_test() {
       # Code new to the device has a switch each: when its own tests fail, the later stages of
       # this call run without it, so the call still measures everything else.
       local tag switch
-      for tag in fused:SJD_FUSED_LAYER_OPS columns:SJD_PIPELINE_COLUMNS; do
+      for tag in fused:SJD_FUSED_LAYER_OPS columns:SJD_PIPELINE_COLUMNS graphs:SJD_CUDA_GRAPHS; do
         switch=${tag#*:}; tag=${tag%%:*}
         limited 60 "$log" "$build/tests/tests_cuda" "[$tag]"
         if [ "$rc" -ne 0 ]; then
@@ -259,10 +265,19 @@ stage_test() {
   else
     md "- tests_cuda: not built (CPU dry run)"
   fi
+  cap_log "$log"
+  md ""
+}
+
+# The whole CTest suite: the build's, or the one packed with the prebuilt binaries. It runs with
+# whatever the test stage switched off, as the other stages do (results.md said which).
+stage_suite() {
+  local log=$out/test.log   # the returned files are already eight: this stage shares the test stage's log
+  md "## suite (the whole CTest suite)"
   if [ -z "$prebuilt" ]; then
     run_ctest "$log" "$build" ""
   elif [ -f "$prebuilt/suite.tar.gz" ]; then
-    unpack_suite "$log" && run_ctest "$log" "$work/suite" " (the suite built with the prebuilt binaries)"
+    unpack_suite "$log" && run_ctest "$log" "$suite" " (the suite built with the prebuilt binaries)"
   else
     md "- ctest: skipped ($prebuilt has no suite.tar.gz: scripts/cuda_build_check.sh build without SJD_TARGET, then pack)"
   fi
@@ -272,19 +287,26 @@ stage_test() {
 
 # run_ctest LOG DIR WHAT: the CTest suite of build folder DIR, its verdict and failed tests in results.md.
 run_ctest() {
+  # The Python tests need pytest (and the packages scripts/setup.sh installs), which this
+  # machine's Python may lack, and no network brings them: then they are left out, and said so.
+  local python_tests=()
+  if ! "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    python_tests=(-E '^py\.')
+    md "- the Python tests (py.*) left out: $PYTHON has no pytest"
+  fi
   # shellcheck disable=SC2086
-  limited "${limit[test]}" "$1" ctest --test-dir "$2" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
-    ${SJD_CHECK_CTEST_ARGS:-}
+  limited "${limit[suite]}" "$1" ctest --test-dir "$2" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
+    "${python_tests[@]}" ${SJD_CHECK_CTEST_ARGS:-}
   md "- ctest$3: $(verdict $rc) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$1" | tail -1)"
   sed -n '/The following tests FAILED/,/^Errors while running/p' "$1" | grep -E '^\s+[0-9]+ - ' | head -40 |
     sed 's/^\s*/    /' >> "$results"
 }
 
 # The CTest suite built on the CPU machine with the prebuilt binaries (scripts/pack_prebuilt.sh),
-# unpacked into $work/suite with their sjd; its CTest files named that machine's build folder,
+# unpacked into $suite with their sjd; its CTest files named that machine's build folder,
 # source tree and Python (suite.paths), and now name this one's.
 unpack_suite() {
-  local log=$1 suite=$work/suite
+  local log=$1
   rm -rf "$suite" && mkdir -p "$suite"
   if ! tar -xzf "$prebuilt/suite.tar.gz" -C "$suite" >> "$log" 2>&1 || [ ! -f "$prebuilt/suite.paths" ]; then
     md "- ctest: FAILED to unpack $prebuilt/suite.tar.gz (and its suite.paths)"; failures=$((failures + 1)); return 1
@@ -404,11 +426,12 @@ stage_run() {
   local dtype method
   for dtype in bf16 f32; do
     for method in ar sjd sjd-pac; do
+      local log_size; log_size=$(stat -c %s "$log" 2>/dev/null || echo 0)
       limited 60 "$log" "$build/sjd" generate --model "$model" -p "$prompt" --seed 3 --method "$method" \
         --device "$device" --dtype "$dtype" -o "$work/generate-$method-$dtype.png" \
         --tokens "$work/generate-$method-$dtype.tokens.json" --stats "$work/generate-$method-$dtype.stats.json"
       row "generate --method $method --dtype $dtype" \
-        "$(grep -o 'step compression [0-9.]*' "$log" | tail -1); $(stats_summary "$work/generate-$method-$dtype.stats.json")"
+        "$(tail -c +$((log_size + 1)) "$log" | grep -o 'step compression [0-9.]*' | tail -1); $(stats_summary "$work/generate-$method-$dtype.stats.json")"
     done
   done
   # The same f32 runs on the CPU: CUDA's matmuls round differently, so a difference
@@ -460,7 +483,8 @@ stage_run() {
       --seeds "$seeds" --device "$device" --dtype "$dtype" --out-dir "$work/compare-$dtype"
     row "compare $methods --seeds $seeds --dtype $dtype"
   done
-  tar -czf "$out/run.tar.gz" -C "$work" --exclude='prompts.txt' . 2>/dev/null
+  tar -czf "$out/run.tar.gz" -C "$work" --exclude='prompts.txt' --exclude='./bench-*' --exclude='./build-prebuilt' . \
+    2>/dev/null
   md "- images, tokens, stats, manifest and compare.json: run.tar.gz; output: run.log"
   cap_log "$log"
   md ""
@@ -483,6 +507,12 @@ stage_bench() {
     fi
   done
   tar -czf "$out/bench.tar.gz" -C "$work" $(cd "$work" && ls -d bench-* 2>/dev/null) 2>/dev/null
+  # The kernel profiles' traces of the 7-8B presets may not fit a returned file (16 MiB): then
+  # the archive goes without them (each preset's json keeps its profile's summary).
+  if [ "$(stat -c %s "$out/bench.tar.gz" 2>/dev/null || echo 0)" -gt $((15 * 1024 * 1024)) ]; then
+    tar -czf "$out/bench.tar.gz" -C "$work" --exclude='*.trace.json' $(cd "$work" && ls -d bench-* 2>/dev/null) 2>/dev/null
+    md "- bench.tar.gz without the profiles' traces (over 15 MiB with them)"
+  fi
   md "- every preset's json and text: bench.tar.gz; output: bench.log"
   cap_log "$log"
   md ""
@@ -541,12 +571,18 @@ stage_fused() {
   md "## fused (the layer's fused kernels: sjd bench --preset $preset --dtype bf16, on and off)"
   md "| SJD_FUSED_LAYER_OPS | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | seconds |"
   md "|---|---|---|---|---|---|---|---|"
+  if [ "${SJD_FUSED_LAYER_OPS:-1}" = 0 ]; then  # the test stage found them wrong: nothing to time
+    md "| - | skipped: tests_cuda's [fused] cases failed (test stage) | - | - | - | - | - | - |"
+    md ""
+    return
+  fi
   for setting in 1 0; do
     local json=$work/fused-$setting.json
     limited 120 "$log" env SJD_FUSED_LAYER_OPS=$setting "$build/sjd" bench --preset "$preset" --device "$device" \
       --dtype bf16 --windows 64 --batch-sizes 1 --no-vq --json "$json"
     if [ "$rc" -eq 0 ] && [ -s "$json" ]; then
-      md "$("$PYTHON" - "$json" "$setting" "$took" <<'PY'
+      local table_row
+      table_row=$("$PYTHON" - "$json" "$setting" "$took" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 ar, tree = r["ar_step"], r["tree_step"]
@@ -555,7 +591,8 @@ wide_ms = f"{wide[0]['total_ms']:.2f}" if wide else "-"
 print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {ar.get('queued_ms', 0):.2f} | {wide_ms} | {tree['total_ms']:.2f} | "
       f"{100 * ar['forward_ms'] / ar['total_ms']:.0f}% | {'on' if r.get('fused_layer_ops') else 'off'} | {sys.argv[3]} |")
 PY
-)"
+) || table_row="| $setting | ok, but its JSON is unreadable: $json | - | - | - | - | - | $took |"
+      md "$table_row"
     else
       md "| $setting | $(verdict $rc) | - | - | - | - | - | $took |"
     fi

@@ -38,7 +38,11 @@ if [ -f "$build_dir/tests/tests_engine" ] && [ -f "$build_dir/CTestTestfile.cmak
     "$(cache_value CMAKE_HOME_DIRECTORY)" "$python" > "$dest/suite.paths"
 fi
 {
-  echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- lib app tests cmake CMakeLists.txt || echo ' (with local changes)')"
+  if [ -n "${SJD_COMMIT:-}" ]; then  # named by the caller: the device tool's copy may hold an older .git
+    echo "commit: $SJD_COMMIT (SJD_COMMIT)"
+  else
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- lib app tests cmake CMakeLists.txt || echo ' (with local changes)')"
+  fi
   echo "built: $(date -u -r "$build_dir/sjd" '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release; echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | grep -o '[0-9.]*$')"
   echo "torch: $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
   echo "nvcc: $("$(cache_value CMAKE_CUDA_COMPILER)" --version | grep -o 'release .*')"

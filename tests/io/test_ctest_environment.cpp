@@ -33,7 +33,7 @@ TEST_CASE("ctest: every test runs with one OpenMP thread and the oneDNN ISA cap"
 
 TEST_CASE("ctest: the test programs find the trees CTest names, before the folders they were built in",
           "[io][environment]") {
-  // A suite built on one machine runs on another (scripts/pack_prebuilt.sh, device_check.sh's test stage)
+  // A suite built on one machine runs on another (scripts/pack_prebuilt.sh, device_check.sh's suite stage)
   // with its CTest files pointing elsewhere: the programs must follow the environment.
   const std::string saved_source = env("SJD_SOURCE_DIR"), saved_build = env("SJD_BUILD_DIR");
   ::setenv("SJD_SOURCE_DIR", "/moved/source", 1);

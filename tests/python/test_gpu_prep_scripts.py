@@ -185,12 +185,39 @@ def test_device_check_keeps_the_whole_call_within_its_total_and_exits_1_when_a_c
     assert f"font=[{expected}]" in (out / "run.log").read_text()
 
 
+def test_device_check_reads_each_generation_s_step_compression_from_its_own_output(tmp_path):
+    # A stand-in sjd whose `ar` generations succeed and print their step compression, and whose other
+    # commands fail at once: a failed row must not show the compression an earlier command printed.
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.mkdir()
+    (prebuilt / "sjd").write_text('#!/bin/sh\n[ "$1" = --help ] && exit 0\n'
+                                  'case " $* " in *" --method ar "*) echo "mean step compression 1.00x"; exit 0 ;; esac\n'
+                                  'exit 1\n')
+    (tmp_path / "python").write_text('#!/bin/sh\ncase "$2" in *torch*) echo /nonexistent/torch/lib; exit 0 ;; esac\n'
+                                     f'exec {shutil.which("python3")} "$@"\n')
+    for program in (prebuilt / "sjd", tmp_path / "python"):
+        program.chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "run"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "SJD_CHECK_TOTAL": "120",
+             "PYTHON": str(tmp_path / "python")})
+    rows = {line.split("|")[1].strip(): line for line in (out / "results.md").read_text().splitlines()
+            if line.startswith("| `generate --method")}
+    assert "step compression 1.00" in rows["`generate --method ar --dtype bf16`"]
+    assert "FAILED (exit 1)" in rows["`generate --method sjd --dtype bf16`"]
+    assert "step compression" not in rows["`generate --method sjd --dtype bf16`"]
 
-def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machine(tmp_path):
+
+@pytest.mark.parametrize("has_pytest", [True, False])
+def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machine(tmp_path, has_pytest):
     # A stand-in for the suite scripts/pack_prebuilt.sh packs: CTest files that name another machine's build
-    # folder, source tree and Python. The test stage must run them where they now are: `tree` runs a program of
+    # folder, source tree and Python. The suite stage must run them where they now are: `tree` runs a program of
     # the suite's build folder in the source tree; `python` runs the Python with the build folder (holding the
-    # prebuilt sjd) in its environment; `fails` fails and is listed.
+    # prebuilt sjd) in its environment; `fails` fails and is listed. `py.needs_pytest` stands for the Python
+    # tests, left out (and said so) when the machine's Python has no pytest.
     # Characters a pattern would misread ('.', '#', '&'), and a Python inside the source tree.
     old_source = "/else.where/s#rc&1"
     old_python = old_source + "/.venv/bin/python"
@@ -205,7 +232,8 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
         f'set_tests_properties(tree PROPERTIES WORKING_DIRECTORY "{old_source}")\n'
         f'add_test(python "{old_python}" "-c" "{check}")\n'
         f'set_tests_properties(python PROPERTIES WORKING_DIRECTORY "{old_source}" ENVIRONMENT "SJD_BUILD_DIR={old_build}")\n'
-        'add_test(fails "/bin/false")\n')
+        'add_test(fails "/bin/false")\n'
+        'add_test(py.needs_pytest "/bin/false")\n')
     (suite / "tests" / "tests_x").write_text("#!/bin/sh\n[ -f scripts/device_check.sh ]\n")
     (suite / "tests" / "tests_x").chmod(0o755)
     prebuilt = tmp_path / "prebuilt"
@@ -216,16 +244,22 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
     (prebuilt / "suite.paths").write_text(f"build_dir={old_build}\nsource_dir={old_source}\npython={old_python}\n")
     # The stand-in Python answers device_check's question about torch and is python3 for the rest.
     python = tmp_path / "python"
-    python.write_text('#!/bin/sh\ncase "$2" in *torch*) echo /nonexistent/torch/lib; exit 0 ;; esac\n'
+    python.write_text('#!/bin/sh\ncase "$2" in *torch*) echo /nonexistent/torch/lib; exit 0 ;; esac\n' +
+                      ('' if has_pytest else 'case "$2" in *pytest*) exit 1 ;; esac\n') +
                       f'exec {shutil.which("python3")} "$@"\n')
     python.chmod(0o755)
     debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
     out = tmp_path / "out"
     result = subprocess.run(
-        ["bash", str(DEVICE_CHECK), str(out), "test"], capture_output=True, text=True, timeout=300,
+        ["bash", str(DEVICE_CHECK), str(out), "suite"], capture_output=True, text=True, timeout=300,
         env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
              "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(python)})
     results = (out / "results.md").read_text()
     assert "ctest (the suite built with the prebuilt binaries): FAILED" in results, result.stdout + result.stderr
-    assert "67% tests passed, 1 tests failed out of 3" in results, (out / "test.log").read_text()
+    if has_pytest:
+        assert "50% tests passed, 2 tests failed out of 4" in results, (out / "test.log").read_text()
+        assert "4 - py.needs_pytest (Failed)" in results
+    else:
+        assert "67% tests passed, 1 tests failed out of 3" in results, (out / "test.log").read_text()
+        assert "the Python tests (py.*) left out" in results
     assert "3 - fails (Failed)" in results
