@@ -88,13 +88,15 @@ int run_calibrate(const BenchArgs& args) {
 
 int run_bench_command(const BenchArgs& args) {
   if (args.calibrate && !args.profile.empty()) throw engine::InputError("--profile times the presets, not --calibrate");
+  if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
+  // On a GPU a shape's first forward captures its graph (and cuDNN plans its attention): untimed, always.
+  if (args.warmup < 1 && args.device.rfind("cuda", 0) == 0) throw engine::InputError("--warmup must be >= 1 on a GPU");
   if (args.calibrate) return run_calibrate(args);
   engine::BenchOptions options;
   options.preset = args.preset;
   options.placement = engine::parse_placement(args.device, args.dtype.empty() ? "bf16" : args.dtype);
   options.windows = parse_sizes(args.windows, "--windows");
   options.batch_sizes = parse_sizes(args.batch_sizes.empty() ? "1,4,16" : args.batch_sizes, "--batch-sizes");
-  if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   options.iterations = args.iterations;
   options.warmup = args.warmup;
   options.seed = args.seed;

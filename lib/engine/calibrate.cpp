@@ -11,6 +11,7 @@
 #include "sampling/logits_pipeline.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 
 namespace sjd::engine {
 namespace {
@@ -93,6 +94,7 @@ decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSett
 
 decoding::StepCostProfile calibrate_step_cost(Generator& generator, const GenerationSettings& settings,
                                               const CalibrateOptions& options) {
+  c10::InferenceMode inference_mode;  // as a generation's decode loop runs: no autograd bookkeeping per call
   std::vector<int> batches = options.batch_sizes;
   std::sort(batches.begin(), batches.end());
   batches.erase(std::unique(batches.begin(), batches.end()), batches.end());

@@ -127,6 +127,16 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   const auto sizes = run_sjd("bench --preset tiny --batch-sizes 1,0");
   CHECK(sizes.exit_code == 2);
   CHECK_THAT(sizes.err, Catch::Contains("--batch-sizes: '0' is not a size >= 1"));
+  for (const char* counts : {"--iterations 0", "--warmup -1"}) {
+    for (const char* mode : {"--preset tiny", "--calibrate --model models/default"}) {
+      const auto bad = run_sjd(std::string("bench ") + mode + " " + counts);  // refused before any model or timing
+      CHECK(bad.exit_code == 2);
+      CHECK_THAT(bad.err, Catch::Contains("--iterations must be >= 1 and --warmup >= 0"));
+    }
+  }
+  const auto cold = run_sjd("bench --preset tiny --device cuda --warmup 0");
+  CHECK(cold.exit_code == 2);
+  CHECK_THAT(cold.err, Catch::Contains("--warmup must be >= 1 on a GPU"));
   const auto dtype = run_sjd("bench --preset tiny --dtype f16");
   CHECK(dtype.exit_code == 2);
   CHECK_THAT(dtype.err, Catch::Contains("--dtype: unknown dtype 'f16'"));
