@@ -77,6 +77,17 @@ StepCostProfile StepCostProfile::generic() {
   return StepCostProfile("generic (assumed, not measured)", 2, std::move(points));
 }
 
+StepCostProfile StepCostProfile::generic_gpu() {
+  // `sjd bench` at the Lumina-mGPT 7B 768 px preset, bf16, one H100, CUDA graphs (commit 627470a,
+  // docs/benchmarks.md "The GPU path"): a CFG pair's AR step, L = 16 and 64 windows and the
+  // 145-node tree, and the batch axis' AR and L = 16 steps at 4 and 16 prompts. Only the
+  // curves' shape matters to the planner, which compares steps of one model.
+  return StepCostProfile("generic GPU (Lumina-mGPT 7B, bf16, one H100; assumed, not measured for this model)",
+                         {{2, {{1, 8.80}, {17, 10.19}, {65, 11.72}, {146, 16.01}}},
+                          {8, {{1, 9.93}, {17, 11.98}}},
+                          {32, {{1, 15.54}, {17, 27.56}}}});
+}
+
 double StepCostProfile::ms(int tokens, int rows) const {
   // The first curve measured at `rows` rows or more.
   const auto upper = std::lower_bound(curves_.begin(), curves_.end(), rows,

@@ -40,6 +40,9 @@ class StepCostProfile {
   // The profile assumed when none was measured for a model and device: a fixed
   // cost plus a per-token cost (the shape of a small model on one CPU thread).
   static StepCostProfile generic();
+  // The same for a GPU: a 7B model's steps on an H100, nearly flat in the window's tokens
+  // until a batch fills the compute (the CPU's shape would plan a GPU's windows far too short).
+  static StepCostProfile generic_gpu();
 
   const std::string& name() const { return name_; }
   const std::vector<StepCostCurve>& curves() const { return curves_; }

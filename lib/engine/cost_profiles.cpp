@@ -35,7 +35,9 @@ decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const Gener
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
-  return decoding::StepCostProfile::generic();
+  // Nothing measured for this model on this device: the generic shape of the device's kind.
+  return settings.device.rfind("cuda", 0) == 0 ? decoding::StepCostProfile::generic_gpu()
+                                               : decoding::StepCostProfile::generic();
 }
 
 }  // namespace sjd::engine

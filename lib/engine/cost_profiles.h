@@ -1,7 +1,8 @@
 #pragma once
 // Which step-cost profile a generation's automatic windows read: the file the
 // `cost_profile` setting names, else the bundle's "step_cost" entry for the
-// device and dtype, else the generic assumed one. It depends on settings and
+// device and dtype, else the generic assumed one of the device's kind (a CPU's or a
+// GPU's: their windows cost very differently). It depends on settings and
 // the bundle only (never on the machine's thread count or speed), so the same
 // seed and settings choose the same windows -- and draw the same image -- anywhere.
 #include <string>

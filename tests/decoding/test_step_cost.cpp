@@ -193,3 +193,22 @@ TEST_CASE("run stats: drafts by age in JSON, the last bin labelled as the older 
   CHECK(j[1]["tested"] == 2);
 }
 
+
+TEST_CASE("window planner: the GPU's generic profile keeps the windows the CPU's would cut", "[decoding][step_cost]") {
+  // Planned from the generic prior alone. On a CPU a window's tokens cost nearly as much as
+  // steps, and more so in a batch; on a GPU a step reads the weights however many tokens it
+  // carries, until a large batch fills the compute.
+  sjd::decoding::MethodConfig sjd = sjd::decoding::make_method("sjd");
+  sjd.auto_window = true;
+  const auto chain = [&](const StepCostProfile& p, int rows) {
+    return sjd::decoding::WindowPlanner(sjd, p, rows).next(false, 4096).chain;
+  };
+  const StepCostProfile cpu = StepCostProfile::generic(), gpu = StepCostProfile::generic_gpu();
+  INFO("cpu: " << chain(cpu, 2) << " alone, " << chain(cpu, 32) << " in a batch of 16; gpu: " << chain(gpu, 2)
+               << ", " << chain(gpu, 8) << ", " << chain(gpu, 32));
+  CHECK(chain(cpu, 32) == 0);
+  CHECK(chain(gpu, 2) > chain(cpu, 2));
+  CHECK(chain(gpu, 8) > 0);
+  CHECK(chain(gpu, 2) >= chain(gpu, 8));
+  CHECK(chain(gpu, 8) >= chain(gpu, 32));
+}
