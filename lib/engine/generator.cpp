@@ -261,7 +261,9 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
 }
 
 void Generator::check_memory(const GenerationShape& shape) const {
-  check_memory_fits(estimate_generation_memory(bundle_.transformer, shape, placement_.dtype), memory_limit_,
+  GenerationShape with_graphs = shape;
+  with_graphs.step_graphs = model_->step_graphs();
+  check_memory_fits(estimate_generation_memory(bundle_.transformer, with_graphs, placement_.dtype), memory_limit_,
                     placement_.device);
 }
 
@@ -290,6 +292,8 @@ MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request
   shape.window_nodes = decoding::window_nodes(planner.largest());
   shape.sequences = batch;
   shape.draft_distributions = decoding::draft_distributions(request.method, planner.largest(), layout);
+  shape.step_graphs = model_->step_graphs();
+  shape.head_rows = static_cast<int64_t>(layout.emittable().size());  // the decode loop restricts the head to these
   return estimate_generation_memory(bundle_.transformer, shape, placement_.dtype);
 }
 

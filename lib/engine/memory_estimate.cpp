@@ -4,9 +4,17 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#ifdef SJD_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
 #include "engine/bundle.h"
+#include "model/step_graphs.h"
 
 namespace sjd::engine {
 namespace {
@@ -27,7 +35,10 @@ int64_t mul(std::initializer_list<int64_t> factors) {
 
 int64_t add(std::initializer_list<int64_t> terms) {
   int64_t sum = 0;
-  for (int64_t t : terms) sum = std::min(kHuge, sum + std::min(kHuge, t));
+  for (int64_t t : terms) {
+    t = std::min(kHuge, t);
+    sum = sum > kHuge - t ? kHuge : sum + t;  // two saturated terms would overflow int64 when added
+  }
   return sum;
 }
 
@@ -79,9 +90,12 @@ std::string format_bytes(int64_t bytes) {
   return out.str();
 }
 
+int64_t MemoryEstimate::total() const { return add({kv_cache, drafts, graphs, std::max(window, prefill)}); }
+
 std::string MemoryEstimate::describe() const {
   return format_bytes(total()) + " (KV cache " + format_bytes(kv_cache) + ", drafts " + format_bytes(drafts) +
-         ", window step " + format_bytes(window) + ", prefill " + format_bytes(prefill) + ")";
+         (graphs > 0 ? ", step graphs " + format_bytes(graphs) : "") + ", window step " + format_bytes(window) +
+         ", prefill " + format_bytes(prefill) + ")";
 }
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, const GenerationShape& s,
@@ -97,7 +111,42 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
   const int64_t prompt = s.longest_prompt;
   e.prefill = activations(c, prompt, prompt, std::min(prompt, kPrefillQueryChunk), prompt, element);
   e.drafts = mul({s.sequences, s.draft_distributions, c.vocab_size, 4});
+  if (s.step_graphs) {
+    // The graphs' pool keeps a step's temporaries beside the eager steps' own, and each shape
+    // keeps its static inputs and output: the bias over the capacity, the logits of the head's
+    // rows in float, tokens, positions and KV indices; one shape per padded width up to the window's.
+    const int64_t head = s.head_rows > 0 ? s.head_rows : c.vocab_size;
+    std::set<int64_t> widths;
+    for (int64_t w = 1; w <= width && widths.size() < model::StepGraphs::kMaxShapes;
+         w = model::StepGraphs::padded_width(w) + 1) {
+      widths.insert(model::StepGraphs::padded_width(w));
+    }
+    e.graphs = e.window;
+    for (int64_t w : widths) {
+      e.graphs = add({e.graphs, mul({s.rows, w, add({mul({capacity, element}), mul({head, 4}), 32})})});
+    }
+  }
   return e;
+}
+
+int64_t available_device_memory(const at::Device& device) {
+#ifdef SJD_WITH_CUDA
+  if (!device.is_cuda()) return -1;
+  const c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: nothing later should see it
+    return -1;
+  }
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  const int64_t held_unused = stats.reserved_bytes[all].current - stats.allocated_bytes[all].current;
+  constexpr int64_t kMargin = int64_t{1} << 30;  // the context's lazily loaded kernels, library handles
+  return std::max<int64_t>(static_cast<int64_t>(free) + std::max<int64_t>(held_unused, 0) - kMargin, 0);
+#else
+  (void)device;
+  return -1;
+#endif
 }
 
 int64_t available_host_memory() {
@@ -113,10 +162,9 @@ int64_t available_host_memory() {
 void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device) {
   std::string against = "--max-memory " + format_bytes(limit);
   if (limit <= 0) {
-    if (!device.is_cpu()) return;  // GPU memory is only checked against --max-memory
-    limit = available_host_memory();
-    against = "the " + format_bytes(std::max<int64_t>(limit, 0)) + " of memory available";
-    if (limit < 0) return;
+    limit = device.is_cpu() ? available_host_memory() : available_device_memory(device);
+    if (limit < 0) return;  // unknown: nothing to hold the estimate against
+    against = "the " + format_bytes(limit) + " of memory available" + (device.is_cpu() ? "" : " on " + device.str());
   }
   if (estimate.total() > limit) {
     throw InputError("this generation needs about " + estimate.describe() + ", more than " + against +

@@ -21,9 +21,11 @@ struct MemoryEstimate {
   int64_t window = 0;    // one decoding step: activations, attention scores, logits and their pipeline copies
   int64_t prefill = 0;   // one prompt row's prefill: activations, chunked scores, the prompt's logits
   int64_t drafts = 0;    // the draft books' distributions between steps (decoding/draft_book.h)
-  // The KV cache and the draft books live throughout; prefill and window steps never overlap.
-  int64_t total() const { return kv_cache + drafts + std::max(window, prefill); }
-  std::string describe() const;  // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)"
+  int64_t graphs = 0;    // CUDA graphs of the window step: their memory pool and static inputs and outputs
+  // The KV cache, the draft books and the graphs live throughout; prefill and window steps never overlap.
+  int64_t total() const;  // saturates, as each term does: a hostile shape never sums to a small figure
+  // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)", the graphs named where counted
+  std::string describe() const;
 };
 
 struct GenerationShape {
@@ -33,6 +35,8 @@ struct GenerationShape {
   int64_t window_nodes = 0;    // draft nodes of one step (chain + tree)
   int64_t sequences = 1;       // images decoded at once (rows / rows per image)
   int64_t draft_distributions = 0;  // float [vocab] rows each sequence's draft book keeps
+  bool step_graphs = false;    // window steps replayed from CUDA graphs (model/step_graphs.h)
+  int64_t head_rows = 0;       // output rows a step computes (a restricted head); 0: the whole vocabulary
 };
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config, const GenerationShape& shape,
@@ -43,8 +47,13 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config
 // (ulimit -v) leaves; -1 when neither is known.
 int64_t available_host_memory();
 
-// Throws InputError when `estimate` exceeds `limit` (bytes; 0 = the machine's
-// available memory, checked for the CPU only), naming both figures.
+// Bytes a generation may still allocate on a GPU: the device's free memory and what
+// PyTorch's allocator holds unused, less a margin for what is allocated outside it (the
+// CUDA context's kernels, loaded as they are first used); -1 where unknown (no CUDA).
+int64_t available_device_memory(const at::Device& device);
+
+// Throws InputError when `estimate` exceeds `limit` (bytes; 0 = what the device has
+// available: the machine's memory for the CPU, the free memory of a GPU), naming both figures.
 void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device);
 
 // "8G", "512M", "1.5GB", "1000000" -> bytes; throws std::invalid_argument naming --max-memory.

@@ -5,7 +5,9 @@
 
 using namespace sjd;
 
-TEST_CASE("the memory estimate counts every sequence's draft distributions", "[engine][memory]") {
+namespace {
+
+model::TransformerConfig small_config(int64_t vocab) {
   model::TransformerConfig config;
   config.hidden_size = 64;
   config.num_layers = 2;
@@ -13,7 +15,14 @@ TEST_CASE("the memory estimate counts every sequence's draft distributions", "[e
   config.num_kv_heads = 2;
   config.head_dim = 32;
   config.intermediate_size = 128;
-  config.vocab_size = 65536;
+  config.vocab_size = vocab;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("the memory estimate counts every sequence's draft distributions", "[engine][memory]") {
+  const model::TransformerConfig config = small_config(65536);
   engine::GenerationShape shape;
   shape.rows = 8;
   shape.longest_prompt = 20;
@@ -26,4 +35,36 @@ TEST_CASE("the memory estimate counts every sequence's draft distributions", "[e
   CHECK(with.drafts == 4 * 50 * 65536 * 4);
   CHECK(with.total() == without.total() + with.drafts);
   CHECK_THAT(with.describe(), Catch::Contains("drafts 52.43 MB"));
+}
+
+TEST_CASE("on a GPU the estimate counts the step graphs: their pool and each width's static tensors",
+          "[engine][memory]") {
+  const model::TransformerConfig config = small_config(65536);
+  engine::GenerationShape shape;
+  shape.rows = 8;
+  shape.longest_prompt = 20;
+  shape.image_tokens = 100;
+  shape.window_nodes = 3;  // widths 1 to 4, each its own graph
+  shape.head_rows = 10;
+  const engine::MemoryEstimate eager = engine::estimate_generation_memory(config, shape, at::kBFloat16);
+  shape.step_graphs = true;
+  const engine::MemoryEstimate graphed = engine::estimate_generation_memory(config, shape, at::kBFloat16);
+  CHECK(eager.graphs == 0);
+  const int64_t capacity = 20 + 100 + 3 + 1;
+  const int64_t per_slot = capacity * 2 + 10 * 4 + 32;  // bias row (bf16), logits of the head's rows, indices
+  CHECK(graphed.graphs == graphed.window + 8 * (1 + 2 + 3 + 4) * per_slot);
+  CHECK(graphed.total() == eager.total() + graphed.graphs);
+  CHECK_THAT(graphed.describe(), Catch::Contains("step graphs"));
+  CHECK_THAT(eager.describe(), !Catch::Contains("step graphs"));
+}
+
+TEST_CASE("a window of any size counts at most the graph shapes a cache keeps", "[engine][memory]") {
+  const model::TransformerConfig config = small_config(1000);
+  engine::GenerationShape shape;
+  shape.longest_prompt = 10;
+  shape.image_tokens = 10;
+  shape.window_nodes = int64_t{1} << 40;  // hostile: the estimate saturates, and comes back at once
+  shape.step_graphs = true;
+  const engine::MemoryEstimate huge = engine::estimate_generation_memory(config, shape, at::kFloat);
+  CHECK(huge.total() >= (int64_t{1} << 60));
 }
