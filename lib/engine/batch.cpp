@@ -87,6 +87,10 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     return record;
   };
   const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
+  plan.pending = owned;  // at most these, less the ones already made
+  for (const auto& [index, image] : done) {
+    if (index < count && options.shard.owns(index)) --plan.pending;
+  }
   // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that
   // counts the in-flight images' progress.
   ProgressLine progress(log, options.progress, 0.25);

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -167,7 +168,11 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
 decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   const GenerationSettings& settings = plan.settings;
   decoding::BatchCapacity capacity;
-  capacity.sequences = std::max(settings.batch_size, 1);
+  // Slots for the sequences that can be in flight at once: a batch of B with fewer prompts
+  // left than that would reserve KV cache for rows it never fills (the batch size still plans
+  // the windows: it is part of every image's settings).
+  const int64_t pending = plan.pending >= 0 ? plan.pending : static_cast<int64_t>(plan.prompts.size());
+  capacity.sequences = static_cast<int>(std::clamp<int64_t>(pending, 1, std::max(settings.batch_size, 1)));
   capacity.rows_per_sequence = settings.cfg != 1.0 ? 2 : 1;
   const family::ImageFamily& glue = family(settings.resolution);
   const auto measure = [&](const model::RowPrompt& row) {

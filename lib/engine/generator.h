@@ -45,6 +45,9 @@ struct BatchItem {
 struct BatchPlan {
   GenerationSettings settings;
   std::vector<std::string> prompts;
+  // At most this many of them will be decoded (the rest are done: a resumed batch); -1: all.
+  // The KV cache gets no more sequence slots than that, whatever the batch size.
+  int64_t pending = -1;
   // Called after every step of every item (its BatchItem::id and progress); may be empty.
   std::function<void(int64_t id, const decoding::StepProgress&)> on_step;
 };

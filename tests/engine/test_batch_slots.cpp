@@ -1,0 +1,44 @@
+// A batch reserves KV cache for the sequences that can be in flight at once: no
+// more than its batch size, and no more than the prompts it has left to decode.
+#include <catch2/catch.hpp>
+
+#include "cli_runner.h"
+#include "engine/generator.h"
+
+using namespace sjd;
+
+namespace {
+
+// The cache rows a batch of `batch_size` reserves for `prompts` prompts, `pending` of them left (-1: all).
+int64_t cache_rows(int batch_size, int prompts, int64_t pending) {
+  engine::Bundle bundle = engine::load_bundle(testing::default_model());
+  engine::BatchPlan plan;
+  engine::apply_settings(plan.settings, bundle.defaults, "bundle defaults");
+  plan.settings.method = "sjd";
+  plan.settings.batch_size = batch_size;
+  for (int i = 0; i < prompts; ++i) plan.prompts.push_back(i % 2 ? "a small red square" : "a large blue circle");
+  plan.pending = pending;
+  engine::Generator generator(std::move(bundle));
+  int64_t next = 0, made = 0;
+  const int64_t decode = pending >= 0 ? pending : prompts;
+  generator.generate_batch(
+      plan,
+      [&]() -> std::optional<engine::BatchItem> {
+        if (next == decode) return std::nullopt;
+        engine::BatchItem item{next, plan.prompts[static_cast<size_t>(next)], plan.settings};
+        item.settings.seed = static_cast<uint64_t>(next++);
+        return item;
+      },
+      [&](const engine::BatchItem&, engine::GenerationOutput) { ++made; },
+      [&](const engine::BatchItem&, const std::string& error) { FAIL(error); });
+  CHECK(made == decode);
+  return generator.transformer().cache().rows();
+}
+
+}  // namespace
+
+TEST_CASE("a batch's KV cache has slots for its batch size or its prompts left, the fewer", "[engine][batch]") {
+  CHECK(cache_rows(8, 2, -1) == 2 * 2);  // two prompts with CFG: two rows each
+  CHECK(cache_rows(8, 5, 1) == 1 * 2);   // a resumed batch with one left
+  CHECK(cache_rows(2, 3, -1) == 2 * 2);  // more prompts than the batch takes
+}
