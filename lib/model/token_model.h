@@ -62,7 +62,7 @@ class TokenModel {
   // Where forward_rows leaves its logits.
   virtual at::Device device() const { return at::kCPU; }
 
-  // Makes room for `rows` cache rows, each holding at most `tokens_per_row`
+  // Makes room for `rows` cache rows, each holding at least `tokens_per_row`
   // slots (prompt, generated tokens and one window) at positions below
   // `position_limit`. Every row is empty afterwards.
   virtual void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) = 0;

@@ -104,7 +104,10 @@ void Transformer::restrict_outputs(const std::vector<int64_t>& token_ids) {
 }
 
 void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) {
-  if (cache_.rows() != rows || cache_.capacity() != tokens_per_row) {
+  // A cache (and RoPE table) at least as large is kept: compare's methods and seeds reserve a
+  // little more or less in turn, and on a GPU each rebuild drops every captured graph, whose
+  // captures would then fall in the next run's time. The extra slots are never attended to.
+  if (cache_.rows() != rows || cache_.capacity() < tokens_per_row) {
     graphs_.clear();  // they read the old cache
     cache_ = KvCache();  // the old buffers go before the new ones are made: a peak holds one cache
     cache_ = KvCache(config_.num_layers, rows, config_.num_kv_heads, tokens_per_row, config_.head_dim, dtype(),
@@ -112,7 +115,7 @@ void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position
   } else {
     for (int64_t r = 0; r < rows; ++r) cache_.rollback(r, 0);  // the buffers are reused; the lengths restart
   }
-  if (rope_.max_position() != position_limit) {
+  if (rope_.max_position() < position_limit) {
     graphs_.clear();  // they read the old table
     rope_ = RopeTable(config_, position_limit, dtype(), device());
   }

@@ -211,7 +211,7 @@ TEST_CASE("a KV cache rebuilt for another size never lives beside the old one", 
   const c10::DeviceIndex index = device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
   const auto agg = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   // K and V of 2 layers x 4 heads x 8 dims in f32: 512 bytes per slot and row, 2 kB per slot of the 4 rows.
-  const int64_t old_slots = 32768, new_slots = 30000;
+  const int64_t old_slots = 30000, new_slots = 32768;
   m.reserve(4, old_slots, 64);
   const int64_t before = at::accelerator::getDeviceStats(index).allocated_bytes[agg].current;
   at::accelerator::resetPeakStats(index);
@@ -219,8 +219,13 @@ TEST_CASE("a KV cache rebuilt for another size never lives beside the old one", 
   const auto stats = at::accelerator::getDeviceStats(index);
   const int64_t new_bytes = new_slots * 2048;
   INFO("before " << before << ", peak " << stats.allocated_bytes[agg].peak << ", new cache " << new_bytes);
-  CHECK(stats.allocated_bytes[agg].current < before);             // the old cache is gone
-  CHECK(stats.allocated_bytes[agg].peak < before + new_bytes / 2);  // and was gone before the new one came
+  CHECK(m.cache().capacity() == new_slots);
+  CHECK(stats.allocated_bytes[agg].current < before + new_bytes / 2);  // the old cache is gone
+  CHECK(stats.allocated_bytes[agg].peak < before + new_bytes / 2);     // and was gone before the new one came
+  // A smaller reservation keeps the cache as it is: nothing freed, nothing made.
+  m.reserve(4, 1000, 64);
+  CHECK(m.cache().capacity() == new_slots);
+  CHECK(at::accelerator::getDeviceStats(index).allocated_bytes[agg].current == stats.allocated_bytes[agg].current);
 }
 
 TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda]") {

@@ -381,3 +381,24 @@ TEST_CASE("the fused layer kernels are GPU only: a CPU transformer keeps its ATe
     CHECK_THROWS_WITH(fused_silu_mul(at::ones({2, 8})), Catch::Contains("gate_up") && Catch::Contains("contiguous"));
   }
 }
+
+TEST_CASE("a cache at least as large is kept: a smaller reservation reuses it, a larger or another row count remakes it",
+          "[model]") {
+  Transformer model = tiny_transformer(tiny_config(false), 4);
+  const auto keys = [&] { return model.cache().key_buffer(0).data_ptr(); };
+  model.reserve(2, 40, 40);
+  const void* first = keys();
+  const DraftTree drafts = chain({7, 8});
+  model.open_row(0, prompt_of({1, 2, 3}));
+  const at::Tensor in_own_size = model.forward_rows({RowWindow{0, 3, &drafts}});
+  model.reserve(2, 20, 20);  // compare's next method may need less
+  CHECK(keys() == first);
+  CHECK(model.cache().capacity() == 40);
+  CHECK(model.cache().length(0) == 0);  // emptied all the same
+  model.open_row(0, prompt_of({1, 2, 3}));
+  CHECK(at::equal(model.forward_rows({RowWindow{0, 3, &drafts}}), in_own_size));
+  model.reserve(2, 41, 41);
+  CHECK(model.cache().capacity() == 41);
+  model.reserve(3, 10, 10);
+  CHECK(model.cache().rows() == 3);
+}
