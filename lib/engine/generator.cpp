@@ -82,7 +82,7 @@ Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bun
       bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
   io::WeightMap vq_weights = io::WeightMap::load_all(bundle_.vq_weights);
   check_weights_usable(vq_weights, /*floating_only=*/false);
-  vq_ = vq::make_vq_decoder(bundle_.vq, std::move(vq_weights));
+  vq_ = vq::make_vq_decoder(bundle_.vq, std::move(vq_weights), placement_.device);  // decoded where the model runs
 }
 
 Generator::~Generator() = default;
@@ -111,8 +111,9 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
     }
     if (lantern_k_ != method.relax.lantern_k) {
       const family::TokenLayout& layout = glue.layout();
-      lantern_table_ = sampling::lantern_neighbours(vq_->codebook(), method.relax.lantern_k, layout.first_code_id(),
-                                                    layout.vocab_size());
+      // On the CPU whatever the device: the neighbours (topk's ties) are then the same everywhere.
+      lantern_table_ = sampling::lantern_neighbours(vq_->codebook().to(at::kCPU), method.relax.lantern_k,
+                                                    layout.first_code_id(), layout.vocab_size());
       lantern_k_ = method.relax.lantern_k;
     }
     method.relax.neighbours = lantern_table_;

@@ -94,26 +94,8 @@ MovqDecoder::MovqDecoder(const VQConfig& config, const io::WeightMap& w) : confi
   conv_out_ = Conv2d::load(w, "decoder.conv_out", channels, c.out_channels, 3);
 }
 
-at::Tensor MovqDecoder::lookup(const at::Tensor& codes_in) const {
-  if (codes_in.dim() != 2 || codes_in.size(0) == 0 || codes_in.size(1) == 0)
-    throw std::invalid_argument("VQ decode (movq): codes must be a non-empty [H, W] grid, got shape " +
-                                c10::str(codes_in.sizes()));
-  if (at::isFloatingType(codes_in.scalar_type()) || codes_in.scalar_type() == at::kBool)
-    throw std::invalid_argument("VQ decode (movq): codes must be integers, got " +
-                                std::string(c10::toString(codes_in.scalar_type())));
-  const at::Tensor codes = codes_in.to(at::kCPU, at::kLong).contiguous();
-  const at::Tensor bad = (codes < 0).logical_or(codes >= config_.codebook_size).nonzero();
-  if (bad.size(0) > 0) {
-    const int64_t row = bad[0][0].item<int64_t>(), col = bad[0][1].item<int64_t>();
-    throw std::out_of_range("VQ decode (movq): code " + std::to_string(codes[row][col].item<int64_t>()) + " at row " +
-                            std::to_string(row) + ", column " + std::to_string(col) + " is outside the codebook [0, " +
-                            std::to_string(config_.codebook_size) + ")");
-  }
-  const int64_t height = codes.size(0), width = codes.size(1);
-  return codebook_.index_select(0, codes.reshape({-1}))
-      .reshape({1, 1, height, width, config_.embed_dim})
-      .permute({0, 4, 1, 2, 3})
-      .contiguous();
+at::Tensor MovqDecoder::lookup(const at::Tensor& codes) const {
+  return codebook_rows(codebook_, codes, "movq").unsqueeze(0).unsqueeze(0).permute({0, 4, 1, 2, 3}).contiguous();
 }
 
 at::Tensor MovqDecoder::decode_float(const at::Tensor& codes) const {

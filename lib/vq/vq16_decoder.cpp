@@ -102,27 +102,8 @@ class Vq16Decoder : public VQDecoder {
     std::optional<Upsample> upsample;
   };
 
-  at::Tensor lookup(const at::Tensor& codes_in) const {  // -> [1, embed_dim, H, W]
-    if (codes_in.dim() != 2 || codes_in.size(0) == 0 || codes_in.size(1) == 0) {
-      throw std::invalid_argument("VQ decode (vq16): codes must be a non-empty [H, W] grid, got shape " +
-                                  c10::str(codes_in.sizes()));
-    }
-    if (at::isFloatingType(codes_in.scalar_type()) || codes_in.scalar_type() == at::kBool) {
-      throw std::invalid_argument("VQ decode (vq16): codes must be integers, got " +
-                                  std::string(c10::toString(codes_in.scalar_type())));
-    }
-    const at::Tensor codes = codes_in.to(at::kCPU, at::kLong).contiguous();
-    const at::Tensor bad = (codes < 0).logical_or(codes >= config_.codebook_size).nonzero();
-    if (bad.size(0) > 0) {
-      const int64_t row = bad[0][0].item<int64_t>(), col = bad[0][1].item<int64_t>();
-      throw std::out_of_range("VQ decode (vq16): code " + std::to_string(codes[row][col].item<int64_t>()) +
-                              " at row " + std::to_string(row) + ", column " + std::to_string(col) +
-                              " is outside the codebook [0, " + std::to_string(config_.codebook_size) + ")");
-    }
-    return codebook_.index_select(0, codes.reshape({-1}))
-        .reshape({1, codes.size(0), codes.size(1), config_.embed_dim})
-        .permute({0, 3, 1, 2})
-        .contiguous();
+  at::Tensor lookup(const at::Tensor& codes) const {  // -> [1, embed_dim, H, W]
+    return codebook_rows(codebook_, codes, "vq16").unsqueeze(0).permute({0, 3, 1, 2}).contiguous();
   }
 
   VQConfig config_;

@@ -11,7 +11,9 @@
 
 namespace sjd::vq {
 
-std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights) {
+namespace {
+
+std::unique_ptr<VQDecoder> make_on_loaded_device(const VQConfig& config, const io::WeightMap& weights) {
   if (config.kind == "chameleon-vqgan") return std::make_unique<ChameleonVQGAN>(config, weights);
   if (config.kind == "movq") return make_movq_decoder(config, weights);
   if (config.kind == "vq16") return make_vq16_decoder(config, weights);
@@ -19,7 +21,43 @@ std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::Wei
                               "\" (known: chameleon-vqgan, movq, vq16)");
 }
 
-at::Tensor VQDecoder::decode(const at::Tensor& codes) const { return to_rgb_bytes(decode_float(codes)); }
+}  // namespace
+
+std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights, at::Device device) {
+  if (device.is_cpu()) return make_on_loaded_device(config, weights);
+  // The decoders keep the tensors they load where they find them: a device copy of the map.
+  io::WeightMap on_device;
+  for (const std::string& name : weights.names()) {
+    on_device.insert(name, weights.get(name).to(device), weights.source_of(name));
+  }
+  return make_on_loaded_device(config, on_device);
+}
+
+at::Tensor VQDecoder::decode(const at::Tensor& codes) const {
+  return to_rgb_bytes(decode_float(codes)).to(at::kCPU);
+}
+
+at::Tensor codebook_rows(const at::Tensor& codebook, const at::Tensor& codes_in, const std::string& kind) {
+  if (codes_in.dim() != 2 || codes_in.size(0) == 0 || codes_in.size(1) == 0) {
+    throw std::invalid_argument("VQ decode (" + kind + "): codes must be a non-empty [H, W] grid, got shape " +
+                                c10::str(codes_in.sizes()));
+  }
+  if (at::isFloatingType(codes_in.scalar_type()) || codes_in.scalar_type() == at::kBool) {
+    throw std::invalid_argument("VQ decode (" + kind + "): codes must be integers, got " +
+                                std::string(c10::toString(codes_in.scalar_type())));
+  }
+  const at::Tensor codes = codes_in.to(at::kCPU, at::kLong).contiguous();
+  const int64_t size = codebook.size(0);
+  const at::Tensor bad = (codes < 0).logical_or(codes >= size).nonzero();
+  if (bad.size(0) > 0) {
+    const int64_t row = bad[0][0].item<int64_t>(), col = bad[0][1].item<int64_t>();
+    throw std::out_of_range("VQ decode (" + kind + "): code " + std::to_string(codes[row][col].item<int64_t>()) +
+                            " at row " + std::to_string(row) + ", column " + std::to_string(col) +
+                            " is outside the codebook [0, " + std::to_string(size) + ")");
+  }
+  return codebook.index_select(0, codes.reshape({-1}).to(codebook.device()))
+      .reshape({codes.size(0), codes.size(1), codebook.size(1)});
+}
 
 at::Tensor to_rgb_bytes(const at::Tensor& image) {
   c10::InferenceMode inference;

@@ -44,19 +44,27 @@ class VQDecoder {
   // codes: integer [H, W] codebook indices -> the decoder's raw output
   // [3, H*ds, W*ds] in about [-1, 1] (parity tests compare this).
   virtual at::Tensor decode_float(const at::Tensor& codes) const = 0;
-  // codes -> uint8 RGB [H*ds, W*ds, 3] (CPU).
+  // codes -> uint8 RGB [H*ds, W*ds, 3] (CPU, wherever the decoder runs).
   at::Tensor decode(const at::Tensor& codes) const;
-  // Codebook latent vectors [codebook_size, embed_dim], float32 (LANTERN
-  // neighbourhoods use their distances).
+  // Codebook latent vectors [codebook_size, embed_dim], float32, on the decoder's
+  // device (LANTERN neighbourhoods use their distances).
   virtual at::Tensor codebook() const = 0;
 };
+
+// The codebook rows of integer codes [H, W] -> [H, W, D] on the codebook's device. The codes
+// are checked first (a non-empty grid of integers inside the codebook); errors name the
+// decoder `kind` and the first code outside it.
+at::Tensor codebook_rows(const at::Tensor& codebook, const at::Tensor& codes, const std::string& kind);
 
 // The decoder's [-1, 1] output [3, H, W] -> uint8 [H, W, 3], truncating like
 // the references' `(clamp(x) + 1) / 2 * 255 -> uint8` conversion.
 at::Tensor to_rgb_bytes(const at::Tensor& image);
 
 // Builds the decoder `config.kind` names, validating every tensor's shape
-// against the config (errors name the tensor, both shapes and the file).
-std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights);
+// against the config (errors name the tensor, both shapes and the file), with its
+// weights on `device` (float32: a GPU decodes in a few milliseconds what takes a
+// CPU seconds at 768 px).
+std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights,
+                                           at::Device device = at::kCPU);
 
 }  // namespace sjd::vq
