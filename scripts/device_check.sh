@@ -289,10 +289,10 @@ stage_suite() {
 run_ctest() {
   # The Python tests need pytest (and the packages scripts/setup.sh installs), which this
   # machine's Python may lack, and no network brings them: then they are left out, and said so.
-  local python_tests=()
-  if ! "$PYTHON" -c 'import pytest' 2>/dev/null; then
+  local python_tests=() packages="safetensors, pytest, numpy, transformers, tokenizers, tiktoken, sentencepiece"
+  if ! "$PYTHON" -c "import $packages" 2>/dev/null; then  # the packages scripts/setup.sh checks for
     python_tests=(-E '^py\.')
-    md "- the Python tests (py.*) left out: $PYTHON has no pytest"
+    md "- the Python tests (py.*) left out: $PYTHON lacks one of $packages"
   fi
   # shellcheck disable=SC2086
   limited "${limit[suite]}" "$1" ctest --test-dir "$2" -j "$SJD_JOBS" --output-on-failure --timeout 240 \

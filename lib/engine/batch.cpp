@@ -54,6 +54,10 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   BatchPlan plan;
   plan.settings = options.settings;
   for (int64_t i = 0; i < count; ++i) plan.prompts.push_back(prompts[static_cast<size_t>(i)].prompt);
+  plan.pending = options.shard.owned_in(0, count);  // this shard's prompts, less the ones already made
+  for (const auto& [index, image] : done) {
+    if (index < count && options.shard.owns(index)) --plan.pending;
+  }
   plan.settings.batch_size = generator.resolve_batch_size(plan);
   if (options.settings.batch_size == kAuto) log << "batch size " << plan.settings.batch_size << " (auto)\n";
   const auto settings_of = [&](int64_t index) {
@@ -87,10 +91,6 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     return record;
   };
   const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
-  plan.pending = owned;  // at most these, less the ones already made
-  for (const auto& [index, image] : done) {
-    if (index < count && options.shard.owns(index)) --plan.pending;
-  }
   // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that
   // counts the in-flight images' progress.
   ProgressLine progress(log, options.progress, 0.25);

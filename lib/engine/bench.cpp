@@ -190,7 +190,6 @@ constexpr PaperMethod kPaperMethods[] = {{"ar", 1.0, 0}, {"sjd", 2.2, 16}, {"scd
 
 BenchReport run_bench(const BenchOptions& options) {
   c10::InferenceMode inference_mode;  // as a generation's decode loop runs: no autograd bookkeeping per call
-  if (!options.profile_dir.empty()) set_up_profiler(options.placement.device);  // before any graph exists
   BenchReport report;
   report.preset = bench_preset(options.preset);
   const BenchPreset& preset = report.preset;
@@ -242,7 +241,9 @@ BenchReport run_bench(const BenchOptions& options) {
   };
   // The prefill of a whole image's cache, the fastest of the timed runs after the warm-ups: a single
   // run took 0.05 to 1.2 s on an H100 (first-shape costs, such as cuDNN plans, may be why; unproven).
-  const auto prefill = [&] { model.start(rows(preset.prompt_tokens), preset.generated_tokens, longest); };
+  // Sized as a generation sizes its cache (decoding/decoder.cpp: the layout's tokens), as the
+  // mid-image fixture below is: one capacity, which the mid-image start then keeps.
+  const auto prefill = [&] { model.start(rows(preset.prompt_tokens), layout.length(), longest); };
   for (int i = 0; i < options.warmup; ++i) prefill();
   report.prefill_seconds = std::numeric_limits<double>::infinity();
   for (int i = 0; i < options.iterations; ++i) {

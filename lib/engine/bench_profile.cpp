@@ -29,15 +29,6 @@ bool counted(const kineto::KinetoEvent& event, const at::Device& device) {
 
 }  // namespace
 
-void set_up_profiler(const at::Device& device) {
-  if (!device.is_cuda()) return;
-  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
-  const ProfilerConfig config(ProfilerState::KINETO);
-  kineto::prepareProfiler(config, activities);
-  kineto::enableProfiler(config, activities);
-  kineto::disableProfiler();
-}
-
 StepProfile profile_steps(const std::string& label, const at::Device& device, int steps,
                           const std::function<void(int)>& step, const std::string& trace_path, size_t top) {
   std::set<ActivityType> activities{ActivityType::CPU};

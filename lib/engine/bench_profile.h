@@ -37,11 +37,6 @@ struct StepProfile {
 StepProfile profile_steps(const std::string& label, const at::Device& device, int steps,
                           const std::function<void(int)>& step, const std::string& trace_path, size_t top = 12);
 
-// Starts and stops the profiler once with nothing to record: done before any CUDA graph is
-// captured, so that CUPTI is set up before the graphs exist and sees their kernels when they
-// replay under profile_steps (PyTorch keeps a helper for the same, pytorch#75504).
-void set_up_profiler(const at::Device& device);
-
 std::string format_profile(const StepProfile& profile);
 nlohmann::json to_json(const StepProfile& profile);
 

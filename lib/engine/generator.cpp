@@ -158,7 +158,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   decoding::MethodConfig method;
   decoding::DecodeRequest request = make_request(prompt, settings, method);
   const family::TokenLayout& layout = family(settings.resolution).layout();
-  check_memory_fits(estimate_memory(request, layout, 1), memory_limit_, placement_.device);
+  check_fits(estimate_memory(request, layout, 1));
   request.sequence = sequence;
   request.on_step = on_step;
   GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));
@@ -172,8 +172,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   // Slots for the sequences that can be in flight at once: a batch of B with fewer prompts
   // left than that would reserve KV cache for rows it never fills (the batch size still plans
   // the windows: it is part of every image's settings).
-  const int64_t pending = plan.pending >= 0 ? plan.pending : static_cast<int64_t>(plan.prompts.size());
-  capacity.sequences = static_cast<int>(std::clamp<int64_t>(pending, 1, std::max(settings.batch_size, 1)));
+  capacity.sequences = slots_for(plan, settings.batch_size);
   capacity.rows_per_sequence = settings.cfg != 1.0 ? 2 : 1;
   const family::ImageFamily& glue = family(settings.resolution);
   const auto measure = [&](const model::RowPrompt& row) {
@@ -185,7 +184,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     try {
       decoding::MethodConfig method;
       const decoding::DecodeRequest request = make_request(prompt, settings, method);
-      check_memory_fits(estimate_memory(request, glue.layout(), 1), memory_limit_, placement_.device);
+      check_fits(estimate_memory(request, glue.layout(), 1));
       for (const auto& row : request.rows) measure(row);
     } catch (const std::exception&) {
     }
@@ -195,6 +194,11 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   capacity.window_nodes = decoding::window_nodes(
       decoding::WindowPlanner(method, resolve_cost_profile(bundle_, settings), capacity.rows_per_sequence).largest());
   return capacity;
+}
+
+int Generator::slots_for(const BatchPlan& plan, int batch_size) {
+  const int64_t pending = plan.pending >= 0 ? plan.pending : static_cast<int64_t>(plan.prompts.size());
+  return static_cast<int>(std::clamp<int64_t>(pending, 1, std::max(batch_size, 1)));
 }
 
 int Generator::resolve_batch_size(const BatchPlan& plan) {
@@ -208,7 +212,9 @@ int Generator::resolve_batch_size(const BatchPlan& plan) {
   const family::TokenLayout& layout = family(plan.settings.resolution).layout();
   while (true) {
     try {
-      check_memory_fits(estimate_memory(shape, layout, batch), memory_limit_, placement_.device);
+      // A batch size given is held to the slots it will fill. An automatic one is halved on the batch
+      // size itself: it is part of every image's settings, which must not depend on how many are left.
+      check_fits(estimate_memory(shape, layout, automatic ? batch : slots_for(plan, batch)));
       return batch;
     } catch (const InputError& e) {
       if (!automatic || batch == 1) {
@@ -240,7 +246,7 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
           try {
             decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
             if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
-              check_memory_fits(estimate_memory(request, layout, 1), memory_limit_, placement_.device);
+              check_fits(estimate_memory(request, layout, 1));
               throw InputError("the prompt is longer than the batch was sized for");
             }
             request.id = request_id++;
@@ -269,8 +275,12 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
 void Generator::check_memory(const GenerationShape& shape) const {
   GenerationShape with_graphs = shape;
   with_graphs.step_graphs = model_->step_graphs();
-  check_memory_fits(estimate_generation_memory(bundle_.transformer, with_graphs, placement_.dtype), memory_limit_,
-                    placement_.device);
+  check_fits(estimate_generation_memory(bundle_.transformer, with_graphs, placement_.dtype));
+}
+
+void Generator::check_fits(const MemoryEstimate& estimate) const {
+  // The model's cache from an earlier run (compare's previous method) is the generation's to reuse or free.
+  check_memory_fits(estimate, memory_limit_, placement_.device, model_->held_bytes());
 }
 
 nlohmann::json Generator::window_planning(const GenerationSettings& settings) const {
@@ -300,6 +310,9 @@ MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request
   shape.draft_distributions = decoding::draft_distributions(request.method, planner.largest(), layout);
   shape.step_graphs = model_->step_graphs();
   shape.head_rows = static_cast<int64_t>(layout.emittable().size());  // the decode loop restricts the head to these
+  const vq::VQConfig& vq = bundle_.vq;
+  shape.vq_decode = vq_decode_bytes(layout.grid_height(), layout.grid_width(), vq.downsample,
+                                    vq.ch * (vq.ch_mult.empty() ? 1 : vq.ch_mult.front()));
   return estimate_generation_memory(bundle_.transformer, shape, placement_.dtype);
 }
 

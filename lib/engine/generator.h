@@ -104,6 +104,10 @@ class Generator {
   MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, const family::TokenLayout& layout,
                                  int batch) const;
   decoding::BatchCapacity batch_capacity(const BatchPlan& plan);
+  // The KV cache's sequence slots for a plan at `batch_size`: the batch size, or fewer where fewer are pending.
+  static int slots_for(const BatchPlan& plan, int batch_size);
+  // Throws InputError when `estimate` does not fit the memory limit (memory_estimate.h).
+  void check_fits(const MemoryEstimate& estimate) const;
 
   Bundle bundle_;
   Placement placement_;

@@ -90,12 +90,12 @@ std::string format_bytes(int64_t bytes) {
   return out.str();
 }
 
-int64_t MemoryEstimate::total() const { return add({kv_cache, drafts, graphs, std::max(window, prefill)}); }
+int64_t MemoryEstimate::total() const { return add({kv_cache, drafts, graphs, std::max({window, prefill, vq})}); }
 
 std::string MemoryEstimate::describe() const {
   return format_bytes(total()) + " (KV cache " + format_bytes(kv_cache) + ", drafts " + format_bytes(drafts) +
          (graphs > 0 ? ", step graphs " + format_bytes(graphs) : "") + ", window step " + format_bytes(window) +
-         ", prefill " + format_bytes(prefill) + ")";
+         ", prefill " + format_bytes(prefill) + (vq > 0 ? ", VQ decode " + format_bytes(vq) : "") + ")";
 }
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, const GenerationShape& s,
@@ -111,6 +111,7 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
   const int64_t prompt = s.longest_prompt;
   e.prefill = activations(c, prompt, prompt, std::min(prompt, kPrefillQueryChunk), prompt, element);
   e.drafts = mul({s.sequences, s.draft_distributions, c.vocab_size, 4});
+  e.vq = s.vq_decode;
   if (s.step_graphs) {
     // The graphs' pool keeps a step's temporaries beside the eager steps' own, and each shape
     // keeps its static inputs and output: the bias over the capacity, the logits of the head's
@@ -127,6 +128,15 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
     }
   }
   return e;
+}
+
+int64_t vq_decode_bytes(int64_t grid_height, int64_t grid_width, int64_t downsample, int64_t top_channels) {
+  const int64_t pixels = mul({grid_height, downsample, grid_width, downsample});
+  const int64_t codes = mul({grid_height, grid_width});
+  // About six tensors alive at once in a full-resolution residual block (input, norm, swish,
+  // convolution output, the block's sum, a convolution's workspace), and the mid block's
+  // attention scores and their softmax in float.
+  return add({mul({6, pixels, top_channels, 4}), mul({2, codes, codes, 4})});
 }
 
 int64_t available_device_memory(const at::Device& device) {
@@ -159,11 +169,12 @@ int64_t available_host_memory() {
   return available;
 }
 
-void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device) {
+void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device, int64_t reusable) {
   std::string against = "--max-memory " + format_bytes(limit);
   if (limit <= 0) {
     limit = device.is_cpu() ? available_host_memory() : available_device_memory(device);
     if (limit < 0) return;  // unknown: nothing to hold the estimate against
+    limit = add({limit, std::max<int64_t>(reusable, 0)});
     against = "the " + format_bytes(limit) + " of memory available" + (device.is_cpu() ? "" : " on " + device.str());
   }
   if (estimate.total() > limit) {

@@ -22,7 +22,8 @@ struct MemoryEstimate {
   int64_t prefill = 0;   // one prompt row's prefill: activations, chunked scores, the prompt's logits
   int64_t drafts = 0;    // the draft books' distributions between steps (decoding/draft_book.h)
   int64_t graphs = 0;    // CUDA graphs of the window step: their memory pool and static inputs and outputs
-  // The KV cache, the draft books and the graphs live throughout; prefill and window steps never overlap.
+  int64_t vq = 0;        // decoding a finished image's codes (between steps, while the cache lives)
+  // The KV cache, the draft books and the graphs live throughout; prefill, window steps and VQ decodes never overlap.
   int64_t total() const;  // saturates, as each term does: a hostile shape never sums to a small figure
   // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)", the graphs named where counted
   std::string describe() const;
@@ -37,7 +38,13 @@ struct GenerationShape {
   int64_t draft_distributions = 0;  // float [vocab] rows each sequence's draft book keeps
   bool step_graphs = false;    // window steps replayed from CUDA graphs (model/step_graphs.h)
   int64_t head_rows = 0;       // output rows a step computes (a restricted head); 0: the whole vocabulary
+  int64_t vq_decode = 0;       // bytes one image's VQ decode works in (vq_decode_bytes)
 };
+
+// The working memory of one VQ decode of a grid_height x grid_width code grid: a few float
+// tensors at the output resolution with the decoder's widest channel count there, and the
+// attention scores over the codes at the lowest resolution.
+int64_t vq_decode_bytes(int64_t grid_height, int64_t grid_width, int64_t downsample, int64_t top_channels);
 
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config, const GenerationShape& shape,
                                           at::ScalarType dtype);
@@ -53,8 +60,9 @@ int64_t available_host_memory();
 int64_t available_device_memory(const at::Device& device);
 
 // Throws InputError when `estimate` exceeds `limit` (bytes; 0 = what the device has
-// available: the machine's memory for the CPU, the free memory of a GPU), naming both figures.
-void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device);
+// available -- the machine's memory for the CPU, the free memory of a GPU -- plus `reusable`,
+// what the model already holds that the generation takes over: its previous KV cache), naming both figures.
+void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device, int64_t reusable = 0);
 
 // "8G", "512M", "1.5GB", "1000000" -> bytes; throws std::invalid_argument naming --max-memory.
 int64_t parse_memory_size(const std::string& text);

@@ -151,4 +151,12 @@ const at::Tensor& KvCache::device_key_valid() {
   return valid_device_;
 }
 
+int64_t KvCache::bytes() const {
+  int64_t total = valid_device_.defined() ? static_cast<int64_t>(valid_device_.nbytes()) : 0;
+  for (const auto& buffers : {&k_, &v_}) {
+    for (const at::Tensor& b : *buffers) total += static_cast<int64_t>(b.nbytes());
+  }
+  return total;
+}
+
 }  // namespace sjd::model

@@ -20,6 +20,8 @@ class KvCache {
   int64_t capacity() const { return capacity_; }
   int64_t layers() const { return static_cast<int64_t>(k_.size()); }
   int64_t length(int64_t row) const { return length_[static_cast<size_t>(row)]; }
+  // The bytes its buffers take (K and V of every layer, the device copy of the key flags).
+  int64_t bytes() const;
 
   // Where a step's new keys go: slots length(row) .. length(row) + width - 1 of each
   // of `rows`, as (row, slot) index tensors on the cache's device. Made once per

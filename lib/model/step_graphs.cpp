@@ -86,6 +86,17 @@ StepGraphs::~StepGraphs() = default;
 StepGraphs::StepGraphs(StepGraphs&&) noexcept = default;
 StepGraphs& StepGraphs::operator=(StepGraphs&&) noexcept = default;
 
+int64_t StepGraphs::static_bytes() const {
+  int64_t total = 0;
+  for (const auto& [shape, e] : entries_) {
+    for (const at::Tensor* t : {&e->inputs.tokens, &e->inputs.positions, &e->inputs.bias, &e->inputs.slot_rows,
+                                &e->inputs.slot_slots, &e->logits}) {
+      if (t->defined()) total += static_cast<int64_t>(t->storage().nbytes());
+    }
+  }
+  return total;
+}
+
 void StepGraphs::clear() {
   entries_.clear();
   // With its last graph gone the pool is only waiting to be freed, and PyTorch refuses to capture
@@ -172,6 +183,7 @@ void StepGraphs::capture(std::map<Shape, std::unique_ptr<Entry>>::iterator it, c
 #else
 
 struct StepGraphs::Entry {};
+int64_t StepGraphs::static_bytes() const { return 0; }
 StepGraphs::StepGraphs() = default;
 StepGraphs::~StepGraphs() = default;
 StepGraphs::StepGraphs(StepGraphs&&) noexcept = default;

@@ -70,6 +70,9 @@ class StepGraphs {
   // The result is the caller's own tensor (the graph's output is copied).
   at::Tensor run(const Shape& shape, const Inputs& inputs, const Forward& forward);
   size_t captured() const { return entries_.size(); }
+  // The bytes the captured shapes' static inputs and outputs take (not their shared pool, whose
+  // blocks the allocator counts as held but unused between replays).
+  int64_t static_bytes() const;
   void clear();
 
  private:

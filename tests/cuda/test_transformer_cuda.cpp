@@ -93,7 +93,8 @@ TEST_CASE("the transformer on the device gives the CPU's logits: chain and tree 
 TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and graphed", "[cuda]") {
   // On a GPU the eager forward's key count goes up in buckets of Transformer::kKeyBucket (256),
   // capped at the cache's capacity, and a graphed one spans the capacity. A 250-token prompt and
-  // a capacity of 282: the first steps attend over 256 keys, the later ones over all 282.
+  // a capacity of 283 (prompt, 24 tokens, a window of 8 and one): the first step attends over 256
+  // keys, the later ones over all 283.
   const at::Device device = cuda_testing::device();
   const model::TransformerConfig c = testing::tiny_config(true, 2);
   const io::WeightMap w = testing::tiny_weights(c, 13);
@@ -108,7 +109,7 @@ TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and gra
     m->start({prompt_of(long_prompt), prompt_of({6, 7})}, 24, 8);
   }
   int64_t root = 5;
-  for (int step = 0; step < 5; ++step) {  // four keys a step: 250 -> 270, past 256 at the third
+  for (int step = 0; step < 5; ++step) {  // four keys a step from 250 (and the window's 4): past 256 at the second
     const at::Tensor expected = on_cpu.forward({root, root}, chain({8, 9, 10}));
     INFO("step " << step << ", graphs failure '" << graphed.step_graphs_failure() << "'");
     CHECK(relative_error(expected, eager.forward({root, root}, chain({8, 9, 10}))) < 1e-4);

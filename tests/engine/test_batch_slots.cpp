@@ -42,3 +42,35 @@ TEST_CASE("a batch's KV cache has slots for its batch size or its prompts left, 
   CHECK(cache_rows(8, 5, 1) == 1 * 2);   // a resumed batch with one left
   CHECK(cache_rows(2, 3, -1) == 2 * 2);  // more prompts than the batch takes
 }
+
+TEST_CASE("a batch size given is held to the slots it fills, an automatic one to the batch size", "[engine][batch]") {
+  engine::Bundle bundle = engine::load_bundle(testing::default_model());
+  engine::BatchPlan plan;
+  engine::apply_settings(plan.settings, bundle.defaults, "bundle defaults");
+  plan.settings.method = "sjd";
+  for (int i = 0; i < 8; ++i) plan.prompts.push_back("a large blue circle");
+  engine::Generator generator(std::move(bundle));
+  const auto fits = [&](int batch_size, int64_t pending, int64_t limit) {
+    plan.settings.batch_size = batch_size;
+    plan.pending = pending;
+    generator.set_memory_limit(limit);
+    try {
+      return generator.resolve_batch_size(plan) == batch_size;
+    } catch (const engine::InputError&) {
+      return false;
+    }
+  };
+  // The smallest --max-memory a batch of 2 fits (to 1 MB).
+  int64_t low = int64_t{1} << 20, high = int64_t{64} << 30;
+  REQUIRE(fits(2, -1, high));
+  while (high - low > (int64_t{1} << 20)) {
+    const int64_t middle = low + (high - low) / 2;
+    (fits(2, -1, middle) ? high : low) = middle;
+  }
+  CHECK(fits(8, 2, high));         // 8 given, 2 prompts left: two slots' memory
+  CHECK_FALSE(fits(8, 8, high));   // 8 given and 8 left: refused
+  plan.settings.batch_size = engine::kAuto;
+  plan.pending = 2;
+  generator.set_memory_limit(high);
+  CHECK(generator.resolve_batch_size(plan) == 2);  // auto halves on the batch size, whatever is left
+}

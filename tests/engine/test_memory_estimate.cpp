@@ -1,6 +1,7 @@
 // The memory estimate's arithmetic: every term it names is in its total.
 #include <catch2/catch.hpp>
 
+#include "engine/bundle.h"
 #include "engine/memory_estimate.h"
 
 using namespace sjd;
@@ -67,4 +68,20 @@ TEST_CASE("a window of any size counts at most the graph shapes a cache keeps", 
   shape.step_graphs = true;
   const engine::MemoryEstimate huge = engine::estimate_generation_memory(config, shape, at::kFloat);
   CHECK(huge.total() >= (int64_t{1} << 60));
+}
+
+TEST_CASE("what the model already holds counts as available to the generation that takes it over",
+          "[engine][memory]") {
+  // compare's next method reserves its cache while the previous one's is still held: that cache is
+  // freed or reused first, so it must not count against the new estimate.
+  const at::Device cpu(at::kCPU);
+  const int64_t available = engine::available_host_memory();
+  if (available < 0) return;  // nothing to hold estimates against on this machine
+  engine::MemoryEstimate estimate;
+  estimate.kv_cache = available + (int64_t{4} << 30);
+  CHECK_THROWS_AS(engine::check_memory_fits(estimate, 0, cpu), engine::InputError);
+  CHECK_NOTHROW(engine::check_memory_fits(estimate, 0, cpu, int64_t{12} << 30));
+  // --max-memory is a limit on the generation itself: what is held does not raise it.
+  CHECK_THROWS_AS(engine::check_memory_fits(estimate, estimate.total() - 1, cpu, int64_t{12} << 30),
+                  engine::InputError);
 }

@@ -217,7 +217,7 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
     # folder, source tree and Python. The suite stage must run them where they now are: `tree` runs a program of
     # the suite's build folder in the source tree; `python` runs the Python with the build folder (holding the
     # prebuilt sjd) in its environment; `fails` fails and is listed. `py.needs_pytest` stands for the Python
-    # tests, left out (and said so) when the machine's Python has no pytest.
+    # tests, left out (and said so) when the machine's Python lacks pytest or a package they use.
     # Characters a pattern would misread ('.', '#', '&'), and a Python inside the source tree.
     old_source = "/else.where/s#rc&1"
     old_python = old_source + "/.venv/bin/python"
