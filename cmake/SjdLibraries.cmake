@@ -48,5 +48,11 @@ function(sjd_tests area)
     "  set_tests_properties(\${tests_${area}_discovered} PROPERTIES ENVIRONMENT "
     "\"SJD_BUILD_DIR=${PROJECT_BINARY_DIR};SJD_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1;"
     "ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16\")\nendif()\n")
+  if(area STREQUAL "cuda")
+    # One device case at a time: the memory cases read the GPU's free memory, which another
+    # process's CUDA context (about 0.5 GB each) would move under them.
+    file(APPEND ${environment_script}
+      "if(tests_cuda_discovered)\n  set_tests_properties(\${tests_cuda_discovered} PROPERTIES RESOURCE_LOCK gpu)\nendif()\n")
+  endif()
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${environment_script})
 endfunction()

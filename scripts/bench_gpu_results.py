@@ -48,7 +48,24 @@ def step_table(preset, s, e):
     summary = (f"{preset}: weight-read {s['weight_read_gb_per_s']:.0f} GB/s vs copy {s['copy_gb_per_s']:.0f} GB/s; "
                f"{s['peak_memory']['what']} {s['peak_memory']['bytes'] / 1e9:.1f} GB; same weights as eager: {same}; "
                f"seconds per image: {per_image}")
-    return rows, summary
+    return rows, summary + "\n\n" + setup_line(s)
+
+
+def setup_line(s):
+    """What the figures ran with: CUDA graphs (and why a capture failed), the fused layer kernels, the batch
+    axis with each batch size's graphs, and the kernel profiles that failed."""
+    failure = s.get("cuda_graphs_failure", "")
+    parts = [f"CUDA graphs {'on' if s.get('cuda_graphs') else 'off'}" + (f" (capture failed: {failure})" if failure else ""),
+             f"fused layer kernels {'on' if s.get('fused_layer_ops') else 'off'}"]
+    batches = s.get("batches", [])
+    if batches:
+        parts.append("batch axis (B: AR ms, L = " + str(batches[0].get("window", "?")) + " ms, graphs): " +
+                     ", ".join(f"{b['batch']}: {b['ar_ms']:.2f}, {b['window_ms']:.2f}, {b.get('graphs', '-')}"
+                               for b in batches))
+    failures = s.get("profile_failures", [])
+    if failures:
+        parts.append("profiles that failed: " + "; ".join(failures))
+    return "; ".join(parts)
 
 
 def target_rows(preset, s, e):

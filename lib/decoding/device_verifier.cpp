@@ -21,6 +21,18 @@ WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::W
       std::any_of(result.next_drafts.begin(), result.next_drafts.end(), negative)) {
     sampling::throw_no_positive_probability();
   }
+  // Anything else out of range is a fault of the kernels: refused here, before an embedding
+  // lookup's device-side assert would leave the CUDA context unusable.
+  const int64_t vocab = in.probs.size(-1);
+  const auto outside_vocab = [vocab](int64_t t) { return t >= vocab; };
+  const auto outside_nodes = [&](int n) { return n < 0 || n >= static_cast<int>(in.nodes->size()); };
+  if (std::any_of(result.tokens.begin(), result.tokens.end(), outside_vocab) ||
+      std::any_of(result.next_drafts.begin(), result.next_drafts.end(), outside_vocab) ||
+      std::any_of(result.path.begin(), result.path.end(), outside_nodes)) {
+    throw std::logic_error("device verifier: the kernels returned a token past the vocabulary of " +
+                           std::to_string(vocab) + " or a path node outside the window's " +
+                           std::to_string(in.nodes->size()));
+  }
   const auto& drafts = book.drafts();
   WindowOutcome out;
   out.path = result.path;

@@ -148,7 +148,10 @@ int64_t available_device_memory(const at::Device& device) {
     (void)cudaGetLastError();  // not sticky: nothing later should see it
     return -1;
   }
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  // The caching allocator is set up by the first allocation on the device; before it, its
+  // statistics are refused ("Invalid device argument: did you call init?").
+  (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(device));
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());  // the guard's: "cuda" has no index
   const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const int64_t held_unused = stats.reserved_bytes[all].current - stats.allocated_bytes[all].current;
   constexpr int64_t kMargin = int64_t{1} << 30;  // the context's lazily loaded kernels, library handles

@@ -126,6 +126,10 @@ at::Tensor StepGraphs::run(const Shape& shape, const Inputs& inputs, const Forwa
   e.inputs.slot_slots.copy_(inputs.slot_slots, true);
   if (!e.logits.defined()) capture(it, forward);
   e.graph.replay();
+  // A copy, at once, on the replay's stream: the graphs share one pool and replay in any order, which
+  // PyTorch calls safe only in capture order. It is safe here because a graph's output tensor stays
+  // allocated while its entry lives and nothing outside reads it after the next replay. Handing
+  // out e.logits itself (or copying it later) would let another graph's replay overwrite it.
   return e.logits.clone();
 }
 

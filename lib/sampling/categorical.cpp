@@ -48,8 +48,12 @@ std::vector<int64_t> draw_without_replacement(const float* q, int64_t n, int k, 
     scored.emplace_back(static_cast<double>(q[v]) / -std::log(uniform01(key, static_cast<uint32_t>(v))), v);
   }
   const size_t take = std::min<size_t>(static_cast<size_t>(std::max(k, 0)), scored.size());
+  // Equal scores go to the lower token, as the device's kernel does (partial_sort alone leaves
+  // their order unspecified).
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(take), scored.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
+                    [](const auto& a, const auto& b) {
+                      return a.first > b.first || (a.first == b.first && a.second < b.second);
+                    });
   std::vector<int64_t> tokens;
   for (size_t i = 0; i < take; ++i) tokens.push_back(scored[i].second);
   return tokens;

@@ -10,6 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "device_cases.h"
@@ -155,52 +158,110 @@ TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in
   }
 }
 
-TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logits, step after step", "[cuda][fused]") {
-  const at::Device device = cuda_testing::device();
+namespace {
+
+// The tiny transformer in each form the fused kernels take: f32 and bf16, MHA and GQA, with and
+// without qk-norm, 1D and LlamaGen's 2D RoPE (the prompt's caption slots at position -1).
+struct FusedCase {
+  at::ScalarType dtype;
+  model::TransformerConfig config;
+  model::RowPrompt prompt;
+};
+
+std::vector<FusedCase> fused_cases() {
+  std::vector<FusedCase> cases;
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     for (const int64_t kv_heads : {4, 2}) {
       for (const bool qk_norm : {false, true}) {
-        for (const bool two_d : {false, true}) {  // LlamaGen's 2D RoPE, the prompt's caption slots at position -1
-          INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d);
-          model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
+        for (const bool two_d : {false, true}) {
+          FusedCase c{dtype, testing::tiny_config(qk_norm, kv_heads), {}};
           if (two_d) {
-            c.rope = model::RopeKind::k2d;
-            c.grid_width = 4;
+            c.config.rope = model::RopeKind::k2d;
+            c.config.grid_width = 4;
           }
-          const io::WeightMap w = testing::tiny_weights(c, 14);
-          model::Transformer aten_ops(c, model::load_transformer_weights(w, c, dtype, device));
-          model::Transformer fused(c, model::load_transformer_weights(w, c, dtype, device));
-          aten_ops.use_fused_layer_ops(false);
-          fused.use_fused_layer_ops(true);
-          CHECK(fused.fused_layer_ops());
-          CHECK_FALSE(aten_ops.fused_layer_ops());
-          model::RowPrompt prompt;
-          prompt.tokens = {1, 2, 3, 4, 5};
-          prompt.positions = two_d ? std::vector<int64_t>{-1, -1, -1, 0, 1} : std::vector<int64_t>{0, 1, 2, 3, 4};
-          prompt.key_valid = {1, 1, 1, 1, 1};
-          for (model::Transformer* m : {&aten_ops, &fused}) m->start({prompt, prompt}, 24, 8);
-          int64_t root = 5;
-          for (int step = 0; step < 4; ++step) {  // graphs on in both (the default): captures, then replays
-            model::DraftTree nodes;
-            if (step % 2 == 0) {
-              nodes.push(8, -1);
-              nodes.push(9, 0);
-            }
-            const at::Tensor expected = aten_ops.forward({root, root}, nodes);
-            const at::Tensor got = fused.forward({root, root}, nodes);
-            INFO("step " << step);
-            CHECK(scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
-            const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
-            for (model::Transformer* m : {&aten_ops, &fused}) m->commit(path);
-            root = 11 + step;
-          }
-          // A capture that failed would have fallen back to eager forwards unseen.
-          for (const model::Transformer* m : {&aten_ops, &fused}) {
-            CHECK(m->step_graphs_failure().empty());
-            CHECK(m->captured_step_graphs() == 2);
-          }
+          c.prompt.tokens = {1, 2, 3, 4, 5};
+          c.prompt.positions = two_d ? std::vector<int64_t>{-1, -1, -1, 0, 1} : std::vector<int64_t>{0, 1, 2, 3, 4};
+          c.prompt.key_valid = {1, 1, 1, 1, 1};
+          cases.push_back(std::move(c));
         }
       }
     }
+  }
+  return cases;
+}
+
+// Case c's model twice on the device, from the same weights.
+std::pair<std::unique_ptr<model::Transformer>, std::unique_ptr<model::Transformer>> two_models(const FusedCase& c,
+                                                                                               at::Device device) {
+  const io::WeightMap w = testing::tiny_weights(c.config, 14);
+  return {std::make_unique<model::Transformer>(c.config, model::load_transformer_weights(w, c.config, c.dtype, device)),
+          std::make_unique<model::Transformer>(c.config, model::load_transformer_weights(w, c.config, c.dtype, device))};
+}
+
+// Four steps of the same windows (two nodes, then none, in turn) through both models; the
+// candidate's logits within `tolerance` of the reference's at every step.
+void check_steps_agree(model::Transformer& reference, model::Transformer& candidate, const FusedCase& c,
+                       double tolerance) {
+  for (model::Transformer* m : {&reference, &candidate}) m->start({c.prompt, c.prompt}, 24, 8);
+  int64_t root = 5;
+  for (int step = 0; step < 4; ++step) {
+    model::DraftTree nodes;
+    if (step % 2 == 0) {
+      nodes.push(8, -1);
+      nodes.push(9, 0);
+    }
+    const at::Tensor expected = reference.forward({root, root}, nodes);
+    const at::Tensor got = candidate.forward({root, root}, nodes);
+    INFO("step " << step);
+    CHECK(scaled_error(expected, got) < tolerance);
+    const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
+    for (model::Transformer* m : {&reference, &candidate}) m->commit(path);
+    root = 11 + step;
+  }
+}
+
+std::string describe(const FusedCase& c) {
+  return std::string(c10::toString(c.dtype)) + ", kv heads " + std::to_string(c.config.num_kv_heads) +
+         ", qk-norm " + std::to_string(c.config.qk_norm) + ", 2D RoPE " +
+         std::to_string(c.config.rope == model::RopeKind::k2d);
+}
+
+}  // namespace
+
+// Eager forwards on both sides, so a fault of the CUDA graphs cannot switch the fused kernels off
+// (device_check.sh turns off what a failing tag names).
+TEST_CASE("the transformer with the fused layer kernels gives the ATen ops' logits, step after step", "[cuda][fused]") {
+  const at::Device device = cuda_testing::device();
+  for (const FusedCase& c : fused_cases()) {
+    INFO(describe(c));
+    const auto models = two_models(c, device);
+    model::Transformer& aten_ops = *models.first;
+    model::Transformer& fused = *models.second;
+    aten_ops.use_fused_layer_ops(false);
+    fused.use_fused_layer_ops(true);
+    for (model::Transformer* m : {&aten_ops, &fused}) m->use_step_graphs(false);
+    CHECK(fused.fused_layer_ops());
+    CHECK_FALSE(aten_ops.fused_layer_ops());
+    check_steps_agree(aten_ops, fused, c, c.dtype == at::kFloat ? 1e-5 : 0.05);
+    CHECK(fused.captured_step_graphs() == 0);
+  }
+}
+
+// The fused kernels captured and replayed against the same kernels run eagerly: a fault of the
+// fused kernels themselves shows on both sides alike, so this case fails only for the graphs.
+TEST_CASE("the fused layer kernels replayed from CUDA graphs give their eager logits", "[cuda][graphs]") {
+  const at::Device device = cuda_testing::device();
+  for (const FusedCase& c : fused_cases()) {
+    INFO(describe(c));
+    const auto models = two_models(c, device);
+    model::Transformer& eager = *models.first;
+    model::Transformer& graphed = *models.second;
+    for (model::Transformer* m : {&eager, &graphed}) m->use_fused_layer_ops(true);
+    eager.use_step_graphs(false);
+    graphed.use_step_graphs(true);
+    check_steps_agree(eager, graphed, c, c.dtype == at::kFloat ? 1e-5 : 0.05);
+    // A capture that failed would have fallen back to eager forwards unseen.
+    CHECK(graphed.step_graphs_failure().empty());
+    CHECK(graphed.captured_step_graphs() == 2);
   }
 }

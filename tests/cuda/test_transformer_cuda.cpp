@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,23 @@ model::DraftTree tree() {
   t.push(14, 2);
   t.push(15, 0);
   return t;
+}
+
+// The tiny GQA model with qk-norm twice on the device, from the same weights: one steps eagerly,
+// the other through CUDA graphs.
+struct EagerAndGraphed {
+  std::unique_ptr<model::Transformer> eager, graphed;
+};
+
+EagerAndGraphed eager_and_graphed(uint64_t weights_seed) {
+  const at::Device device = cuda_testing::device();
+  const model::TransformerConfig c = testing::tiny_config(true, 2);
+  const io::WeightMap w = testing::tiny_weights(c, weights_seed);
+  EagerAndGraphed m{std::make_unique<model::Transformer>(c, model::load_transformer_weights(w, c, at::kFloat, device)),
+                    std::make_unique<model::Transformer>(c, model::load_transformer_weights(w, c, at::kFloat, device))};
+  m.eager->use_step_graphs(false);
+  m.graphed->use_step_graphs(true);
+  return m;
 }
 
 // max |a - b| over max(1, max |a|).
@@ -90,7 +108,7 @@ TEST_CASE("the transformer on the device gives the CPU's logits: chain and tree 
   }
 }
 
-TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and graphed", "[cuda]") {
+TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and graphed", "[cuda][graphs]") {
   // On a GPU the eager forward's key count goes up in buckets of Transformer::kKeyBucket (256),
   // capped at the cache's capacity, and a graphed one spans the capacity. A 250-token prompt and
   // a capacity of 283 (prompt, 24 tokens, a window of 8 and one): the first step attends over 256
@@ -120,7 +138,7 @@ TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and gra
   CHECK(graphed.captured_step_graphs() == 1);
 }
 
-TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's logits, step after step", "[cuda]") {
+TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's logits, step after step", "[cuda][graphs]") {
   // The graph's attention spans the cache's whole capacity (the rows' lengths are data, not
   // shapes), so its sums may see more masked keys than the eager forward's: equal within
   // rounding. bf16 is the production case (cuDNN's attention where PyTorch picks it). With a
@@ -229,16 +247,12 @@ TEST_CASE("a KV cache rebuilt for another size never lives beside the old one", 
   CHECK(at::accelerator::getDeviceStats(index).allocated_bytes[agg].current == stats.allocated_bytes[agg].current);
 }
 
-TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda]") {
+TEST_CASE("windows of neighbouring widths share one padded graph and give the eager forward's logits", "[cuda][graphs]") {
   // 5 and 6 drafted nodes both run in the graph of 6 (StepGraphs::padded_width); the padding's
   // extra slots see only themselves, so the real slots' logits are the eager forward's.
-  const at::Device device = cuda_testing::device();
-  const model::TransformerConfig c = testing::tiny_config(true, 2);
-  const io::WeightMap w = testing::tiny_weights(c, 15);
-  model::Transformer eager(c, model::load_transformer_weights(w, c, at::kFloat, device));
-  model::Transformer graphed(c, model::load_transformer_weights(w, c, at::kFloat, device));
-  eager.use_step_graphs(false);
-  graphed.use_step_graphs(true);
+  const EagerAndGraphed models = eager_and_graphed(15);
+  model::Transformer& eager = *models.eager;
+  model::Transformer& graphed = *models.graphed;
   for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 40, 12);
   int64_t root = 5;
   for (int step = 0; step < 4; ++step) {
@@ -254,18 +268,13 @@ TEST_CASE("windows of neighbouring widths share one padded graph and give the ea
   CHECK(graphed.step_graphs_failure().empty());
   CHECK(graphed.captured_step_graphs() == 1);
 
-  // A cache without room for the padding (capacity 5 + 4 + 1 = 10, row 0 holds 4 keys: room 6 for a
-  // width of 6, padded 7): that step runs eagerly instead of capturing a width of its own (the new
-  // cache dropped the earlier graph).
-  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 0, 4);
-  const model::DraftTree five = chain({8, 9, 10, 11, 12});
-  CHECK(relative_error(eager.forward({5, 7}, five).to(at::kCPU), graphed.forward({5, 7}, five)) < 1e-5);
+  // A larger cache is a rebuild (capacity 5 + 60 + 12 + 1 = 78 against 58; a smaller reservation
+  // keeps the cache and its graphs): the rebuild drops the graph, whose memory pool's last use goes
+  // with it, and PyTorch refuses to capture into such a pool (the graphs would switch off). The next
+  // step captures again, into a new pool.
+  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 60, 12);
   CHECK(graphed.captured_step_graphs() == 0);
-  CHECK(graphed.step_graphs_failure().empty());
-
-  // A cache with room again captures again: the dropped graphs took their memory pool's last use
-  // with them, and PyTorch refuses to capture into such a pool (the graphs would switch off).
-  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 40, 12);
+  const model::DraftTree five = chain({8, 9, 10, 11, 12});
   for (int round = 0; round < 2; ++round) {  // a capture, then a replay
     INFO("round " << round << ", graphs failure '" << graphed.step_graphs_failure() << "'");
     CHECK(relative_error(eager.forward({5, 7}, five).to(at::kCPU), graphed.forward({5, 7}, five)) < 1e-5);
@@ -273,6 +282,21 @@ TEST_CASE("windows of neighbouring widths share one padded graph and give the ea
   }
   CHECK(graphed.step_graphs_failure().empty());
   CHECK(graphed.captured_step_graphs() == 1);
+}
+
+TEST_CASE("a window whose padding has no room in the cache runs eagerly on the device", "[cuda]") {
+  // Capacity 5 + 4 + 1 = 10 and row 0 holds 4 keys: room 6 for a width of 6, padded 7. That step
+  // runs eagerly instead of capturing a width of its own. Fresh models: a cache reserved larger
+  // before would be kept, with room to spare.
+  const EagerAndGraphed models = eager_and_graphed(15);
+  model::Transformer& eager = *models.eager;
+  model::Transformer& graphed = *models.graphed;
+  for (model::Transformer* m : {&eager, &graphed}) m->start({prompt_of({1, 2, 3, 4, 5}), prompt_of({6, 7})}, 0, 4);
+  CHECK(graphed.cache().capacity() == 10);
+  const model::DraftTree five = chain({8, 9, 10, 11, 12});
+  CHECK(relative_error(eager.forward({5, 7}, five).to(at::kCPU), graphed.forward({5, 7}, five)) < 1e-5);
+  CHECK(graphed.captured_step_graphs() == 0);
+  CHECK(graphed.step_graphs_failure().empty());
 }
 
 TEST_CASE("rows that are not neighbours in the cache attend in separate runs on the device as on the CPU", "[cuda]") {

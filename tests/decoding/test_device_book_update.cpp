@@ -153,6 +153,21 @@ void adopt_on_first_window(const sampling::cuda::WindowResult& kernels) {
   decoding::adopt_window_result(input, kernels, book);
 }
 
+// What the kernels report: a window rejected unless it accepted a path.
+struct KernelResult {
+  std::vector<int64_t> tokens, next_drafts;
+  std::vector<int> path;
+
+  sampling::cuda::WindowResult result() const {
+    sampling::cuda::WindowResult r;
+    r.tokens = tokens;
+    r.path = path;
+    r.rejected = path.empty();
+    r.next_drafts = next_drafts;
+    return r;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the device verifier's book update refuses a result that drafts the wrong number of positions",
@@ -169,24 +184,28 @@ TEST_CASE("the device verifier's book update fails on a draw that found no posit
   // The kernels' draws give -1 when every weight is NaN or zero (non-finite logits), and a
   // bonus of -1 is not committed: -1 must not become a committed token or a next draft.
   // The last case accepted two drafts and dropped its bonus (a -1 draw) far from the image's end.
-  struct Case {
-    std::vector<int64_t> tokens, next_drafts;
-    std::vector<int> path;
-  };
-  for (const Case& c : std::vector<Case>{{{}, {1, 2, 3, 4}, {}},
-                                         {{-1}, {1, 2, 3, 4}, {}},
-                                         {{3}, {1, -1, 3, 4}, {}},
-                                         {{3, 4}, {1, 2, 3}, {0, 1}}}) {
-    sampling::cuda::WindowResult kernels;
-    kernels.tokens = c.tokens;
-    kernels.path = c.path;
-    kernels.rejected = c.path.empty();
-    kernels.next_drafts = c.next_drafts;
-    CHECK_THROWS_WITH(adopt_on_first_window(kernels), Catch::Contains("no token has a positive probability"));
+  for (const KernelResult& c : std::vector<KernelResult>{{{}, {1, 2, 3, 4}, {}},
+                                                         {{-1}, {1, 2, 3, 4}, {}},
+                                                         {{3}, {1, -1, 3, 4}, {}},
+                                                         {{3, 4}, {1, 2, 3}, {0, 1}}}) {
+    CHECK_THROWS_WITH(adopt_on_first_window(c.result()), Catch::Contains("no token has a positive probability"));
   }
   sampling::cuda::WindowResult fine;  // the same window with real tokens is adopted
   fine.tokens = {3};
   fine.rejected = true;
   fine.next_drafts = {1, 2, 3, 4};
   CHECK_NOTHROW(adopt_on_first_window(fine));
+}
+
+TEST_CASE("the device verifier's book update refuses tokens past the vocabulary and path nodes outside the window",
+          "[decoding][device]") {
+  // A kernel fault, not bad input: a token of 10 or more would reach the embedding lookup.
+  for (const KernelResult& c : std::vector<KernelResult>{{{10}, {1, 2, 3, 4}, {}},
+                                                         {{3}, {1, 2, 10, 4}, {}},
+                                                         {{3, 4}, {1, 2, 3}, {4}},
+                                                         {{3, 4}, {1, 2, 3}, {-2}}}) {
+    CHECK_THROWS_WITH(adopt_on_first_window(c.result()), Catch::Contains("past the vocabulary of 10"));
+  }
+  // The last token and node in range are adopted.
+  CHECK_NOTHROW(adopt_on_first_window(KernelResult{{9, 9}, {1, 2, 3}, {0}}.result()));
 }

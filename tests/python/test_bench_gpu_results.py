@@ -92,3 +92,17 @@ def test_results_md_has_the_step_table_and_the_targets(tmp_path):
     assert "## Issue 12's targets" in out
     assert out.count("| lumina-7b-768 |") == 4 + 6 and out.count("| emu3-8b-720 |") == 4 + 1
     assert "| **no** |" not in out  # Emu3's peak memory has no target
+
+
+def test_the_summary_says_what_the_figures_ran_with():
+    sjd, _ = lumina()
+    sjd.update(cuda_graphs=False, cuda_graphs_failure="operation not permitted when stream is capturing",
+               fused_layer_ops=True, profile_failures=["ar: CUPTI unavailable"],
+               batches=[{"batch": 1, "ar_ms": 5.5, "window": 16, "window_ms": 6.0, "graphs": True},
+                        {"batch": 4, "ar_ms": 6.25, "window": 16, "window_ms": 7.5, "graphs": False}])
+    line = bench_gpu_results.setup_line(sjd)
+    assert "CUDA graphs off (capture failed: operation not permitted" in line
+    assert "fused layer kernels on" in line
+    assert "batch axis (B: AR ms, L = 16 ms, graphs): 1: 5.50, 6.00, True, 4: 6.25, 7.50, False" in line
+    assert "profiles that failed: ar: CUPTI unavailable" in line
+    assert bench_gpu_results.setup_line({"cuda_graphs": True}) == "CUDA graphs on; fused layer kernels off"

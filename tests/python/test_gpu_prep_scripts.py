@@ -263,3 +263,34 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
         assert "67% tests passed, 1 tests failed out of 3" in results, (out / "test.log").read_text()
         assert "the Python tests (py.*) left out" in results
     assert "3 - fails (Failed)" in results
+
+
+def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path):
+    # A stand-in tests_cuda: the whole run fails, [fused] passes alone, [columns] hangs past the stage's
+    # limit, and the stage has no time left to start [graphs]. The fused kernels stay on, the columns path
+    # goes off (a hang is a failure), and the graphs stay on: a rerun that never started found nothing.
+    # The allocator cases run in a process of their own, with the rest told to leave them out.
+    prebuilt = tmp_path / "prebuilt"
+    (prebuilt / "tests").mkdir(parents=True)
+    (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
+    calls = tmp_path / "calls.txt"
+    (prebuilt / "tests" / "tests_cuda").write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        'case "$*" in *"~[graph-memory]"*) exit 1 ;; "[fused]") exit 0 ;; "[columns]") exec sleep 60 ;; esac\n'
+        'exit 0\n')
+    (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
+    for program in (prebuilt / "sjd", prebuilt / "tests" / "tests_cuda", tmp_path / "python"):
+        program.chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu",
+             "SJD_CHECK_LIMITS": "test=6", "PYTHON": str(tmp_path / "python")})
+    results = (out / "results.md").read_text()
+    assert "tests_cuda [fused]" not in results, results
+    assert "- tests_cuda [columns]: TIMED OUT: the later stages run with SJD_PIPELINE_COLUMNS=0" in results
+    assert "- tests_cuda [graphs]: not run (the stage's or the call's time was up): untested, SJD_CUDA_GRAPHS left" \
+        in results
+    assert calls.read_text().splitlines()[0] == "--durations yes ~[graph-memory]"
