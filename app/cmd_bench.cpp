@@ -111,9 +111,13 @@ int run_bench_command(const BenchArgs& args) {
     }
     options.profile_dir = args.profile;
   }
+  const auto write_json = [&](const engine::BenchReport& report) {
+    if (!args.json.empty()) io::write_file_atomic(args.json, engine::to_json(report).dump(2) + "\n");
+  };
+  if (!options.profile_dir.empty()) options.figures_ready = write_json;  // kept if a profile never returns
   const engine::BenchReport report = engine::run_bench(options);
   std::cout << engine::format_report(report);
-  if (!args.json.empty()) io::write_file_atomic(args.json, engine::to_json(report).dump(2) + "\n");
+  write_json(report);
   return 0;
 }
 

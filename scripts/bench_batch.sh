@@ -6,7 +6,8 @@
 # Each row is one batch run over the same held-out captions (the whole process:
 # prefill, decode, VQ decode and PNG writes); the best of `reps` runs is kept.
 # Usage: scripts/bench_batch.sh [N captions, default 16] [repetitions, default 2]
-# Environment: BATCH_SIZES (default "1 2 4 8 16"; the vs-B=1 column compares with the first), THREADS
+# Environment: BATCH_SIZES (default "1 2 4 8 16"; the vs-B=1 column compares with the first), METHODS
+# (comma-separated, in order; default "ar,scd-mc,sjd-pac,sjd-pac -L 8 --pd-k 2 --pd-depth 1"), THREADS
 # (default "1 2"), SJD (the program, default build/sjd, built if missing), DEVICE (default cpu), DTYPE
 # (default f32), SJD_COMMIT (the commit it prints, before the tree's .git: the device tool's copy may hold an
 # older one).
@@ -27,7 +28,8 @@ echo "bench_batch: $(date -u +%F) $commit $(nproc --all) cores, --device ${DEVIC
      "--dtype ${DTYPE:-f32}; ${count} held-out captions, best of ${reps}"
 printf "%-8s %-34s %3s %9s %10s %12s\n" threads method B images/s vs-B=1 compression
 for threads in ${THREADS:-1 2}; do
-  for method in "ar" "scd-mc" "sjd-pac" "sjd-pac -L 8 --pd-k 2 --pd-depth 1"; do
+  IFS=, read -r -a methods <<<"${METHODS:-ar,scd-mc,sjd-pac,sjd-pac -L 8 --pd-k 2 --pd-depth 1}"
+  for method in "${methods[@]}"; do
     base=""
     for b in ${BATCH_SIZES:-1 2 4 8 16}; do
       best=0 compression=0

@@ -303,8 +303,11 @@ BenchReport run_bench(const BenchOptions& options) {
     for (int i = 0; i < b; ++i) {
       for (const auto& row : rows(preset.prompt_tokens + layout.length() / 2)) batch_rows.push_back(row);
     }
-    // Each row sized for the batch window and a few commits, not for the tree step's larger `longest`.
-    model.start(batch_rows, 4 * BatchTiming::kBatchWindow, BatchTiming::kBatchWindow);
+    // Each batch size on a cache of its own, sized as a generation sizes it (the rest of the image
+    // and the batch window): a cache kept from the fixtures above would be larger, and a graphed
+    // step reads its whole capacity. Its graph count is then this batch size's alone.
+    model.release_cache();
+    model.start(batch_rows, layout.length() - half, BatchTiming::kBatchWindow);
     const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
     model::DraftTree chain;
     for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
@@ -321,7 +324,7 @@ BenchReport run_bench(const BenchOptions& options) {
     t.batch = b;
     t.ar_ms = forward_ms(model::DraftTree{});
     t.window_ms = forward_ms(chain);
-    t.graphs = model.captured_step_graphs();  // start() above kept or dropped the earlier shapes' graphs
+    t.graphs = model.captured_step_graphs();
     // Planned on this batch's own two measured points (the batch-1 curve scaled would misjudge
     // both the AR step and the window: every row's attention reads its own KV cache).
     std::vector<decoding::StepCostCurve> curves = report.step_cost.curves();
@@ -332,6 +335,8 @@ BenchReport run_bench(const BenchOptions& options) {
     t.auto_chain = decoding::WindowPlanner(sjd, batch_cost, 2 * b).next(false, static_cast<int>(layout.length())).chain;
     report.batches.push_back(t);
   }
+  report.step_graphs_failure = model.step_graphs_failure();
+  if (options.figures_ready) options.figures_ready(report);
   if (!options.profile_dir.empty()) {
     // Last, so that no profiler state is left in the figures above: the AR step, the widest
     // chain window and the tree window at mid-image again, each warmed up first (and their

@@ -7,6 +7,7 @@
 // papers' step compression. A program that prints figures; nothing asserts them.
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "engine/device.h"
 
 namespace sjd::engine {
+
+struct BenchReport;
 
 struct BenchOptions {
   std::string preset = "tiny";
@@ -28,6 +31,9 @@ struct BenchOptions {
   std::vector<int> batch_sizes = {1, 4, 16};  // the batch axis: prompts per step (each with its CFG pair)
   std::string profile_dir;  // non-empty: Kineto traces of the AR, widest window and tree steps go there
   int profile_steps = 3;    // steps per profiled kind
+  // Called with every figure but the profiles, before those run: a profiler that hangs (CUPTI
+  // meeting graphs captured before it) and is killed then loses only the profiles.
+  std::function<void(const BenchReport&)> figures_ready;
 };
 
 // One batch size: the forward of an AR step and of a window step of kBatchWindow

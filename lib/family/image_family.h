@@ -27,6 +27,9 @@ class ImageFamily {
   virtual sampling::CfgMix cfg_mix() const = 0;
   // Prompt ids as the model sees them, with or without the template.
   virtual std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const = 0;
+  // True where every prompt's rows have the same length and positions (LlamaGen: its caption's
+  // fixed slots), so one prompt measures a batch's rows and the others need no encoding for it.
+  virtual bool fixed_prompt_rows() const { return false; }
   // Image side in pixels (for the template and size tokens).
   virtual int64_t image_height() const = 0;
   virtual int64_t image_width() const = 0;

@@ -58,6 +58,7 @@ class LlamaGenFamily : public ImageFamily {
   // The learned unconditional caption under the mask of `prompt`'s caption.
   model::RowPrompt unconditional(const std::string& prompt) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogits; }
+  bool fixed_prompt_rows() const override { return true; }  // caption_length slots at position -1
   // with_template: the T5 input ids (cleaned text, truncated, </s> appended).
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
   int64_t image_height() const override { return config_.grid_size * config_.downsample; }

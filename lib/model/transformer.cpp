@@ -124,6 +124,11 @@ void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position
   pending_root_embedding_.assign(static_cast<size_t>(rows), at::Tensor());
 }
 
+void Transformer::release_cache() {
+  graphs_.clear();  // they read the cache
+  cache_ = KvCache();
+}
+
 void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
   c10::InferenceMode inference_mode;  // as commit_rows: the prompt's keys go into the cache in place
   if (prompt.tokens.empty()) throw std::invalid_argument("transformer: a prompt row has no tokens");

@@ -84,6 +84,8 @@ class Transformer : public TokenModel {
   // Why graphs were switched off during the run (a failed capture); empty if they were not.
   const std::string& step_graphs_failure() const { return graphs_failure_; }
   size_t captured_step_graphs() const { return graphs_.captured(); }
+  // Frees the KV cache and the graphs that read it; the next reservation makes a new one.
+  void release_cache();
   // What the KV cache and the graphs' static tensors hold: a new reservation reuses or frees it first.
   int64_t held_bytes() const { return cache_.bytes() + graphs_.static_bytes(); }
 

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -319,4 +320,53 @@ TEST_CASE("rows that are not neighbours in the cache attend in separate runs on 
   const at::Tensor got = on_gpu.forward_rows(windows);
   CHECK(got.device() == device);
   CHECK(relative_error(expected, got) < 1e-4);
+}
+
+TEST_CASE("a slot refilled mid-batch replays the batch's graph with the new prompt's logits", "[cuda][graphs]") {
+  // Continuous batching: row 1 finishes and takes the next prompt while row 0 is mid-image, and the
+  // step of both rows replays the graph captured before the refill. Each row's logits must be
+  // those of its prompt decoded alone (eagerly, on a fresh model), step after step.
+  const EagerAndGraphed models = eager_and_graphed(16);
+  model::Transformer& alone = *models.eager;
+  model::Transformer& batch = *models.graphed;
+  const model::RowPrompt first = prompt_of({1, 2, 3, 4, 5}), second = prompt_of({6, 7}), refill = prompt_of({9, 3, 8});
+  const model::DraftTree nodes = chain({10, 11});
+  const std::vector<int> path = {0};
+  // The logits of `prompt` decoded alone, at each of `steps` steps, its roots following `next_root`.
+  const auto decoded_alone = [&](const model::RowPrompt& prompt, int steps, const std::function<int64_t(int)>& next_root) {
+    alone.reserve(1, 40, 64);
+    alone.open_row(0, prompt);
+    std::vector<at::Tensor> logits;
+    int64_t root = prompt.tokens.back();
+    for (int step = 0; step < steps; ++step) {
+      logits.push_back(alone.forward_rows({model::RowWindow{0, root, &nodes}}).to(at::kCPU));
+      alone.commit_rows({model::RowPath{0, &path}});
+      root = next_root(step);
+    }
+    return logits;
+  };
+  const auto row0_root = [](int step) { return int64_t{20} + step; };
+  const auto row1_root = [](int step) { return int64_t{25} + step; };
+  const std::vector<at::Tensor> row0 = decoded_alone(first, 5, row0_root);
+  const std::vector<at::Tensor> row1 = decoded_alone(refill, 2, row1_root);
+
+  batch.reserve(2, 40, 64);
+  batch.open_row(0, first);
+  batch.open_row(1, second);
+  int64_t root0 = first.tokens.back(), root1 = second.tokens.back();
+  for (int step = 0; step < 5; ++step) {
+    if (step == 3) {  // row 1 is done: the next prompt takes its slot
+      batch.open_row(1, refill);
+      root1 = refill.tokens.back();
+    }
+    const at::Tensor got = batch.forward_rows({{0, root0, &nodes}, {1, root1, &nodes}}).to(at::kCPU);
+    INFO("step " << step << ", graphs failure '" << batch.step_graphs_failure() << "'");
+    CHECK(relative_error(row0[static_cast<size_t>(step)][0], got[0]) < 1e-5);
+    if (step >= 3) CHECK(relative_error(row1[static_cast<size_t>(step - 3)][0], got[1]) < 1e-5);
+    batch.commit_rows({model::RowPath{0, &path}, model::RowPath{1, &path}});
+    root0 = row0_root(step);
+    root1 = row1_root(step - 3);
+  }
+  CHECK(batch.step_graphs_failure().empty());
+  CHECK(batch.captured_step_graphs() == 1);  // one shape, replayed across the refill
 }

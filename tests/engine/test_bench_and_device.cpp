@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "engine/bench.h"
+#include "engine/device.h"
 #include "testing/test_support.h"
 
 using namespace sjd::testing;
@@ -164,4 +166,29 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   CHECK(absent.exit_code == 2);
   CHECK_THAT(absent.err, Catch::Contains("--device cuda:99"));
 #endif
+}
+
+TEST_CASE("bench: every figure but the profiles is handed over before the profiles run", "[bench]") {
+  // So that a profiler that never returns (killed by the caller's timeout) costs only the profiles:
+  // `sjd bench --json` writes the file from this call, and again at the end.
+  TempDir dir("bench_figures_first");
+  sjd::engine::BenchOptions options;
+  options.placement = sjd::engine::parse_placement("cpu", "f32");
+  options.windows = {4};
+  options.batch_sizes = {1, 2};
+  options.iterations = 1;
+  options.warmup = 0;
+  options.vq = false;
+  options.profile_dir = dir.path().string();
+  options.profile_steps = 1;
+  int calls = 0;
+  options.figures_ready = [&](const sjd::engine::BenchReport& r) {
+    ++calls;
+    CHECK(r.profiles.empty());  // not yet profiled
+    CHECK(r.batches.size() == 2);
+    CHECK(r.ar.forward_ms > 0.0);
+  };
+  const sjd::engine::BenchReport report = sjd::engine::run_bench(options);
+  CHECK(calls == 1);
+  CHECK(report.profiles.size() == 3);
 }

@@ -177,6 +177,22 @@ TEST_CASE("llamagen unconditional row: uncond_embedding projected, with the prom
   CHECK(family->unconditional("cat").key_valid == left_padded_mask(2));
 }
 
+TEST_CASE("llamagen prompt rows have one shape whatever the prompt, as fixed_prompt_rows says", "[family][llamagen]") {
+  // A batch measures one LlamaGen prompt for all of them (Generator::batch_capacity), so prompts of
+  // any length must give rows of the same length and positions, conditional and unconditional.
+  Fixture f;
+  const auto family = sjd::family::make_family(f.context());
+  REQUIRE(family->fixed_prompt_rows());
+  const sjd::model::RowPrompt short_row = family->conditional("cat");
+  for (const std::string prompt : {"a red cat on the mat", "a very long caption that runs past the caption length"}) {
+    INFO(prompt);
+    for (const sjd::model::RowPrompt& row : {family->conditional(prompt), family->unconditional(prompt)}) {
+      CHECK(row.tokens.size() == short_row.tokens.size());
+      CHECK(row.positions == short_row.positions);
+    }
+  }
+}
+
 TEST_CASE("llamagen serves only its bundle's resolution", "[family][llamagen]") {
   Fixture f;
   CHECK(sjd::family::make_family(f.context(kGrid * 8))->image_width() == kGrid * 8);

@@ -172,6 +172,8 @@ TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn, the CFG ro
   REQUIRE(uncond.positions == std::vector<int64_t>{-1});
   REQUIRE(uncond.key_valid == std::vector<uint8_t>{0});
   REQUIRE(glue->cfg_mix() == sampling::CfgMix::kLogits);
+  // A prompt's length is its row's: a batch measures every prompt (Generator::batch_capacity).
+  REQUIRE_FALSE(glue->fixed_prompt_rows());
 }
 
 TEST_CASE("lumina layout errors name the key", "[lumina]") {
