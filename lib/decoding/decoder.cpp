@@ -174,8 +174,10 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
   c10::InferenceMode inference_mode;
   const int64_t rows_per_sequence = capacity.rows_per_sequence;
   const int64_t slots = std::max(capacity.sequences, 1);
-  // Every row holds its prompt, the generated tokens and one window after the last root.
-  const int64_t tail = layout.length() + capacity.window_nodes + 1;
+  // Every row holds its prompt, the generated tokens and one window after the last root, as wide
+  // as the model lays it out (a graphed step pads it: without the room, a batch with any row near
+  // its end would step eagerly).
+  const int64_t tail = layout.length() + model.window_slots(capacity.window_nodes + 1);
   model.restrict_outputs(layout.emittable());
   model.reserve(slots * rows_per_sequence, capacity.prompt_tokens + tail, capacity.prompt_position + tail);
 

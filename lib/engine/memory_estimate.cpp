@@ -101,8 +101,11 @@ std::string MemoryEstimate::describe() const {
 MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, const GenerationShape& s,
                                           at::ScalarType dtype) {
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype));
-  // Transformer::start sizes the cache as prompt + image + window + 1 slots per row.
-  const int64_t capacity = add({s.longest_prompt, s.image_tokens, s.window_nodes, 1});
+  // The decoder sizes the cache as prompt + image + one window's slots per row (a graphed window
+  // padded: TokenModel::window_slots).
+  const int64_t window_slots = s.step_graphs ? model::StepGraphs::padded_width(add({1, s.window_nodes}))
+                                             : add({1, s.window_nodes});
+  const int64_t capacity = add({s.longest_prompt, s.image_tokens, window_slots});
   MemoryEstimate e;
   e.kv_cache = add({mul({2, c.num_layers, s.rows, c.num_kv_heads, capacity, c.head_dim, element}),
                     mul({s.rows, capacity})});

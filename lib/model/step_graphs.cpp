@@ -15,7 +15,8 @@ namespace sjd::model {
 
 int64_t StepGraphs::padded_width(int64_t width) {
   const int64_t nodes = width - 1;
-  if (nodes <= 4) return width;
+  // Past any cache (a hostile shape's estimate) a width is left as it is: the steps below would overflow.
+  if (nodes <= 4 || nodes > (int64_t{1} << 60)) return width;
   // Steps alternate x1.5 and x4/3: 4, 6, 8, 12, 16, 24, 32, ... (every other one a power of two).
   int64_t bucket = 4;
   while (bucket < nodes) bucket = (bucket & (bucket - 1)) == 0 ? bucket + bucket / 2 : bucket / 3 * 4;

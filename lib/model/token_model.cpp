@@ -18,7 +18,8 @@ void TokenModel::start(const std::vector<RowPrompt>& rows, int64_t max_generated
     longest = std::max<int64_t>(longest, static_cast<int64_t>(r.tokens.size()));
     for (int64_t p : r.positions) last_position = std::max(last_position, p);
   }
-  const int64_t tail = max_generated + max_window + 1;  // generated tokens, then one window after the last root
+  // Generated tokens, then one window after the last root, as wide as this model lays it out.
+  const int64_t tail = max_generated + window_slots(max_window + 1);
   reserve(static_cast<int64_t>(rows.size()), longest + tail, last_position + tail);
   for (size_t r = 0; r < rows.size(); ++r) open_row(static_cast<int64_t>(r), rows[r]);
   started_rows_ = static_cast<int64_t>(rows.size());

@@ -66,6 +66,10 @@ class TokenModel {
   // slots (prompt, generated tokens and one window) at positions below
   // `position_limit`. Every row is empty afterwards.
   virtual void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) = 0;
+  // Cache slots a window of `width` (root and nodes) takes after a row's committed tokens: its width,
+  // or more where a model pads it (a GPU's graphed step, model/step_graphs.h). A reservation whose
+  // tail is this much keeps every window of that width at its fast path up to the image's end.
+  virtual int64_t window_slots(int64_t width) const { return width; }
 
   // Empties cache row `row` and feeds every prompt token but the last (the
   // last one becomes the root of the row's first window). Other rows keep

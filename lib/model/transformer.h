@@ -75,6 +75,7 @@ class Transformer : public TokenModel {
   // StepGraphs::kMaxShapes shapes replayed from CUDA graphs (model/step_graphs.h); other shapes,
   // and rows that are not one run of the cache, run eagerly.
   void use_step_graphs(bool on) { graphs_on_ = on && device().is_cuda(); }
+  int64_t window_slots(int64_t width) const override { return graphs_on_ ? StepGraphs::padded_width(width) : width; }
   bool step_graphs() const { return graphs_on_; }
   // GPU only (on at construction unless SJD_FUSED_LAYER_OPS=0, and only in a CUDA build): the
   // residual adds fused with the norms after them, SwiGLU's product, and the attention prologue

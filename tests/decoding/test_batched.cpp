@@ -201,3 +201,31 @@ TEST_CASE("batched decoding samples the exact AR distribution", "[decoding][batc
   INFO("peeking mutant: chi2 " << broken.chi_square << " p " << broken.p_value);
   CHECK(broken.p_value < 1e-6);
 }
+
+namespace {
+
+// The table model as a GPU's graphed steps lay windows out: padded to more slots than their width.
+class PaddingModel : public TableModel {
+ public:
+  using TableModel::TableModel;
+  int64_t window_slots(int64_t width) const override { return width + 7; }
+  void reserve(int64_t rows, int64_t tokens_per_row, int64_t position_limit) override {
+    reserved_tokens = tokens_per_row;
+    reserved_positions = position_limit;
+    TableModel::reserve(rows, tokens_per_row, position_limit);
+  }
+  int64_t reserved_tokens = 0, reserved_positions = 0;
+};
+
+}  // namespace
+
+TEST_CASE("batched decoding: each row's tail holds a window as wide as the model lays it out", "[decoding][batch]") {
+  // Without the padding's room a row near its image's end has no space for the padded window, and
+  // a GPU runs the whole batch's step eagerly.
+  PaddingModel model(sjd::testing::TableModelSpec{});
+  const decoding::BatchCapacity capacity = capacity_for(2, true);
+  run_batched(model, {"sjd"}, 3, 2, true);
+  const int64_t tail = batch_layout().length() + capacity.window_nodes + 1 + 7;
+  CHECK(model.reserved_tokens == capacity.prompt_tokens + tail);
+  CHECK(model.reserved_positions == capacity.prompt_position + tail);
+}

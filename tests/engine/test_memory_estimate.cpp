@@ -59,6 +59,21 @@ TEST_CASE("on a GPU the estimate counts the step graphs: their pool and each wid
   CHECK_THAT(eager.describe(), !Catch::Contains("step graphs"));
 }
 
+TEST_CASE("on a GPU the cache's tail holds a window padded as its graph pads it", "[engine][memory]") {
+  // SJD-PAC's largest automatic tree: 145 nodes, a width of 146 that a graph pads to 193
+  // (TokenModel::window_slots); the cache grows by the padding, in proportion to its slots.
+  const model::TransformerConfig config = small_config(1000);
+  engine::GenerationShape shape;
+  shape.rows = 2;
+  shape.longest_prompt = 20;
+  shape.image_tokens = 100;
+  shape.window_nodes = 145;
+  const engine::MemoryEstimate eager = engine::estimate_generation_memory(config, shape, at::kBFloat16);
+  shape.step_graphs = true;
+  const engine::MemoryEstimate graphed = engine::estimate_generation_memory(config, shape, at::kBFloat16);
+  CHECK(graphed.kv_cache * (20 + 100 + 146) == eager.kv_cache * (20 + 100 + 193));
+}
+
 TEST_CASE("a window of any size counts at most the graph shapes a cache keeps", "[engine][memory]") {
   const model::TransformerConfig config = small_config(1000);
   engine::GenerationShape shape;

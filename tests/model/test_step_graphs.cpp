@@ -32,4 +32,6 @@ TEST_CASE("graph widths: small windows and the fixed L = 16, 32, 64 as they are,
   for (int64_t w = 66; w <= 146; ++w) shapes.insert(StepGraphs::padded_width(w));
   CHECK(shapes.size() == 16);
   CHECK(shapes.size() <= StepGraphs::kMaxShapes);
+  // A width past any cache (a hostile shape's estimate) is left as it is, not stepped into an overflow.
+  CHECK(StepGraphs::padded_width(int64_t{1} << 62) == int64_t{1} << 62);
 }
