@@ -146,15 +146,17 @@ int64_t available_device_memory(const at::Device& device) {
 #ifdef SJD_WITH_CUDA
   if (!device.is_cuda()) return -1;
   const c10::cuda::CUDAGuard guard(device);
+  // The caching allocator is set up by the first allocation on the device; before it, its
+  // statistics are refused ("Invalid device argument: did you call init?"). First, so that the
+  // free memory read next already lacks that allocation's segment.
+  (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(device));
   size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: nothing later should see it
     return -1;
   }
-  // The caching allocator is set up by the first allocation on the device; before it, its
-  // statistics are refused ("Invalid device argument: did you call init?").
-  (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(device));
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());  // the guard's: "cuda" has no index
+  // The guard's device: "cuda" has no index.
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
   const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const int64_t held_unused = stats.reserved_bytes[all].current - stats.allocated_bytes[all].current;
   constexpr int64_t kMargin = int64_t{1} << 30;  // the context's lazily loaded kernels, library handles

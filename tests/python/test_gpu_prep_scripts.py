@@ -294,3 +294,33 @@ def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path)
     assert "- tests_cuda [graphs]: not run (the stage's or the call's time was up): untested, SJD_CUDA_GRAPHS left" \
         in results
     assert calls.read_text().splitlines()[0] == "--durations yes ~[graph-memory]"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to make a binary with a missing library")
+def test_device_check_leaves_the_switches_alone_when_tests_cuda_does_not_load(tmp_path):
+    # A prebuilt tests_cuda whose library is missing on this machine: the build stage says so and the
+    # other stages go on; the test stage does not run it, so its loader's failures switch nothing off.
+    prebuilt = tmp_path / "prebuilt"
+    (prebuilt / "tests").mkdir(parents=True)
+    (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
+    (prebuilt / "sjd").chmod(0o755)
+    (tmp_path / "lib.c").write_text("int gone(void) { return 0; }\n")
+    (tmp_path / "main.c").write_text("int gone(void);\nint main(void) { return gone(); }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libgone.so"), str(tmp_path / "lib.c")], check=True)
+    subprocess.run(["cc", "-o", str(prebuilt / "tests" / "tests_cuda"), str(tmp_path / "main.c"), f"-L{tmp_path}",
+                    "-lgone"], check=True)
+    (tmp_path / "libgone.so").unlink()
+    (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
+    (tmp_path / "python").chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")})
+    results = (out / "results.md").read_text()
+    assert "FAILED: the prebuilt tests_cuda does not load here" in results, result.stdout + result.stderr
+    assert "libgone.so => not found" in results
+    assert "- tests_cuda: not run (it does not load here: build stage); the switches stay as they are" in results
+    assert "=0" not in results.split("## test")[1]
+    assert result.returncode == 1
