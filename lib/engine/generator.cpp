@@ -283,7 +283,13 @@ void Generator::check_memory(const GenerationShape& shape) const {
 
 void Generator::check_fits(const MemoryEstimate& estimate) const {
   // The model's cache from an earlier run (compare's previous method) is the generation's to reuse or free.
-  check_memory_fits(estimate, memory_limit_, placement_.device, model_->held_bytes());
+  // A cache at least as large is kept whole rather than made again at the size asked for: counted so.
+  MemoryEstimate held = estimate;
+  const model::KvCache& cache = model_->cache();
+  if (cache.rows() == estimate.kv_rows && cache.capacity() >= estimate.kv_capacity) {
+    held.kv_cache = std::max(held.kv_cache, cache.bytes());
+  }
+  check_memory_fits(held, memory_limit_, placement_.device, model_->held_bytes());
 }
 
 nlohmann::json Generator::window_planning(const GenerationSettings& settings) const {

@@ -107,6 +107,8 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
                                              : add({1, s.window_nodes});
   const int64_t capacity = add({s.longest_prompt, s.image_tokens, window_slots});
   MemoryEstimate e;
+  e.kv_rows = s.rows;
+  e.kv_capacity = capacity;
   e.kv_cache = add({mul({2, c.num_layers, s.rows, c.num_kv_heads, capacity, c.head_dim, element}),
                     mul({s.rows, capacity})});
   const int64_t width = add({1, s.window_nodes});

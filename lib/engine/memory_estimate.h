@@ -23,6 +23,10 @@ struct MemoryEstimate {
   int64_t drafts = 0;    // the draft books' distributions between steps (decoding/draft_book.h)
   int64_t graphs = 0;    // CUDA graphs of the window step: their memory pool and static inputs and outputs
   int64_t vq = 0;        // decoding a finished image's codes (between steps, while the cache lives)
+  // The KV cache's shape: a model that already holds one of these rows and at least this capacity
+  // keeps it (Transformer::reserve), so the generation holds that one, not a new one.
+  int64_t kv_rows = 0;
+  int64_t kv_capacity = 0;
   // The KV cache, the draft books and the graphs live throughout; prefill, window steps and VQ decodes never overlap.
   int64_t total() const;  // saturates, as each term does: a hostile shape never sums to a small figure
   // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)", the graphs named where counted

@@ -2,6 +2,8 @@
 // more than its batch size, and no more than the prompts it has left to decode.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "cli_runner.h"
 #include "engine/generator.h"
 
@@ -35,6 +37,17 @@ int64_t cache_rows(int batch_size, int prompts, int64_t pending) {
   return generator.transformer().cache().rows();
 }
 
+// The smallest --max-memory (to 1 MB) that `fits`, which must hold at 64 GB.
+int64_t smallest_limit(const std::function<bool(int64_t)>& fits) {
+  int64_t low = int64_t{1} << 20, high = int64_t{64} << 30;
+  REQUIRE(fits(high));
+  while (high - low > (int64_t{1} << 20)) {
+    const int64_t middle = low + (high - low) / 2;
+    (fits(middle) ? high : low) = middle;
+  }
+  return high;
+}
+
 }  // namespace
 
 TEST_CASE("a batch's KV cache has slots for its batch size or its prompts left, the fewer", "[engine][batch]") {
@@ -60,17 +73,43 @@ TEST_CASE("a batch size given is held to the slots it fills, an automatic one to
       return false;
     }
   };
-  // The smallest --max-memory a batch of 2 fits (to 1 MB).
-  int64_t low = int64_t{1} << 20, high = int64_t{64} << 30;
-  REQUIRE(fits(2, -1, high));
-  while (high - low > (int64_t{1} << 20)) {
-    const int64_t middle = low + (high - low) / 2;
-    (fits(2, -1, middle) ? high : low) = middle;
-  }
+  // The smallest --max-memory a batch of 2 fits.
+  const int64_t high = smallest_limit([&](int64_t limit) { return fits(2, -1, limit); });
   CHECK(fits(8, 2, high));         // 8 given, 2 prompts left: two slots' memory
   CHECK_FALSE(fits(8, 8, high));   // 8 given and 8 left: refused
   plan.settings.batch_size = engine::kAuto;
   plan.pending = 2;
   generator.set_memory_limit(high);
   CHECK(generator.resolve_batch_size(plan) == 2);  // auto halves on the batch size, whatever is left
+}
+
+TEST_CASE("a larger cache the model keeps is counted whole, not as the one asked for", "[engine][batch][memory]") {
+  // Transformer::reserve keeps a cache of the same rows and room enough (compare's methods reserve
+  // more or less in turn), so the generation holds that cache: the estimate must count it.
+  engine::Bundle bundle = engine::load_bundle(testing::default_model());
+  engine::BatchPlan plan;
+  engine::apply_settings(plan.settings, bundle.defaults, "bundle defaults");
+  plan.settings.method = "sjd";
+  plan.settings.batch_size = 2;
+  for (int i = 0; i < 8; ++i) plan.prompts.push_back("a large blue circle");
+  engine::Generator generator(std::move(bundle));
+  const auto fits = [&](int64_t limit) {
+    generator.set_memory_limit(limit);
+    try {
+      return generator.resolve_batch_size(plan) == 2;
+    } catch (const engine::InputError&) {
+      return false;
+    }
+  };
+  // The smallest --max-memory a batch of 2 fits with nothing held.
+  const int64_t high = smallest_limit(fits);
+  // The batch's 4 rows (2 prompts with CFG), each with four times the room a generation asks for.
+  model::Transformer& model = generator.transformer();
+  model.reserve(4, 4 * 4096, 4 * 4096);
+  CHECK_FALSE(fits(high));
+  // Rows of another count are made again at the size asked for: the estimate stands.
+  model.reserve(6, 4 * 4096, 4 * 4096);
+  CHECK(fits(high));
+  model.release_cache();
+  CHECK(fits(high));
 }
