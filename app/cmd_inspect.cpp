@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "engine/cost_profiles.h"
 #include "engine/generator.h"
 #include "io/input_files.h"
 #include "io/safetensors.h"
@@ -77,6 +78,21 @@ at::Tensor request_codes(const nlohmann::json& request, int64_t codebook_size, c
   return at::tensor(flat).view({static_cast<int64_t>(grid.size()), -1});
 }
 
+// The step-cost profiles automatic windows plan from, one line per device-dtype
+// (each read as a generation reads it, so a bad entry fails here too).
+void print_cost_profiles(const engine::Bundle& bundle) {
+  const auto profiles = engine::bundle_cost_profiles(bundle);
+  if (profiles.empty()) {
+    std::cout << "windows  no measured step-cost profile: automatic windows plan from the generic one of the device\n";
+  }
+  for (const auto& [key, profile] : profiles) {
+    const auto& curves = profile.curves();
+    std::cout << "windows  " << key << " profile: " << curves.front().rows << "-" << curves.back().rows << " rows, "
+              << curves.front().points.front().first << "-" << curves.front().points.back().first
+              << " tokens per row (" << profile.name() << ")\n";
+  }
+}
+
 int run_inspect(const InspectArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.trust_code;
@@ -131,6 +147,7 @@ int run_inspect(const InspectArgs& args) {
             << "image    " << layout.grid_height() << "x" << layout.grid_width() << " codes -> "
             << generator.family().image_height() << "x" << generator.family().image_width() << " px, "
             << layout.length() << " generated tokens per image\n";
+  print_cost_profiles(bundle);
   return 0;
 }
 

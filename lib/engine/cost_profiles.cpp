@@ -11,33 +11,51 @@ std::string cost_profile_key(const std::string& device, const std::string& dtype
   return kind + "-" + dtype;
 }
 
-decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const GenerationSettings& settings) {
+namespace {
+
+const nlohmann::json& step_cost_entries(const Bundle& bundle) {
+  static const nlohmann::json none;
+  const nlohmann::json& all = bundle.raw.contains("step_cost") ? bundle.raw.at("step_cost") : none;
+  if (!all.is_null() && !all.is_object()) {
+    throw InputError(bundle.json_path.string() + ": /step_cost: expected an object of profiles by device-dtype");
+  }
+  return all;
+}
+
+decoding::StepCostProfile bundle_profile(const Bundle& bundle, const std::string& key) {
   try {
-    if (!settings.cost_profile.empty()) {
-      std::ifstream in(settings.cost_profile);
-      if (!in) throw InputError(settings.cost_profile + ": cannot open the step-cost profile");
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(settings.cost_profile + ": invalid JSON: " + e.what());
-      }
-      return decoding::StepCostProfile::from_json(j, settings.cost_profile);
-    }
-    const std::string key = cost_profile_key(settings.device, settings.dtype);
-    const nlohmann::json& all = bundle.raw.contains("step_cost") ? bundle.raw.at("step_cost") : nlohmann::json();
-    if (all.is_object() && all.contains(key)) {
-      return decoding::StepCostProfile::from_json(all.at(key), bundle.json_path.string() + ": /step_cost/" + key);
-    }
-    if (!all.is_null() && !all.is_object()) {
-      throw InputError(bundle.json_path.string() + ": /step_cost: expected an object of profiles by device-dtype");
-    }
+    return decoding::StepCostProfile::from_json(step_cost_entries(bundle).at(key),
+                                                bundle.json_path.string() + ": /step_cost/" + key);
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
+}
+
+}  // namespace
+
+decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const GenerationSettings& settings) {
+  if (!settings.cost_profile.empty()) {
+    std::ifstream in(settings.cost_profile);
+    if (!in) throw InputError(settings.cost_profile + ": cannot open the step-cost profile");
+    try {
+      return decoding::StepCostProfile::from_json(nlohmann::json::parse(in), settings.cost_profile);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(settings.cost_profile + ": invalid JSON: " + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+  const std::string key = cost_profile_key(settings.device, settings.dtype);
+  if (step_cost_entries(bundle).contains(key)) return bundle_profile(bundle, key);
   // Nothing measured for this model on this device: the generic shape of the device's kind.
   return settings.device.rfind("cuda", 0) == 0 ? decoding::StepCostProfile::generic_gpu()
                                                : decoding::StepCostProfile::generic();
+}
+
+std::vector<std::pair<std::string, decoding::StepCostProfile>> bundle_cost_profiles(const Bundle& bundle) {
+  std::vector<std::pair<std::string, decoding::StepCostProfile>> profiles;
+  for (const auto& [key, entry] : step_cost_entries(bundle).items()) profiles.emplace_back(key, bundle_profile(bundle, key));
+  return profiles;
 }
 
 }  // namespace sjd::engine

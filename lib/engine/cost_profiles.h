@@ -6,6 +6,8 @@
 // the bundle only (never on the machine's thread count or speed), so the same
 // seed and settings choose the same windows -- and draw the same image -- anywhere.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "decoding/step_cost.h"
 #include "engine/bundle.h"
@@ -17,5 +19,9 @@ namespace sjd::engine {
 std::string cost_profile_key(const std::string& device, const std::string& dtype);
 
 decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const GenerationSettings& settings);
+
+// Every profile the bundle's "step_cost" object holds, by key, each checked as a
+// generation would read it (InputError naming bundle.json's entry otherwise).
+std::vector<std::pair<std::string, decoding::StepCostProfile>> bundle_cost_profiles(const Bundle& bundle);
 
 }  // namespace sjd::engine

@@ -173,6 +173,11 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
   std::filesystem::create_symlink(dir / "loop_b", dir / "loop_a");
   std::filesystem::create_symlink(dir / "loop_a", dir / "loop_b");
   cases.push_back({generate(dir / "loop_a", dir), "loop_a"});
+  // inspect reads every step-cost profile, a GPU's on a CPU machine too (falling points here).
+  const auto profile = model_copy(dir, "profile", [](J& j) {
+    j["step_cost"]["cuda-bf16"] = {{"name", "bad"}, {"rows", 2}, {"points", J::array({J::array({4, 1.0}), J::array({1, 2.0})})}};
+  });
+  cases.push_back({"inspect --model " + quoted(profile), "/step_cost/cuda-bf16"});
   expect_refused(cases);
 }
 
