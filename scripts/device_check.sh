@@ -127,9 +127,12 @@ failures=0
 tests_cuda_loads=1   # 0 once the build stage found a library of the prebuilt tests_cuda missing
 
 # limited SECONDS LOG CMD...: runs CMD with output appended to LOG, stopped at
-# SECONDS or at the stage's deadline, whichever comes first. Sets $rc and $took;
-# rc is $no_time when the stage had no time left to start CMD.
+# SECONDS or at the stage's deadline, whichever comes first. Sets $rc (CMD's exit
+# code), $took and $outcome: ok, failed, timed_out, or no_time when the stage had
+# no time left to start CMD. A timeout is told by the time taken, not the code:
+# Catch2 exits with its count of failed checks, and 124 of them are not a timeout.
 no_time=200
+outcome=ok
 limited() {
   local seconds=$1 log=$2; shift 2
   local left; left=$(seconds_left)
@@ -137,22 +140,29 @@ limited() {
   local start; start=$(date +%s)
   if [ "$seconds" -le 0 ]; then
     echo "device_check: no time left in the stage or the call for: $*" >> "$log"; rc=$no_time; took=0
-    failures=$((failures + 1)); return
+    outcome=no_time; failures=$((failures + 1)); return
   fi
   echo "\$ $*" >> "$log"
   timeout --kill-after=10 "$seconds" "$@" >> "$log" 2>&1
   rc=$?
-  [ "$rc" -eq 0 ] || failures=$((failures + 1))
   took=$(( $(date +%s) - start ))
   echo "[exit $rc after ${took} s]" >> "$log"
+  if [ "$rc" -eq 0 ]; then
+    outcome=ok
+  elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$took" -ge "$seconds" ]; then
+    outcome=timed_out
+  else
+    outcome=failed
+  fi
+  [ "$rc" -eq 0 ] || failures=$((failures + 1))
 }
 
-verdict() {  # verdict RC: the word results.md uses
-  case "$1" in
-    0) echo ok ;;
-    124|137) echo "TIMED OUT" ;;
-    "$no_time") echo "not run (the stage's or the call's time was up)" ;;
-    *) echo "FAILED (exit $1)" ;;
+verdict() {  # verdict: the words results.md uses for the last limited command
+  case "$outcome" in
+    ok) echo ok ;;
+    timed_out) echo "TIMED OUT" ;;
+    no_time) echo "not run (the stage's or the call's time was up)" ;;
+    *) echo "FAILED (exit $rc)" ;;
   esac
 }
 
@@ -190,7 +200,7 @@ stage_prebuilt() {
   md "## build (prebuilt: $prebuilt)"
   sed 's/^/    /' "$prebuilt/BUILD_INFO" >> "$results" 2>/dev/null
   limited 60 "$log" scripts/unpack_deps.sh "${SJD_DEPS_DEBS:-third_party_debs}" "$SJD_DEPS_PREFIX"
-  [ "$rc" -eq 0 ] || { md "$(verdict $rc): unpacking the libraries; log build.log"; return 1; }
+  [ "$rc" -eq 0 ] || { md "$(verdict): unpacking the libraries; log build.log"; return 1; }
   # What ldd says now: the log may hold an earlier call's lines.
   local offset missing=0; offset=$(stat -c %s "$log" 2>/dev/null || echo 0)
   limited 30 "$log" ldd "$prebuilt/sjd"
@@ -226,7 +236,7 @@ stage_build() {
     md "FAILED: no C++ compiler on this machine"; failures=$((failures + 1)); return 1
   fi
   limited "${limit[build]}" "$log" scripts/setup.sh
-  md "$(verdict $rc): scripts/setup.sh with SJD_DEPS_PREFIX in ${took} s ($SJD_JOBS jobs); log build.log"
+  md "$(verdict): scripts/setup.sh with SJD_DEPS_PREFIX in ${took} s ($SJD_JOBS jobs); log build.log"
   grep -h 'setup: Torch has CUDA' "$log" | sed 's/^setup: /- /' >> "$results"
   local arch; arch=$(sed -n 's/^SJD_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
   md "- CUDA sources: $([ -n "$arch" ] && echo "built (architectures $arch)" || echo "not built (CPU build)")"
@@ -262,25 +272,25 @@ stage_test() {
     # The allocator-accounting cases run in a process of their own: one of them breaks a capture on
     # purpose, and whatever PyTorch leaves behind must not reach the other cases.
     limited 70 "$log" "$build/tests/tests_cuda" --durations yes "~[graph-memory]"
-    md "- tests_cuda: $(verdict $rc) in ${took} s: $(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)"
+    md "- tests_cuda: $(verdict) in ${took} s: $(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)"
     if [ "$rc" -ne 0 ]; then
       # Code new to the device has a switch each: when its own tests fail, the later stages of
       # this call run without it, so the call still measures everything else. A rerun that never
-      # started says nothing, and leaves its switch as it is.
+      # started says nothing, and leaves its switch as it is (tests_cuda loads: the build stage said).
       local tag switch
       for tag in fused:SJD_FUSED_LAYER_OPS columns:SJD_PIPELINE_COLUMNS graphs:SJD_CUDA_GRAPHS; do
         switch=${tag#*:}; tag=${tag%%:*}
         limited 20 "$log" "$build/tests/tests_cuda" "[$tag]"
-        if [ "$rc" -eq "$no_time" ] || [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then   # never ran, or could not start
-          md "- tests_cuda [$tag]: $(verdict $rc): untested, $switch left as it was"
+        if [ "$outcome" = no_time ]; then   # never ran
+          md "- tests_cuda [$tag]: $(verdict): untested, $switch left as it was"
         elif [ "$rc" -ne 0 ]; then
           export "$switch=0"
-          md "- tests_cuda [$tag]: $(verdict $rc): the later stages run with $switch=0"
+          md "- tests_cuda [$tag]: $(verdict): the later stages run with $switch=0"
         fi
       done
     fi
     limited 20 "$log" "$build/tests/tests_cuda" --durations yes "[graph-memory]"
-    md "- tests_cuda [graph-memory] (a process of its own): $(verdict $rc) in ${took} s"
+    md "- tests_cuda [graph-memory] (a process of its own): $(verdict) in ${took} s"
   elif [ "$device" = cuda ]; then
     md "- tests_cuda: NOT BUILT (is this Torch built with CUDA?)"
   else
@@ -318,7 +328,7 @@ run_ctest() {
   # shellcheck disable=SC2086
   limited "${limit[suite]}" "$1" ctest --test-dir "$2" -j "$SJD_JOBS" --output-on-failure --timeout 240 \
     "${python_tests[@]}" ${SJD_CHECK_CTEST_ARGS:-}
-  md "- ctest$3: $(verdict $rc) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$1" | tail -1)"
+  md "- ctest$3: $(verdict) in ${took} s: $(grep -E 'tests passed, [0-9]+ tests failed' "$1" | tail -1)"
   sed -n '/The following tests FAILED/,/^Errors while running/p' "$1" | grep -E '^\s+[0-9]+ - ' | head -40 |
     sed 's/^\s*/    /' >> "$results"
 }
@@ -452,7 +462,7 @@ stage_run() {
   local prompt; prompt=$(head -1 "$work/prompts.txt")
   md "| command | result | seconds |"
   md "|---|---|---|"
-  row() { md "| \`$1\` | $(verdict $rc)${2:+; $2} | $took |"; }
+  row() { md "| \`$1\` | $(verdict)${2:+; $2} | $took |"; }
   local dtype method
   for dtype in bf16 f32; do
     for method in ar sjd sjd-pac; do
@@ -540,7 +550,7 @@ stage_bench() {
     local share=$(( $(seconds_left) / count )); count=$((count - 1))
     limited "$share" "$log" env SJD_BENCH_PRESETS="$preset" SJD_BENCH_DEVICE="$device" \
       scripts/bench_gpu.sh "$work/bench-$preset"
-    md "- $preset: $(verdict $rc) in ${took} s"
+    md "- $preset: $(verdict) in ${took} s"
     if [ -f "$work/bench-$preset/results.md" ]; then
       sed -n '/^| preset/,$p' "$work/bench-$preset/results.md" >> "$results"
     fi
@@ -571,7 +581,7 @@ stage_batch() {
     for b in 1 2 4; do
       limited 40 "$log" "$build/sjd" batch --model models/default --prompts "$work/prompts.txt" \
         --out-dir "$work/batch-$dtype-b$b" --method scd-mc -L 8 --batch-size "$b" --device "$device" --dtype "$dtype"
-      runs="$runs; B = $b $(verdict $rc) in ${took} s"
+      runs="$runs; B = $b $(verdict) in ${took} s"
     done
     md "- scd-mc -L 8, $dtype (4 prompts$runs): B = 2 against B = 1: $(pixels_agree "$work/batch-$dtype-b1" \
       "$work/batch-$dtype-b2"); B = 4 against B = 1: $(pixels_agree "$work/batch-$dtype-b1" "$work/batch-$dtype-b4")"
@@ -586,7 +596,7 @@ stage_batch() {
   limited "$(seconds_left)" "$log" env SJD="$build/sjd" DEVICE="$device" DTYPE=bf16 THREADS=1 \
     BATCH_SIZES="1 4 16" METHODS="sjd-pac,scd-mc,ar" bash -c 'scripts/bench_batch.sh 16 1 > "$1"' _ \
     "$work/batch-table.txt"
-  md "- scripts/bench_batch.sh 16 1 (B = 1, 4, 16; 16 captions: B = 16 is one wave, no refill): $(verdict $rc) in ${took} s"
+  md "- scripts/bench_batch.sh 16 1 (B = 1, 4, 16; 16 captions: B = 16 is one wave, no refill): $(verdict) in ${took} s"
   [ -s out/bench_batch/errors.log ] && { echo "bench_batch errors:"; cat out/bench_batch/errors.log; } >> "$log"
   if [ -s "$work/batch-table.txt" ]; then
     md '```'
@@ -605,7 +615,7 @@ stage_calibrate() {
   for dtype in bf16 f32; do
     limited 60 "$log" "$build/sjd" bench --calibrate --model models/default --device "$device" --dtype "$dtype" \
       --out "$work/step_cost-$device-$dtype.json"
-    md "- $device-$dtype: $(verdict $rc) in ${took} s"
+    md "- $device-$dtype: $(verdict) in ${took} s"
     if [ "$rc" -eq 0 ] && [ -s "$work/step_cost-$device-$dtype.json" ]; then
       md '```json'
       "$PYTHON" -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
@@ -646,7 +656,7 @@ PY
 ) || table_row="| $setting | ok, but its JSON is unreadable: $json | - | - | - | - | - | $took |"
       md "$table_row"
     else
-      md "| $setting | $(verdict $rc) | - | - | - | - | - | $took |"
+      md "| $setting | $(verdict) | - | - | - | - | - | $took |"
     fi
   done
   cap_log "$log"

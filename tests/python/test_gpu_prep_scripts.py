@@ -296,6 +296,33 @@ def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path)
     assert calls.read_text().splitlines()[0] == "--durations yes ~[graph-memory]"
 
 
+def test_device_check_reads_catch2_failure_counts_as_failures_not_timeouts(tmp_path):
+    # Catch2 exits with its count of failed checks: 127, 124 or 200 of them are failures that end at once,
+    # not "could not start", "TIMED OUT" or "no time". Each switch whose tests failed goes off.
+    prebuilt = tmp_path / "prebuilt"
+    (prebuilt / "tests").mkdir(parents=True)
+    (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
+    (prebuilt / "tests" / "tests_cuda").write_text(
+        '#!/bin/sh\ncase "$*" in *"~[graph-memory]"*) exit 127 ;; "[fused]") exit 124 ;; "[columns]") exit 200 ;;'
+        ' "[graphs]") exit 126 ;; esac\nexit 137\n')
+    (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
+    for program in (prebuilt / "sjd", prebuilt / "tests" / "tests_cuda", tmp_path / "python"):
+        program.chmod(0o755)
+    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")})
+    results = (out / "results.md").read_text()
+    assert "- tests_cuda: FAILED (exit 127) in " in results, results
+    for tag, code, switch in [("fused", 124, "SJD_FUSED_LAYER_OPS"), ("columns", 200, "SJD_PIPELINE_COLUMNS"),
+                              ("graphs", 126, "SJD_CUDA_GRAPHS")]:
+        assert f"- tests_cuda [{tag}]: FAILED (exit {code}): the later stages run with {switch}=0" in results
+    assert "- tests_cuda [graph-memory] (a process of its own): FAILED (exit 137) in " in results
+    assert "TIMED OUT" not in results and "untested" not in results
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to make a binary with a missing library")
 def test_device_check_leaves_the_switches_alone_when_tests_cuda_does_not_load(tmp_path):
     # A prebuilt tests_cuda whose library is missing on this machine: the build stage says so and the
