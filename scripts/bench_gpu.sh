@@ -9,7 +9,11 @@
 #                                        SJD_BENCH_PRESETS: presets, default all three;
 #                                        SJD_BENCH_DEVICE: cuda, or cpu for a smoke run with the tiny preset;
 #                                        SJD_COMMIT: the commit, named before any .git;
-#                                        PYTHON: the Python whose torch runs the eager reference, default python3)
+#                                        PYTHON: the Python whose torch runs the eager reference, default python3;
+#                                        SJD_BENCH_SECONDS: the script's whole time, so that a `sjd bench` that
+#                                        hangs (in its kernel profiles, say) is stopped in time for results.md)
+# The eager reference runs first, then `sjd bench`, which writes its JSON before the profiles: whatever
+# stops it after that, results.md still gets its figures. Exit 1 when a command failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SJD_BUILD_DIR:-build}
@@ -17,6 +21,7 @@ out=${1:-bench_results/$(date -u +%Y%m%d-%H%M%S)}
 presets=${SJD_BENCH_PRESETS:-"lumina-7b-768 emu3-8b-720 llamagen-xl-512"}
 device=${SJD_BENCH_DEVICE:-cuda}
 python=${PYTHON:-python3}
+deadline=$(( $(date +%s) + ${SJD_BENCH_SECONDS:-86400} ))
 mkdir -p "$out"
 
 {
@@ -33,16 +38,24 @@ mkdir -p "$out"
   echo "torch: $("$python" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
 } > "$out/machine.txt"
 
+failed=0
 for preset in $presets; do
   sjd_cmd=("$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --json "$out/$preset.sjd.json"
            --profile "$out/profile")
   eager_cmd=("$python" scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
              --json "$out/$preset.eager.json")
-  echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"
-  "${sjd_cmd[@]}" | tee -a "$out/$preset.sjd.txt"
   echo "\$ ${eager_cmd[*]}" | tee "$out/$preset.eager.txt"
-  "${eager_cmd[@]}" | tee -a "$out/$preset.eager.txt"
+  "${eager_cmd[@]}" 2>&1 | tee -a "$out/$preset.eager.txt" || failed=1
+  # What is left, less a few seconds for results.md.
+  left=$(( deadline - $(date +%s) - 5 ))
+  echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"
+  if [ "$left" -le 0 ]; then
+    echo "bench_gpu: no time left for sjd bench" | tee -a "$out/$preset.sjd.txt"; failed=1; continue
+  fi
+  timeout --kill-after=5 "$left" "${sjd_cmd[@]}" 2>&1 | tee -a "$out/$preset.sjd.txt" || {
+    echo "bench_gpu: sjd bench exited ${PIPESTATUS[0]}" | tee -a "$out/$preset.sjd.txt"; failed=1; }
 done
 
 "$python" scripts/bench_gpu_results.py "$out" $presets > "$out/results.md"
 echo "wrote $out/results.md"
+exit $failed

@@ -71,3 +71,30 @@ def test_bench_gpu_script_runs_every_python_step_with_PYTHON(tmp_path):
     # sjd bench --profile: a Kineto trace per profiled step kind next to the figures
     assert sorted(p.name for p in (out / "profile").iterdir()) == [
         "tiny-L64.trace.json", "tiny-ar.trace.json", "tiny-tree.trace.json"]
+
+
+def test_bench_gpu_script_writes_results_when_sjd_bench_hangs_after_its_figures(tmp_path):
+    """A `sjd bench` that hangs once its JSON is written (in the kernel profiles, say) is stopped within
+    SJD_BENCH_SECONDS, and results.md still holds its figures beside the eager reference's; the exit says it failed."""
+    real = BUILD / "sjd"
+    assert real.exists(), f"{real} not built (set SJD_BUILD_DIR)"
+    figures = tmp_path / "figures.json"  # made before the timed script, so a slow machine cannot eat its time
+    subprocess.run([str(real), "bench", "--preset", "tiny", "--device", "cpu", "--dtype", "bf16", "--json",
+                    str(figures)], check=True, capture_output=True, timeout=120)
+    fake_build = tmp_path / "build"
+    fake_build.mkdir()
+    # The stand-in writes the figures where --json says, then hangs as a profiler might.
+    (fake_build / "sjd").write_text(
+        "#!/bin/bash\n"
+        'while [ $# -gt 0 ]; do [ "$1" = --json ] && cp ' + str(figures) + ' "$2"; shift; done\n'
+        "exec sleep 600\n")
+    (fake_build / "sjd").chmod(0o755)
+    out = tmp_path / "bench"
+    env = dict(os.environ, SJD_BUILD_DIR=str(fake_build), SJD_BENCH_DEVICE="cpu", SJD_BENCH_PRESETS="tiny",
+               PYTHON=sys.executable, SJD_BENCH_SECONDS="30")
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "bench_gpu.sh"), str(out)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "bench_gpu: sjd bench exited 124" in (out / "tiny.sjd.txt").read_text()
+    results = (out / "results.md").read_text()
+    assert re.search(r"^\| tiny \| AR \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|", results, re.M), results

@@ -94,6 +94,22 @@ def test_results_md_has_the_step_table_and_the_targets(tmp_path):
     assert "| **no** |" not in out  # Emu3's peak memory has no target
 
 
+def test_results_md_keeps_the_figures_a_failed_run_left(tmp_path):
+    """Lumina's eager reference failed (its columns and its target go, the rest stays); Emu3's sjd bench left
+    no JSON (a line says so, and the other preset's rows and targets are still written)."""
+    sjd, _ = lumina()
+    (tmp_path / "machine.txt").write_text("date: today\n")
+    (tmp_path / "lumina-7b-768.sjd.json").write_text(json.dumps(sjd))
+    (tmp_path / "emu3-8b-720.eager.json").write_text("{")
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu_results.py"), str(tmp_path),
+                          "lumina-7b-768", "emu3-8b-720"], check=True, capture_output=True, text=True).stdout
+    assert "| lumina-7b-768 | AR | 6.00 | 5.50 | - |" in out
+    assert "same weights as eager: no eager run" in out
+    assert "emu3-8b-720: no sjd bench figures" in out and "emu3-8b-720.sjd.txt" in out
+    assert out.count("| lumina-7b-768 |") == 4 + 5  # the eager speed-up target needs the eager run
+    assert "against the eager reference" not in out
+
+
 def test_the_summary_says_what_the_figures_ran_with():
     sjd, _ = lumina()
     sjd.update(cuda_graphs=False, cuda_graphs_failure="operation not permitted when stream is capturing",
