@@ -109,34 +109,56 @@ TEST_CASE("the transformer on the device gives the CPU's logits: chain and tree 
   }
 }
 
-TEST_CASE("steps across a key bucket's edge give the CPU's logits, eager and graphed", "[cuda][graphs]") {
-  // On a GPU the eager forward's key count goes up in buckets of Transformer::kKeyBucket (256),
-  // capped at the cache's capacity, and a graphed one spans the capacity. A 250-token prompt and
-  // a capacity of 283 (prompt, 24 tokens, a window of 8 and one): the first step attends over 256
-  // keys, the later ones over all 283.
+namespace {
+
+// Five steps of a 250-token prompt and a short one, four keys committed a step, on model `m`: its
+// logits at each step. On a GPU the eager forward's key count goes up in buckets of
+// Transformer::kKeyBucket (256), capped at the cache's capacity, and a graphed one spans the capacity.
+// The capacity is 283 (prompt, 24 tokens, a window of 8 and one): the first step attends over 256
+// keys, the later ones over all 283.
+std::vector<at::Tensor> steps_across_a_key_bucket(model::Transformer& m) {
+  std::vector<int64_t> long_prompt;
+  for (int64_t i = 0; i < 250; ++i) long_prompt.push_back(1 + i % 30);
+  m.start({prompt_of(long_prompt), prompt_of({6, 7})}, 24, 8);
+  std::vector<at::Tensor> logits;
+  int64_t root = 5;
+  for (int step = 0; step < 5; ++step) {  // four keys a step from 250 (and the window's 4): past 256 at the second
+    logits.push_back(m.forward({root, root}, chain({8, 9, 10})).to(at::kCPU));
+    m.commit({0, 1, 2});
+    root = 11 + step;
+  }
+  return logits;
+}
+
+}  // namespace
+
+TEST_CASE("steps across a key bucket's edge give the CPU's logits on the device", "[cuda]") {
   const at::Device device = cuda_testing::device();
   const model::TransformerConfig c = testing::tiny_config(true, 2);
   const io::WeightMap w = testing::tiny_weights(c, 13);
-  std::vector<int64_t> long_prompt;
-  for (int64_t i = 0; i < 250; ++i) long_prompt.push_back(1 + i % 30);
   model::Transformer on_cpu(c, model::load_transformer_weights(w, c, at::kFloat));
   model::Transformer eager(c, model::load_transformer_weights(w, c, at::kFloat, device));
-  model::Transformer graphed(c, model::load_transformer_weights(w, c, at::kFloat, device));
   eager.use_step_graphs(false);
-  graphed.use_step_graphs(true);
-  for (model::Transformer* m : {&on_cpu, &eager, &graphed}) {
-    m->start({prompt_of(long_prompt), prompt_of({6, 7})}, 24, 8);
+  const std::vector<at::Tensor> expected = steps_across_a_key_bucket(on_cpu);
+  const std::vector<at::Tensor> got = steps_across_a_key_bucket(eager);
+  for (size_t step = 0; step < expected.size(); ++step) {
+    INFO("step " << step);
+    CHECK(relative_error(expected[step], got[step]) < 1e-4);
   }
-  int64_t root = 5;
-  for (int step = 0; step < 5; ++step) {  // four keys a step from 250 (and the window's 4): past 256 at the second
-    const at::Tensor expected = on_cpu.forward({root, root}, chain({8, 9, 10}));
-    INFO("step " << step << ", graphs failure '" << graphed.step_graphs_failure() << "'");
-    CHECK(relative_error(expected, eager.forward({root, root}, chain({8, 9, 10}))) < 1e-4);
-    CHECK(relative_error(expected, graphed.forward({root, root}, chain({8, 9, 10}))) < 1e-4);
-    for (model::Transformer* m : {&on_cpu, &eager, &graphed}) m->commit({0, 1, 2});
-    root = 11 + step;
+}
+
+// Graphed against eager on the device (the case above holds eager to the CPU), so that only a fault
+// of the graphs fails it: device_check switches graphs off when a [graphs] case fails.
+TEST_CASE("steps across a key bucket's edge replayed from a CUDA graph give the eager steps' logits", "[cuda][graphs]") {
+  const EagerAndGraphed models = eager_and_graphed(13);
+  const std::vector<at::Tensor> expected = steps_across_a_key_bucket(*models.eager);
+  const std::vector<at::Tensor> got = steps_across_a_key_bucket(*models.graphed);
+  INFO("graphs failure '" << models.graphed->step_graphs_failure() << "'");
+  for (size_t step = 0; step < expected.size(); ++step) {
+    INFO("step " << step);
+    CHECK(relative_error(expected[step], got[step]) < 1e-4);
   }
-  CHECK(graphed.captured_step_graphs() == 1);
+  CHECK(models.graphed->captured_step_graphs() == 1);
 }
 
 TEST_CASE("window forwards replayed from CUDA graphs give the eager forward's logits, step after step", "[cuda][graphs]") {
@@ -285,7 +307,7 @@ TEST_CASE("windows of neighbouring widths share one padded graph and give the ea
   CHECK(graphed.captured_step_graphs() == 1);
 }
 
-TEST_CASE("a window whose padding has no room in the cache runs eagerly on the device", "[cuda]") {
+TEST_CASE("a window whose padding has no room in the cache runs eagerly on the device", "[cuda][graphs]") {
   // Capacity 5 + 4 + 1 = 10 and row 0 holds 4 keys: room 6 for a width of 6, padded 7. That step
   // runs eagerly instead of capturing a width of its own. Fresh models: a cache reserved larger
   // before would be kept, with room to spare.
@@ -322,51 +344,86 @@ TEST_CASE("rows that are not neighbours in the cache attend in separate runs on 
   CHECK(relative_error(expected, got) < 1e-4);
 }
 
-TEST_CASE("a slot refilled mid-batch replays the batch's graph with the new prompt's logits", "[cuda][graphs]") {
-  // Continuous batching: row 1 finishes and takes the next prompt while row 0 is mid-image, and the
-  // step of both rows replays the graph captured before the refill. Each row's logits must be
-  // those of its prompt decoded alone (eagerly, on a fresh model), step after step.
-  const EagerAndGraphed models = eager_and_graphed(16);
-  model::Transformer& alone = *models.eager;
-  model::Transformer& batch = *models.graphed;
-  const model::RowPrompt first = prompt_of({1, 2, 3, 4, 5}), second = prompt_of({6, 7}), refill = prompt_of({9, 3, 8});
-  const model::DraftTree nodes = chain({10, 11});
-  const std::vector<int> path = {0};
-  // The logits of `prompt` decoded alone, at each of `steps` steps, its roots following `next_root`.
-  const auto decoded_alone = [&](const model::RowPrompt& prompt, int steps, const std::function<int64_t(int)>& next_root) {
-    alone.reserve(1, 40, 64);
-    alone.open_row(0, prompt);
+namespace {
+
+// Continuous batching: row 1 finishes after three steps and takes the next prompt while row 0 is
+// mid-image. Each row's roots follow a rule of its own, so a row decoded alone can be compared.
+struct RefillScenario {
+  model::RowPrompt first = prompt_of({1, 2, 3, 4, 5}), second = prompt_of({6, 7}), refill = prompt_of({9, 3, 8});
+  model::DraftTree nodes = chain({10, 11});
+  std::vector<int> path = {0};
+  static constexpr int kSteps = 5, kRefillStep = 3;
+  static int64_t row0_root(int step) { return 20 + step; }
+  static int64_t row1_root(int step) { return 25 + step; }
+
+  // The logits of `prompt` decoded alone on `m`, one [1 + window, V] per step.
+  std::vector<at::Tensor> alone(model::Transformer& m, const model::RowPrompt& prompt, int steps,
+                                int64_t (*next_root)(int)) const {
+    m.reserve(1, 40, 64);
+    m.open_row(0, prompt);
     std::vector<at::Tensor> logits;
     int64_t root = prompt.tokens.back();
     for (int step = 0; step < steps; ++step) {
-      logits.push_back(alone.forward_rows({model::RowWindow{0, root, &nodes}}).to(at::kCPU));
-      alone.commit_rows({model::RowPath{0, &path}});
+      logits.push_back(m.forward_rows({model::RowWindow{0, root, &nodes}}).to(at::kCPU)[0]);
+      m.commit_rows({model::RowPath{0, &path}});
       root = next_root(step);
     }
     return logits;
-  };
-  const auto row0_root = [](int step) { return int64_t{20} + step; };
-  const auto row1_root = [](int step) { return int64_t{25} + step; };
-  const std::vector<at::Tensor> row0 = decoded_alone(first, 5, row0_root);
-  const std::vector<at::Tensor> row1 = decoded_alone(refill, 2, row1_root);
-
-  batch.reserve(2, 40, 64);
-  batch.open_row(0, first);
-  batch.open_row(1, second);
-  int64_t root0 = first.tokens.back(), root1 = second.tokens.back();
-  for (int step = 0; step < 5; ++step) {
-    if (step == 3) {  // row 1 is done: the next prompt takes its slot
-      batch.open_row(1, refill);
-      root1 = refill.tokens.back();
-    }
-    const at::Tensor got = batch.forward_rows({{0, root0, &nodes}, {1, root1, &nodes}}).to(at::kCPU);
-    INFO("step " << step << ", graphs failure '" << batch.step_graphs_failure() << "'");
-    CHECK(relative_error(row0[static_cast<size_t>(step)][0], got[0]) < 1e-5);
-    if (step >= 3) CHECK(relative_error(row1[static_cast<size_t>(step - 3)][0], got[1]) < 1e-5);
-    batch.commit_rows({model::RowPath{0, &path}, model::RowPath{1, &path}});
-    root0 = row0_root(step);
-    root1 = row1_root(step - 3);
   }
-  CHECK(batch.step_graphs_failure().empty());
-  CHECK(batch.captured_step_graphs() == 1);  // one shape, replayed across the refill
+
+  // The batch's logits on `m`, one [2, 1 + window, V] per step, the refill between steps.
+  std::vector<at::Tensor> batch(model::Transformer& m) const {
+    m.reserve(2, 40, 64);
+    m.open_row(0, first);
+    m.open_row(1, second);
+    std::vector<at::Tensor> logits;
+    int64_t root0 = first.tokens.back(), root1 = second.tokens.back();
+    for (int step = 0; step < kSteps; ++step) {
+      if (step == kRefillStep) {  // row 1 is done: the next prompt takes its slot
+        m.open_row(1, refill);
+        root1 = refill.tokens.back();
+      }
+      logits.push_back(m.forward_rows({{0, root0, &nodes}, {1, root1, &nodes}}).to(at::kCPU));
+      m.commit_rows({model::RowPath{0, &path}, model::RowPath{1, &path}});
+      root0 = row0_root(step);
+      root1 = row1_root(step - kRefillStep);
+    }
+    return logits;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a slot refilled mid-batch gives the new prompt's logits on the device", "[cuda]") {
+  // Eagerly: each row's logits are those of its prompt decoded alone on a fresh model, step after step.
+  const EagerAndGraphed models = eager_and_graphed(16);
+  models.graphed->use_step_graphs(false);
+  const RefillScenario s;
+  const std::vector<at::Tensor> row0 = s.alone(*models.eager, s.first, RefillScenario::kSteps, RefillScenario::row0_root);
+  const std::vector<at::Tensor> row1 =
+      s.alone(*models.eager, s.refill, RefillScenario::kSteps - RefillScenario::kRefillStep, RefillScenario::row1_root);
+  const std::vector<at::Tensor> got = s.batch(*models.graphed);
+  for (int step = 0; step < RefillScenario::kSteps; ++step) {
+    INFO("step " << step);
+    CHECK(relative_error(row0[static_cast<size_t>(step)], got[static_cast<size_t>(step)][0]) < 1e-5);
+    if (step >= RefillScenario::kRefillStep) {
+      CHECK(relative_error(row1[static_cast<size_t>(step - RefillScenario::kRefillStep)], got[static_cast<size_t>(step)][1]) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("a slot refilled mid-batch replays the batch's graph with the eager batch's logits", "[cuda][graphs]") {
+  // The same batch through one captured shape, replayed across the refill, against itself eagerly
+  // (the case above holds the eager batch to the rows decoded alone).
+  const EagerAndGraphed models = eager_and_graphed(16);
+  const RefillScenario s;
+  const std::vector<at::Tensor> expected = s.batch(*models.eager);
+  const std::vector<at::Tensor> got = s.batch(*models.graphed);
+  INFO("graphs failure '" << models.graphed->step_graphs_failure() << "'");
+  for (int step = 0; step < RefillScenario::kSteps; ++step) {
+    INFO("step " << step);
+    CHECK(relative_error(expected[static_cast<size_t>(step)], got[static_cast<size_t>(step)]) < 1e-5);
+  }
+  CHECK(models.graphed->step_graphs_failure().empty());
+  CHECK(models.graphed->captured_step_graphs() == 1);  // one shape, replayed across the refill
 }
