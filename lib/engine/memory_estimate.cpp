@@ -111,8 +111,10 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
   e.kv_capacity = capacity;
   e.kv_cache = add({mul({2, c.num_layers, s.rows, c.num_kv_heads, capacity, c.head_dim, element}),
                     mul({s.rows, capacity})});
+  // A graphed window step runs at its padded width, its eager warm-up too.
   const int64_t width = add({1, s.window_nodes});
-  e.window = activations(c, mul({s.rows, width}), capacity, mul({s.rows, width}), mul({s.rows, width}), element);
+  const int64_t run = mul({s.rows, window_slots});
+  e.window = activations(c, run, capacity, run, run, element);
   const int64_t prompt = s.longest_prompt;
   e.prefill = activations(c, prompt, prompt, std::min(prompt, kPrefillQueryChunk), prompt, element);
   e.drafts = mul({s.sequences, s.draft_distributions, c.vocab_size, 4});

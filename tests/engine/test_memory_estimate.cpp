@@ -59,7 +59,7 @@ TEST_CASE("on a GPU the estimate counts the step graphs: their pool and each wid
   CHECK_THAT(eager.describe(), !Catch::Contains("step graphs"));
 }
 
-TEST_CASE("on a GPU the cache's tail holds a window padded as its graph pads it", "[engine][memory]") {
+TEST_CASE("on a GPU the cache's tail and the window step are as wide as the graph pads the window", "[engine][memory]") {
   // SJD-PAC's largest automatic tree: 145 nodes, a width of 146 that a graph pads to 193
   // (TokenModel::window_slots); the cache grows by the padding, in proportion to its slots.
   const model::TransformerConfig config = small_config(1000);
@@ -72,6 +72,14 @@ TEST_CASE("on a GPU the cache's tail holds a window padded as its graph pads it"
   shape.step_graphs = true;
   const engine::MemoryEstimate graphed = engine::estimate_generation_memory(config, shape, at::kBFloat16);
   CHECK(graphed.kv_cache * (20 + 100 + 146) == eager.kv_cache * (20 + 100 + 193));
+  // The step itself (and the graphs' pool of its temporaries) runs at the padded width: as an eager
+  // step of 192 nodes over the same cache.
+  shape.step_graphs = false;
+  shape.window_nodes = 192;
+  const engine::MemoryEstimate padded = engine::estimate_generation_memory(config, shape, at::kBFloat16);
+  CHECK(padded.kv_cache == graphed.kv_cache);
+  CHECK(graphed.window == padded.window);
+  CHECK(graphed.window > eager.window);
 }
 
 TEST_CASE("a window of any size counts at most the graph shapes a cache keeps", "[engine][memory]") {
