@@ -48,6 +48,8 @@ int run_generate(const GenerateArgs& args) {
   }
   if (!args.stats.empty()) engine::prepare_output_file(args.stats, "--stats");
   if (!args.tokens.empty()) engine::prepare_output_file(args.tokens, "--tokens");
+  engine::check_distinct_outputs({{"-o", args.output}, {"--heatmap", args.heatmap}, {"--stats", args.stats},
+                                  {"--tokens", args.tokens}});
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());

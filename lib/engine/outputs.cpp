@@ -48,6 +48,23 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
   io::check_output_path(file);
 }
 
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::filesystem::path>>& outputs) {
+  std::vector<std::pair<std::string, std::filesystem::path>> seen;
+  for (const auto& [flag, file] : outputs) {
+    if (file.empty()) continue;
+    std::error_code error;
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(file, error);
+    if (error) resolved = std::filesystem::absolute(file).lexically_normal();
+    for (const auto& [other_flag, other] : seen) {
+      if (other == resolved) {
+        throw InputError(other_flag + " and " + flag + " name the same file, " + file.string() +
+                         ": each output needs a path of its own");
+      }
+    }
+    seen.emplace_back(flag, resolved);
+  }
+}
+
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name) {
   const auto start = std::chrono::steady_clock::now();

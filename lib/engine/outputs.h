@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "engine/generator.h"
@@ -20,6 +22,10 @@ void prepare_output_dir(const std::filesystem::path& dir);
 // name must end with it (case ignored) -- sjd writes no other format.
 void prepare_output_file(const std::filesystem::path& file, const std::string& flag,
                          const std::string& extension = "");
+
+// Refuses two flags that name one file (-o x.png --stats x.png would leave only the stats):
+// InputError naming both. Each entry is (flag, path); empty paths are flags not given.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::filesystem::path>>& outputs);
 
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,

@@ -250,7 +250,7 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
   expect_refused(cases);
 }
 
-TEST_CASE("outputs that are not regular files, and both -p and --prompts, are refused", "[cli][robustness]") {
+TEST_CASE("outputs that are not regular files or share a path, and both -p and --prompts, are refused", "[cli][robustness]") {
   TempDir dir("bad_outputs");
   const std::string g = "generate --model " + quoted(default_model()) + " -p 'a red circle' -o ";
   REQUIRE(::mkfifo((dir / "fifo.png").c_str(), 0644) == 0);
@@ -270,6 +270,16 @@ TEST_CASE("outputs that are not regular files, and both -p and --prompts, are re
            quoted(dir / "o"),
        "FIFO"},
   });
+  // Two outputs on one path: the second write would replace the image (or the stats) without a word.
+  write_file(dir / "made.png", "an image made before");
+  expect_refused({
+      {g + quoted(dir / "made.png") + " --stats " + quoted(dir / "made.png"), "-o and --stats name the same file"},
+      {g + quoted(dir / "made.png") + " --heatmap " + quoted(dir / "sub" / ".." / "made.png"),
+       "-o and --heatmap name the same file"},
+      {g + quoted(dir / "x.png") + " --stats " + quoted(dir / "s.json") + " --tokens " + quoted(dir / "s.json"),
+       "--stats and --tokens name the same file"},
+  });
+  CHECK(read_file(dir / "made.png") == "an image made before");
   struct stat info {};
   REQUIRE(::lstat((dir / "fifo.png").c_str(), &info) == 0);
   CHECK(S_ISFIFO(info.st_mode));
