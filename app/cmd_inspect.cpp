@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "engine/cost_profiles.h"
 #include "engine/generator.h"
+#include "engine/memory_estimate.h"
 #include "io/input_files.h"
 #include "io/safetensors.h"
 
@@ -134,8 +135,21 @@ int run_inspect(const InspectArgs& args) {
       throw engine::InputError(args.decode_request + ": expected {\"codes\": [[...], ...]}");
     }
     const at::Tensor codes = request_codes(request, bundle.vq.codebook_size, args.decode_request);
-    io::write_safetensors(args.out, {{"image", generator.vq_decoder().decode_float(codes)}});
-    std::cout << "wrote decoded image [3, H, W] to " << args.out << "\n";
+    // A grid larger than the model's draws (a test fixture may) is held to the memory it decodes in.
+    const vq::VQConfig& vq = bundle.vq;
+    const int64_t needed = engine::vq_decode_bytes(codes.size(0), codes.size(1), vq.downsample,
+                                                   vq.ch * (vq.ch_mult.empty() ? 1 : vq.ch_mult.front()));
+    const int64_t available = engine::available_host_memory();
+    if (available >= 0 && needed > available) {
+      throw engine::InputError(args.decode_request + ": decoding a " + std::to_string(codes.size(0)) + "x" +
+                               std::to_string(codes.size(1)) + " grid of codes needs about " +
+                               engine::format_bytes(needed) + ", more than the " + engine::format_bytes(available) +
+                               " of memory available");
+    }
+    const at::Tensor image = generator.vq_decoder().decode_float(codes);
+    io::write_safetensors(args.out, {{"image", image}});
+    std::cout << "wrote decoded image [" << image.size(0) << ", " << image.size(1) << ", " << image.size(2) << "] to "
+              << args.out << "\n";
     return 0;
   }
   const auto& t = bundle.transformer;

@@ -8,9 +8,18 @@
 namespace sjd::model {
 namespace {
 
+// Past any real model (Emu3's vocabulary is 184622, the widest MLP a few tens of thousands): sizes
+// beyond it are a broken file, refused before anything is allocated per entry (the family's token
+// masks are built from vocab_size before the weights are read).
+constexpr int64_t kLargestSize = int64_t{1} << 24;
+
 int64_t positive(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0) {
     throw std::invalid_argument(where + "." + key + ": expected a positive integer");
+  }
+  if (j[key].get<int64_t>() > kLargestSize) {
+    throw std::invalid_argument(where + "." + key + ": " + j[key].dump() + " is past the largest size sjd takes (" +
+                                std::to_string(kLargestSize) + ")");
   }
   return j[key].get<int64_t>();
 }

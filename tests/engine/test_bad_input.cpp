@@ -135,6 +135,7 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["name"] = 5; }, "\"name\""},
       {[](J& j) { j["transformer"]["norm_eps"] = -1e-5; }, "norm_eps"},
       {[](J& j) { j["transformer"]["rope_theta"] = 0; }, "rope_theta"},
+      {[](J& j) { j["transformer"]["vocab_size"] = 1000000000000; }, "vocab_size: 1000000000000 is past the largest"},
       {[](J& j) { j["transformer"]["qk_norm"] = "yes"; }, "qk_norm"},
       {[](J& j) { j["vq"]["codebook_size"] = 0; }, "codebook_size"},
       {[](J& j) { j["layout"]["kind"] = "mystery"; }, "layout.kind"},
@@ -247,6 +248,11 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
     write_file(file, decode[i].first);
     cases.push_back({base + " --decode " + quoted(file), decode[i].second});
   }
+  // A grid of valid codes far larger than the model draws: about 17 GB to decode, refused before allocating.
+  nlohmann::json huge = {{"codes", nlohmann::json::array()}};
+  for (int r = 0; r < 64; ++r) huge["codes"].push_back(std::vector<int>(1024, 1));
+  write_file(dir / "huge.json", huge.dump());
+  cases.push_back({base + " --decode " + quoted(dir / "huge.json"), "decoding a 64x1024 grid of codes needs about"});
   expect_refused(cases);
 }
 
