@@ -101,7 +101,14 @@ int run_bench_command(const BenchArgs& args) {
   options.warmup = args.warmup;
   options.seed = args.seed;
   options.vq = !args.no_vq;
-  engine::bench_preset(args.preset);  // an unknown preset fails before any allocation
+  // An unknown preset, a window past the fixture or memory past the device fail before any allocation.
+  const engine::BenchPreset preset = engine::bench_preset(args.preset);
+  engine::check_bench_options(options, preset);
+  // A 7-8B preset takes minutes to make its weights, and longer on a CPU: say what is coming.
+  std::cerr << "bench: " << preset.name << " in " << engine::dtype_name(options.placement.dtype) << " on "
+            << engine::device_name(options.placement.device) << ", about "
+            << engine::format_bytes(engine::bench_memory(options, preset).bytes) << " at its largest; making "
+            << preset.name << "'s weights, then timing its steps\n";
   if (!args.profile.empty()) {
     std::error_code error;
     std::filesystem::create_directories(args.profile, error);

@@ -193,6 +193,7 @@ BenchReport run_bench(const BenchOptions& options) {
   BenchReport report;
   report.preset = bench_preset(options.preset);
   const BenchPreset& preset = report.preset;
+  check_bench_options(options, preset);
   const Placement& placement = options.placement;
   const at::Device device = placement.device;
   report.device = device_name(device);
@@ -234,7 +235,7 @@ BenchReport run_bench(const BenchOptions& options) {
   for (const auto& m : kPaperMethods) {
     if (m.window > 0) windows.insert(m.window);
   }
-  const decoding::WindowShape tree{kPaperMethods[3].window, BenchReport::kTreeK, BenchReport::kTreeDepth};
+  const decoding::WindowShape tree{BenchReport::kTreeChain, BenchReport::kTreeK, BenchReport::kTreeDepth};
   const int longest = std::max(*windows.rbegin(), decoding::window_nodes(tree));
   const auto rows = [&](int64_t length) {
     return std::vector<model::RowPrompt>{prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};  // CFG pair

@@ -89,7 +89,7 @@ struct BenchReport {
   std::vector<StepTiming> windows;
   // SJD-PAC's tree window after a rejection: the L = 64 spine and kTreeK candidates at each of the
   // first kTreeDepth depths (the tool's defaults).
-  static constexpr int kTreeK = 4, kTreeDepth = 3;
+  static constexpr int kTreeChain = 64, kTreeK = 4, kTreeDepth = 3;
   StepTiming tree;
   double weight_read_gb_per_s = 0.0;  // weight bytes per AR forward / AR forward time
   PeakMemory peak;
@@ -107,6 +107,19 @@ struct BenchReport {
 };
 
 BenchReport run_bench(const BenchOptions& options);
+
+// The most memory the bench holds at once: its weights, and the larger of their making
+// (int64 and float64 temporaries of the largest tensor) and its largest step (the fixtures'
+// widest window, or a batch size's cache and step), as a generation's estimate counts them.
+struct BenchMemory {
+  int64_t bytes = 0;
+  std::string what;  // "weights 14.03 GB, then at batch size 16: ..."
+};
+BenchMemory bench_memory(const BenchOptions& options, const BenchPreset& preset);
+
+// Before any weights are made: every window fits the preset's mid-image fixture, and the
+// weights and the largest step's cache fit the device's memory (InputError with the estimate).
+void check_bench_options(const BenchOptions& options, const BenchPreset& preset);
 std::string format_report(const BenchReport& report);
 nlohmann::json to_json(const BenchReport& report);
 

@@ -192,3 +192,29 @@ TEST_CASE("bench: every figure but the profiles is handed over before the profil
   CHECK(calls == 1);
   CHECK(report.profiles.size() == 3);
 }
+
+TEST_CASE("bench: windows past the fixture and memory past the machine are refused before any work",
+          "[cli][bench][robustness]") {
+  // The tiny preset leaves 128 codes at mid-image; a million prompts' caches fit no machine. Both
+  // used to fail late: an index past the layout (exit 1), an allocator abort (exit 134).
+  const auto windows = run_sjd("bench --preset tiny --device cpu --windows 16,128 --no-vq");
+  CHECK(windows.exit_code == 2);
+  CHECK_THAT(windows.err, Catch::Contains("--windows 128") && Catch::Contains("at most 127"));
+  const auto memory = run_sjd("bench --preset tiny --device cpu --batch-sizes 1000000 --no-vq");
+  CHECK(memory.exit_code == 2);
+  CHECK_THAT(memory.err, Catch::Contains("at batch size 1000000") && Catch::Contains("available on cpu"));
+}
+
+TEST_CASE("bench: the real presets' default batch axis fits one 80 GB GPU by the estimate", "[bench][memory]") {
+  // What the check above holds a GPU run to: were the estimate to pass an H100's 80 GB at the
+  // defaults (batch sizes 1, 4, 16), the device check's bench stage would lose every preset.
+  for (const char* name : {"lumina-7b-768", "emu3-8b-720", "llamagen-xl-512"}) {
+    sjd::engine::BenchOptions options;
+    options.placement.device = at::Device(at::kCUDA, 0);
+    options.placement.dtype = at::kBFloat16;
+    const sjd::engine::BenchMemory memory = sjd::engine::bench_memory(options, sjd::engine::bench_preset(name));
+    INFO(name << ": " << memory.bytes << " bytes, " << memory.what);
+    CHECK(memory.bytes < int64_t{76} * 1000 * 1000 * 1000);
+    CHECK(memory.bytes > int64_t{1} * 1000 * 1000 * 1000);
+  }
+}
