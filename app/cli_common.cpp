@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <type_traits>
 
 #include "engine/bundle.h"
+#include "text/utf8.h"
 #include "engine/device.h"
 #include "engine/memory_estimate.h"
 #include "engine/settings_checks.h"
@@ -130,6 +132,15 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
 
 int64_t SettingsFlags::max_memory() const {
   return max_memory_.empty() ? 0 : engine::parse_memory_size(max_memory_);
+}
+
+void check_prompt_flag(const std::string& prompt) {
+  if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
+    throw engine::InputError("-p: the prompt is not valid UTF-8 at byte " + std::to_string(bad + 1));
+  }
+  if (std::all_of(prompt.begin(), prompt.end(), [](unsigned char c) { return std::isspace(c); })) {
+    throw engine::InputError("-p: the prompt is empty");
+  }
 }
 
 void print_settings_note(const engine::GenerationSettings& settings) {

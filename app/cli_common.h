@@ -29,6 +29,10 @@ class SettingsFlags {
   std::vector<CLI::Option*> options_;
 };
 
+// A prompt given with -p: refused (InputError) when blank, as a prompt file's blank prompt is, or
+// when it is not valid UTF-8 (the byte counted in the prompt, not the family's template around it).
+void check_prompt_flag(const std::string& prompt);
+
 // Prints engine::ignored_settings_note (a setting the method ignores) to stderr, if any.
 void print_settings_note(const engine::GenerationSettings& settings);
 

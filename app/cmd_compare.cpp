@@ -19,6 +19,7 @@ namespace {
 struct CompareArgs {
   std::string model;
   std::string prompt;
+  bool prompt_given = false;  // -p "" is a blank prompt, refused; no -p at all asks for --prompts
   std::string prompts_file;
   int64_t limit = 0;
   std::string methods = "ar,sjd,scd-mc,scd-gs,sjd-pac";
@@ -53,7 +54,10 @@ int run_compare_command(const CompareArgs& args) {
   for (const auto& m : options.methods) {
     print_settings_note(engine::compare_settings(options.base, m));  // bad names fail before any work
   }
-  if (!args.prompt.empty()) options.prompts.push_back(args.prompt);
+  if (args.prompt_given) {
+    check_prompt_flag(args.prompt);
+    options.prompts.push_back(args.prompt);
+  }
   if (!args.prompts_file.empty()) {
     for (const auto& entry : io::read_prompts(args.prompts_file)) {
       if (args.limit > 0 && static_cast<int64_t>(options.prompts.size()) >= args.limit) break;
@@ -96,7 +100,7 @@ void add_compare_command(CLI::App& app) {
   CLI::Option* prompt = cmd->add_option("--prompt,-p", args->prompt, "text prompt");
   cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)")
       ->excludes(prompt);
-  cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts");
+  cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
   cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
   cmd->add_option("--out-dir", args->out_dir,
@@ -104,7 +108,10 @@ void add_compare_command(CLI::App& app) {
       ->capture_default_str();
   add_quiet_flag(*cmd, args->quiet);
   args->settings.add_to(*cmd);
-  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_compare_command(*args); }); });
+  cmd->callback([args, prompt]() {
+    args->prompt_given = prompt->count() > 0;
+    command_exit_code() = run_guarded([&] { return run_compare_command(*args); });
+  });
 }
 
 }  // namespace sjd::app

@@ -39,6 +39,7 @@ std::string exactness_remark(decoding::Exactness exactness) {
 int run_generate(const GenerateArgs& args) {
   // Outputs are checked (and their folders made) before any work: a bad --stats path
   // fails now, not after the image; -o x.jpg is refused rather than written as PNG.
+  check_prompt_flag(args.prompt);
   engine::prepare_output_file(args.output, "-o", ".png");
   std::unique_ptr<io::TextRenderer> text;  // the heatmap's labels; a missing font fails before any work
   const engine::HeatmapView heatmap_view = engine::parse_heatmap_view(args.heatmap_view);

@@ -20,6 +20,7 @@ struct ManifestArgs {
 
 int run_manifest_command(const ManifestArgs& args) {
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  if (!std::filesystem::exists(args.dir)) throw engine::InputError(args.dir + ": no such folder");
   if (!std::filesystem::is_directory(args.dir)) throw engine::InputError(args.dir + ": not a folder");
   int64_t images = 0;
   if (args.prompts.empty()) {

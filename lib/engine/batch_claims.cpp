@@ -106,11 +106,14 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
     }
     const std::string content =
         nlohmann::json{{"host", host_}, {"pid", ::getpid()}, {"token", token_}, {"identity", identity}}.dump();
-    const bool written = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    const ssize_t count = ::write(fd, content.data(), content.size());
+    // A short write to a regular file means the disk filled up while writing.
+    const int write_error = count < 0 ? errno : ENOSPC;
+    const bool written = count == static_cast<ssize_t>(content.size());
     ::close(fd);
     std::lock_guard<std::mutex> lock(mutex_);
     held_.insert(index);
-    if (!written) throw io::StorageError("cannot write " + file.string());
+    if (!written) throw io::StorageError("cannot write " + file.string() + ": " + std::strerror(write_error));
     return true;
   }
   return false;

@@ -64,7 +64,14 @@ nlohmann::json read_json_input(const std::filesystem::path& file, const std::str
 }
 
 Bundle load_bundle(const std::filesystem::path& dir) {
-  if (!is_folder(dir)) throw InputError("model directory not found: " + dir.string());
+  if (!is_folder(dir)) {
+    std::error_code error;
+    if (std::filesystem::is_regular_file(dir, error)) {
+      throw InputError("--model " + dir.string() + ": a file, not a model directory (give the folder that holds it: " +
+                       (dir.has_parent_path() ? dir.parent_path().string() : std::string(".")) + ")");
+    }
+    throw InputError("model directory not found: " + dir.string());
+  }
   Bundle b;
   b.dir = dir;
   b.json_path = dir / "bundle.json";

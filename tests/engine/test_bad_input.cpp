@@ -256,6 +256,24 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
   expect_refused(cases);
 }
 
+TEST_CASE("a blank or broken -p prompt and a bundle.json given as the model are refused, naming them",
+          "[cli][robustness]") {
+  // A prompt file's blank prompt was refused while -p "" made an image; a bad byte was counted
+  // in the family's template and blamed on the tokenizer.
+  TempDir dir("bad_prompt_flag");
+  const std::string model = " --model " + quoted(default_model());
+  const std::string out = " -o " + quoted(dir / "x.png");
+  expect_refused({
+      {"generate" + model + " -p ''" + out, "-p: the prompt is empty"},
+      {"generate" + model + " -p '  '" + out, "-p: the prompt is empty"},
+      {"generate" + model + " -p \"$(printf 'caf\\351')\"" + out, "-p: the prompt is not valid UTF-8 at byte 4"},
+      {"compare" + model + " -p ' ' --out-dir " + quoted(dir / "c"), "-p: the prompt is empty"},
+      {"generate --model " + quoted(default_model() / "bundle.json") + " -p x" + out,
+       "a file, not a model directory (give the folder that holds it: " + default_model().string()},
+  });
+  CHECK_FALSE(std::filesystem::exists(dir / "x.png"));
+}
+
 TEST_CASE("outputs that are not regular files or share a path, and both -p and --prompts, are refused", "[cli][robustness]") {
   TempDir dir("bad_outputs");
   const std::string g = "generate --model " + quoted(default_model()) + " -p 'a red circle' -o ";

@@ -214,9 +214,10 @@ TEST_CASE("batch: a stale claim of another machine is taken over, a live one lef
 
 TEST_CASE("manifest: a folder that is no batch folder is refused", "[cli][batch][scale]") {
   TempDir dir("manifest_bad");
-  check_result(run_sjd("manifest " + shell_quoted(dir / "nothing")), 2, "nothing: not a folder");
+  check_result(run_sjd("manifest " + shell_quoted(dir / "nothing")), 2, "nothing: no such folder");
   check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "batch.json: not found");
   write_file(dir / "batch.json", "{\"images\": -3}");
+  check_result(run_sjd("manifest " + shell_quoted(dir / "batch.json")), 2, "batch.json: not a folder");
   check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "\"images\" is not a non-negative integer");
   write_file(dir / "prompts.txt", "a red circle\na blue ring\n");
   check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --prompts " + shell_quoted(dir / "prompts.txt")), 1,
