@@ -66,13 +66,17 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
   CLI::Option* option = cmd.add_option(flag, *text, help);
   options.push_back(option);
   const std::string name = flag.substr(0, flag.find(','));
-  appliers.push_back([option, text, field, least, name](engine::GenerationSettings& s) {
+  appliers.push_back([option, text, field, least, name, key = key_of(flag)](engine::GenerationSettings& s) {
     if (option->count() == 0) return;
     try {
       s.*field = engine::parse_count_or_auto(*text, least, name);
     } catch (const std::invalid_argument& e) {
       throw engine::InputError(e.what());
     }
+    // The same upper bounds a config file's value is held to (--batch-size 1000000 planned windows
+    // for a million prompts).
+    const std::string problem = engine::setting_problem(s, key);
+    if (!problem.empty()) throw engine::InputError(name + " " + problem);
   });
 }
 

@@ -124,7 +124,8 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
   read(layer, "cost_profile", s.cost_profile, where);
   read_count_or_auto(layer, "batch_size", 1, s.batch_size, where);
   for (const auto& item : layer.items()) {
-    const std::string problem = setting_problem(s, item.key());
+    std::string problem = setting_problem(s, item.key());
+    if (problem.empty()) problem = name_problem(s, item.key());
     if (!problem.empty()) throw std::invalid_argument(where + ": /" + item.key() + ": " + problem);
   }
 }

@@ -1,5 +1,8 @@
 #include "engine/settings_checks.h"
 
+#include "decoding/method.h"
+#include "sampling/relaxation.h"
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -40,6 +43,17 @@ int64_t tree_node_count(int64_t pd_k, int64_t pd_depth) {
     if (nodes > kMaxTreeNodes) return kMaxTreeNodes + 1;
   }
   return nodes;
+}
+
+std::string name_problem(const GenerationSettings& s, const std::string& key) {
+  try {
+    if (key == "method") decoding::make_method(s.method);
+    if (key == "init") decoding::parse_init_scheme(s.init);
+    if (key == "relax") sampling::parse_relax_kind(s.relax);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
 }
 
 std::string setting_problem(const GenerationSettings& s, const std::string& key) {

@@ -89,6 +89,7 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --method sjd --relax cool --nu -0.5", "--nu"},
       {g + " --method sjd --relax lantern --lantern-k 600", "image codes"},
       {g + " --max-memory lots", "--max-memory"},
+      {g + " --batch-size 1000000", "--batch-size must be an integer in [1, 1024]"},  // planned for a million rows
   });
 }
 
@@ -103,6 +104,11 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"window": 0})", "/window"},      {R"({"lantern_k": -2})", "/lantern_k"},
       {R"({"method": 5})", "/method"},      {R"({"top_k": "all"})", "/top_k"},
       {R"([1, 2])", "expected a JSON object"},
+      // Names too are named by file and key, with what was meant.
+      {R"({"method": "sjd-pak"})", "/method: unknown method 'sjd-pak' -- did you mean 'sjd-pac'"},
+      {R"({"init": "repeat-upp"})", "/init: unknown init scheme"},
+      {R"({"relax": "coool"})", "/relax: unknown relaxation 'coool'"},
+      {R"({"batch_size": 5000})", "/batch_size"},
   };
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto file = dir / ("config" + std::to_string(i) + ".json");
