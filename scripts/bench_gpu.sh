@@ -45,7 +45,10 @@ for preset in $presets; do
   eager_cmd=("$python" scripts/bench_eager_reference.py --preset "$preset" --device "$device" --dtype bf16
              --json "$out/$preset.eager.json")
   echo "\$ ${eager_cmd[*]}" | tee "$out/$preset.eager.txt"
-  "${eager_cmd[@]}" 2>&1 | tee -a "$out/$preset.eager.txt" || failed=1
+  # At most half of what is left: a hang here must leave sjd bench its time.
+  half=$(( (deadline - $(date +%s)) / 2 ))
+  timeout --kill-after=5 $(( half > 1 ? half : 1 )) "${eager_cmd[@]}" 2>&1 | tee -a "$out/$preset.eager.txt" || {
+    echo "bench_gpu: the eager reference exited ${PIPESTATUS[0]}" | tee -a "$out/$preset.eager.txt"; failed=1; }
   # What is left, less a few seconds for results.md.
   left=$(( deadline - $(date +%s) - 5 ))
   echo "\$ ${sjd_cmd[*]}" | tee "$out/$preset.sjd.txt"

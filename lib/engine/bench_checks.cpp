@@ -30,8 +30,8 @@ BenchMemory bench_memory(const BenchOptions& options, const BenchPreset& preset)
   // Making a weight hashes its element indices in int64 and float64: the largest tensor's worth of each.
   const int64_t making = std::max(c.vocab_size, c.intermediate_size * 2) * c.hidden_size * 16;
   const int64_t tree = decoding::window_nodes({BenchReport::kTreeChain, BenchReport::kTreeK, BenchReport::kTreeDepth});
-  const int64_t widest = std::max<int64_t>(
-      {*std::max_element(options.windows.begin(), options.windows.end()), tree, BatchTiming::kBatchWindow});
+  int64_t widest = std::max<int64_t>(tree, BatchTiming::kBatchWindow);
+  for (const int w : options.windows) widest = std::max<int64_t>(widest, w);
   int64_t largest_step = 0;
   std::string largest_what;
   // The step fixtures run one prompt's CFG pair at the widest window, the batch axis B prompts' at its own.

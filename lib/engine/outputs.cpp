@@ -53,7 +53,9 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::filesy
   for (const auto& [flag, file] : outputs) {
     if (file.empty()) continue;
     std::error_code error;
-    std::filesystem::path resolved = std::filesystem::weakly_canonical(file, error);
+    // Absolute first: weakly_canonical leaves a relative path whose first part does not exist as it is,
+    // so "c.png" and "./c.png" would not meet.
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(file), error);
     if (error) resolved = std::filesystem::absolute(file).lexically_normal();
     for (const auto& [other_flag, other] : seen) {
       if (other == resolved) {

@@ -148,9 +148,24 @@ void split_method_entry(GenerationSettings& s) {
 }
 
 std::string ignored_settings_note(const GenerationSettings& s) {
-  if (s.method != "jacobi" || s.temperature <= 0.0 || s.temperature == GenerationSettings{}.temperature) return {};
   std::ostringstream note;
-  note << "note: jacobi decodes greedily (argmax), so temperature " << s.temperature << " is ignored";
+  const auto line = [&note]() -> std::ostream& { return note << (note.tellp() > 0 ? "\n" : "") << "note: "; };
+  if (s.method == "jacobi" && s.temperature > 0.0 && s.temperature != GenerationSettings{}.temperature) {
+    line() << "jacobi decodes greedily (argmax), so temperature " << s.temperature << " is ignored";
+  }
+  decoding::MethodConfig method;
+  try {
+    method = decoding::make_method(s.method);
+  } catch (const std::invalid_argument&) {
+    return note.str();  // an unknown name fails where the method is made
+  }
+  if (!method.speculative() && s.window != kAuto) {
+    line() << s.method << " decodes one token a step, so window " << s.window << " is ignored";
+  }
+  if (!method.proactive_tree && (s.pd_k != kAuto || s.pd_depth != kAuto)) {
+    const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
+    line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
+  }
   return note.str();
 }
 

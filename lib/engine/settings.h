@@ -62,8 +62,8 @@ int parse_count_or_auto(const std::string& text, int least, const std::string& w
 // --relax flag applied later overrides it.
 void split_method_entry(GenerationSettings& settings);
 
-// A one-line note when a setting is ignored by the method ("" otherwise):
-// jacobi decodes greedily, so a temperature other than the default 1 has no effect.
+// A note line per setting the method ignores ("" when none): jacobi decodes greedily, so a
+// temperature other than the default has no effect; ar takes no window; only sjd-pac takes a tree.
 std::string ignored_settings_note(const GenerationSettings& settings);
 
 // The method pieces the settings select; throws std::invalid_argument for bad values.

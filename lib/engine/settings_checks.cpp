@@ -48,6 +48,7 @@ int64_t tree_node_count(int64_t pd_k, int64_t pd_depth) {
 std::string name_problem(const GenerationSettings& s, const std::string& key) {
   try {
     if (key == "method") decoding::make_method(s.method);
+    if (key == "method") sampling::parse_relax_kind(s.relax);  // "sjd-pac:cool" names a relaxation too
     if (key == "init") decoding::parse_init_scheme(s.init);
     if (key == "relax") sampling::parse_relax_kind(s.relax);
   } catch (const std::invalid_argument& e) {

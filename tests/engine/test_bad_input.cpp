@@ -108,6 +108,7 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"method": "sjd-pak"})", "/method: unknown method 'sjd-pak' -- did you mean 'sjd-pac'"},
       {R"({"init": "repeat-upp"})", "/init: unknown init scheme"},
       {R"({"relax": "coool"})", "/relax: unknown relaxation 'coool'"},
+      {R"({"method": "sjd-pac:cooll"})", "/method: unknown relaxation 'cooll'"},
       {R"({"batch_size": 5000})", "/batch_size"},
   };
   for (size_t i = 0; i < configs.size(); ++i) {

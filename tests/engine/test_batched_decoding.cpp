@@ -199,10 +199,10 @@ TEST_CASE("compare --batch-size: a batch too large for the memory exits 2 with t
           "[cli][batch][compare]") {
   TempDir dir("batched_compare_memory");
   const auto r = run_sjd_limited("compare --model " + shell_quoted(default_model()) +
-                                 " -p 'a small red square' --methods ar,sjd --batch-size 4096 --max-memory 50M" +
+                                 " -p 'a small red square' --methods ar,sjd --batch-size 1024 --max-memory 20M" +
                                  " --out-dir " + shell_quoted(dir / "out"));
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("for a batch of 4096"));
+  CHECK_THAT(r.err, Catch::Contains("for a batch of 1024"));
   CHECK(pngs(dir / "out" / "runs").empty());
 }
