@@ -73,34 +73,48 @@ def test_bench_gpu_script_runs_every_python_step_with_PYTHON(tmp_path):
         "tiny-L64.trace.json", "tiny-ar.trace.json", "tiny-tree.trace.json"]
 
 
-def test_bench_gpu_script_writes_results_when_sjd_bench_hangs_after_its_figures(tmp_path):
-    """A `sjd bench` that hangs once its JSON is written (in the kernel profiles, say) is stopped within
-    SJD_BENCH_SECONDS, and results.md still holds its figures beside the eager reference's; the exit says it failed.
-    Both programs are stand-ins writing figures made beforehand, so a slow machine cannot eat the budget."""
+# A stand-in's line that copies FILE to the path after --json.
+COPY_TO_JSON = 'while [ $# -gt 0 ]; do [ "$1" = --json ] && cp {} "$2"; shift; done\n'
+
+
+def tiny_figures(tmp_path):
+    """The real `sjd bench` figures of the tiny preset, made before any timed script."""
     real = BUILD / "sjd"
     assert real.exists(), f"{real} not built (set SJD_BUILD_DIR)"
     figures = tmp_path / "figures.json"
     subprocess.run([str(real), "bench", "--preset", "tiny", "--device", "cpu", "--dtype", "bf16", "--json",
                     str(figures)], check=True, capture_output=True, timeout=120)
-    eager = tmp_path / "eager.json"
-    eager.write_text(json.dumps({"weights_checksum": json.loads(figures.read_text())["weights_checksum"],
-                                 "ar_step_ms": 2.5, "window_step_ms": {"16": 3.0}}))
-    copy_json = 'while [ $# -gt 0 ]; do [ "$1" = --json ] && cp {} "$2"; shift; done\n'
+    return figures
+
+
+def bench_gpu_with_stand_ins(tmp_path, sjd_body, eager_body, seconds):
+    """scripts/bench_gpu.sh on the tiny preset with `sjd` and the eager reference replaced by bash bodies
+    (the rest of $PYTHON is the real one): returns the finished process and the output folder."""
     fake_build = tmp_path / "build"
     fake_build.mkdir()
-    # The stand-in sjd writes the figures where --json says, then hangs as a profiler might.
-    (fake_build / "sjd").write_text("#!/bin/bash\n" + copy_json.format(figures) + "exec sleep 600\n")
+    (fake_build / "sjd").write_text("#!/bin/bash\n" + sjd_body)
     python = tmp_path / "python"
-    python.write_text("#!/bin/bash\n"
-                      'if [ "$1" = scripts/bench_eager_reference.py ]; then\n' + copy_json.format(eager) + "exit 0\nfi\n"
-                      f'exec {sys.executable} "$@"\n')
+    python.write_text("#!/bin/bash\nif [ \"$1\" = scripts/bench_eager_reference.py ]; then\n" + eager_body +
+                      f'fi\nexec {sys.executable} "$@"\n')
     for program in (fake_build / "sjd", python):
         program.chmod(0o755)
     out = tmp_path / "bench"
     env = dict(os.environ, SJD_BUILD_DIR=str(fake_build), SJD_BENCH_DEVICE="cpu", SJD_BENCH_PRESETS="tiny",
-               PYTHON=str(python), SJD_BENCH_SECONDS="20")
+               PYTHON=str(python), SJD_BENCH_SECONDS=str(seconds))
     run = subprocess.run(["bash", str(ROOT / "scripts" / "bench_gpu.sh"), str(out)], env=env, capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=seconds + 60)
+    return run, out
+
+
+def test_bench_gpu_script_writes_results_when_sjd_bench_hangs_after_its_figures(tmp_path):
+    """A `sjd bench` that hangs once its JSON is written (in the kernel profiles, say) is stopped within
+    SJD_BENCH_SECONDS, and results.md still holds its figures beside the eager reference's; the exit says it failed."""
+    figures = tiny_figures(tmp_path)
+    eager = tmp_path / "eager.json"
+    eager.write_text(json.dumps({"weights_checksum": json.loads(figures.read_text())["weights_checksum"],
+                                 "ar_step_ms": 2.5, "window_step_ms": {"16": 3.0}}))
+    run, out = bench_gpu_with_stand_ins(tmp_path, COPY_TO_JSON.format(figures) + "exec sleep 600\n",
+                                        COPY_TO_JSON.format(eager) + "exit 0\n", seconds=20)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "bench_gpu: sjd bench exited 124" in (out / "tiny.sjd.txt").read_text()
     results = (out / "results.md").read_text()
@@ -111,25 +125,8 @@ def test_bench_gpu_script_writes_results_when_sjd_bench_hangs_after_its_figures(
 def test_bench_gpu_script_stops_a_hung_eager_reference_at_half_its_time(tmp_path):
     """An eager reference that hangs is stopped at half of SJD_BENCH_SECONDS, and sjd bench still runs and
     fills results.md (the eager columns empty); the exit says something failed."""
-    figures = tmp_path / "figures.json"
-    real = BUILD / "sjd"
-    assert real.exists(), f"{real} not built (set SJD_BUILD_DIR)"
-    subprocess.run([str(real), "bench", "--preset", "tiny", "--device", "cpu", "--dtype", "bf16", "--json",
-                    str(figures)], check=True, capture_output=True, timeout=120)
-    fake_build = tmp_path / "build"
-    fake_build.mkdir()
-    (fake_build / "sjd").write_text(
-        f'#!/bin/bash\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cp {figures} "$2"; shift; done\nexit 0\n')
-    python = tmp_path / "python"
-    python.write_text('#!/bin/bash\n[ "$1" = scripts/bench_eager_reference.py ] && exec sleep 600\n'
-                      f'exec {sys.executable} "$@"\n')
-    for program in (fake_build / "sjd", python):
-        program.chmod(0o755)
-    out = tmp_path / "bench"
-    env = dict(os.environ, SJD_BUILD_DIR=str(fake_build), SJD_BENCH_DEVICE="cpu", SJD_BENCH_PRESETS="tiny",
-               PYTHON=str(python), SJD_BENCH_SECONDS="30")
-    run = subprocess.run(["bash", str(ROOT / "scripts" / "bench_gpu.sh"), str(out)], env=env, capture_output=True,
-                         text=True, timeout=60)
+    run, out = bench_gpu_with_stand_ins(tmp_path, COPY_TO_JSON.format(tiny_figures(tmp_path)) + "exit 0\n",
+                                        "exec sleep 600\n", seconds=30)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "bench_gpu: the eager reference exited 124" in (out / "tiny.eager.txt").read_text()
     results = (out / "results.md").read_text()
