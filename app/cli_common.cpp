@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <sstream>
 #include <type_traits>
 
 #include "engine/bundle.h"
@@ -138,6 +139,11 @@ int64_t SettingsFlags::max_memory() const {
   return max_memory_.empty() ? 0 : engine::parse_memory_size(max_memory_);
 }
 
+bool SettingsFlags::given(const std::string& flag) const {
+  return std::any_of(options_.begin(), options_.end(),
+                     [&](const CLI::Option* o) { return o->check_name(flag) && o->count() > 0; });
+}
+
 void check_prompt_flag(const std::string& prompt) {
   if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
     throw engine::InputError("-p: the prompt is not valid UTF-8 at byte " + std::to_string(bad + 1));
@@ -148,8 +154,8 @@ void check_prompt_flag(const std::string& prompt) {
 }
 
 void print_settings_note(const engine::GenerationSettings& settings) {
-  const std::string note = engine::ignored_settings_note(settings);
-  if (!note.empty()) std::cerr << "sjd: " << note << "\n";
+  std::istringstream notes(engine::ignored_settings_note(settings));
+  for (std::string line; std::getline(notes, line);) std::cerr << "sjd: " << line << "\n";
 }
 
 void add_trust_code_flag(CLI::App& cmd, bool& trust_code) {

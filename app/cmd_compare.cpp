@@ -51,6 +51,10 @@ int run_compare_command(const CompareArgs& args) {
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  if (args.settings.given("--method")) {
+    std::cerr << "sjd: note: compare runs the methods of --methods, so --method " << options.base.method
+              << " is ignored\n";
+  }
   for (const auto& m : options.methods) {
     print_settings_note(engine::compare_settings(options.base, m));  // bad names fail before any work
   }

@@ -321,3 +321,19 @@ TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or a
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("'over'") && Contains("side"));
 }
+
+TEST_CASE("settings a run ignores get a note line each, and compare says it ignores --method", "[cli][ux]") {
+  TempDir dir("ux_notes");
+  const auto r = run_sjd(generate_command() + " --method ar --window 4 --pd-k 2 --quiet -o " + quoted(dir / "a.png"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("sjd: note: ar decodes one token a step, so window 4 is ignored\n"
+                             "sjd: note: only sjd-pac grows draft trees, so pd_k is ignored by ar\n"));
+  const auto c = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red circle' --method sjd --methods ar" +
+                         " --quiet --out-dir " + quoted(dir / "c"));
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.err, Contains("note: compare runs the methods of --methods, so --method sjd is ignored"));
+  const auto quiet = run_sjd(generate_command() + " --method sjd --window 4 --quiet -o " + quoted(dir / "s.png"));
+  CHECK(quiet.err.find("note:") == std::string::npos);
+}
