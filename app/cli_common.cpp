@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "engine/bundle.h"
-#include "text/utf8.h"
 #include "engine/device.h"
 #include "engine/memory_estimate.h"
 #include "engine/settings_checks.h"
@@ -21,6 +20,7 @@
 #include "io/prompt_file.h"
 #include "io/weights.h"
 #include "text/tokenizer.h"
+#include "text/utf8.h"
 
 namespace sjd::app {
 namespace {

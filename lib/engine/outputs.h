@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "engine/generator.h"
 

@@ -1,12 +1,14 @@
 #include "engine/settings_checks.h"
 
-#include "decoding/method.h"
-#include "sampling/relaxation.h"
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include "decoding/method.h"
+#include "sampling/relaxation.h"
+#include "text/closest_name.h"
 
 namespace sjd::engine {
 namespace {
@@ -46,11 +48,15 @@ int64_t tree_node_count(int64_t pd_k, int64_t pd_depth) {
 }
 
 std::string name_problem(const GenerationSettings& s, const std::string& key) {
+  // "sjd-pac:cool" in a method entry names a relaxation too.
+  const auto& relax_names = sampling::relax_kind_names();
+  if ((key == "method" || key == "relax") &&
+      std::find(relax_names.begin(), relax_names.end(), s.relax) == relax_names.end()) {
+    return text::unknown_name_message("relaxation", s.relax, relax_names);
+  }
   try {
     if (key == "method") decoding::make_method(s.method);
-    if (key == "method") sampling::parse_relax_kind(s.relax);  // "sjd-pac:cool" names a relaxation too
     if (key == "init") decoding::parse_init_scheme(s.init);
-    if (key == "relax") sampling::parse_relax_kind(s.relax);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
