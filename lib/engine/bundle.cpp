@@ -1,6 +1,8 @@
 #include "engine/bundle.h"
 
 #include <fstream>
+#include <set>
+#include <vector>
 
 #include "io/atomic_file.h"
 #include "io/input_files.h"
@@ -56,11 +58,28 @@ nlohmann::json read_json_input(const std::filesystem::path& file, const std::str
   io::require_regular_file(file, what);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string() + ": cannot open the " + what);
+  // A key given twice in one object would leave the last silently ({"window": 4, "window": 8}).
+  std::vector<std::set<std::string>> keys_of_open_objects;
+  std::string repeated;
+  const nlohmann::json::parser_callback_t no_repeated_keys = [&](int, nlohmann::json::parse_event_t event,
+                                                                 nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) keys_of_open_objects.emplace_back();
+    if (event == Event::object_end && !keys_of_open_objects.empty()) keys_of_open_objects.pop_back();
+    if (event == Event::key && !keys_of_open_objects.empty() &&
+        !keys_of_open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty()) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(in);
+    j = nlohmann::json::parse(in, no_repeated_keys);
   } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range (1e999)
     throw InputError(file.string() + ": invalid JSON: " + e.what());
   }
+  if (!repeated.empty()) throw InputError(file.string() + ": key \"" + repeated + "\" appears twice in one object");
+  return j;
 }
 
 Bundle load_bundle(const std::filesystem::path& dir) {

@@ -110,6 +110,7 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"relax": "coool"})", "/relax: unknown relaxation 'coool'"},
       {R"({"method": "sjd-pac:cooll"})", "/method: unknown relaxation 'cooll'"},
       {R"({"batch_size": 5000})", "/batch_size"},
+      {R"({"window": 4, "window": 8})", "key \"window\" appears twice in one object"},
   };
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto file = dir / ("config" + std::to_string(i) + ".json");
