@@ -20,15 +20,21 @@ model::TransformerConfig small_config(int64_t vocab) {
   return config;
 }
 
+// A 20-token prompt and 100 image tokens, `rows` rows and windows of `window_nodes` drafts.
+engine::GenerationShape shape_of(int64_t rows, int64_t window_nodes) {
+  engine::GenerationShape shape;
+  shape.rows = rows;
+  shape.longest_prompt = 20;
+  shape.image_tokens = 100;
+  shape.window_nodes = window_nodes;
+  return shape;
+}
+
 }  // namespace
 
 TEST_CASE("the memory estimate counts every sequence's draft distributions", "[engine][memory]") {
   const model::TransformerConfig config = small_config(65536);
-  engine::GenerationShape shape;
-  shape.rows = 8;
-  shape.longest_prompt = 20;
-  shape.image_tokens = 100;
-  shape.window_nodes = 16;
+  engine::GenerationShape shape = shape_of(8, 16);
   const engine::MemoryEstimate without = engine::estimate_generation_memory(config, shape, at::kFloat);
   shape.sequences = 4;
   shape.draft_distributions = 50;
@@ -41,11 +47,7 @@ TEST_CASE("the memory estimate counts every sequence's draft distributions", "[e
 TEST_CASE("on a GPU the estimate counts the step graphs: their pool and each width's static tensors",
           "[engine][memory]") {
   const model::TransformerConfig config = small_config(65536);
-  engine::GenerationShape shape;
-  shape.rows = 8;
-  shape.longest_prompt = 20;
-  shape.image_tokens = 100;
-  shape.window_nodes = 3;  // widths 1 to 4, each its own graph
+  engine::GenerationShape shape = shape_of(8, 3);  // widths 1 to 4, each its own graph
   shape.head_rows = 10;
   const engine::MemoryEstimate eager = engine::estimate_generation_memory(config, shape, at::kBFloat16);
   shape.step_graphs = true;
@@ -63,11 +65,7 @@ TEST_CASE("on a GPU the cache's tail and the window step are as wide as the grap
   // SJD-PAC's largest automatic tree: 145 nodes, a width of 146 that a graph pads to 193
   // (TokenModel::window_slots); the cache grows by the padding, in proportion to its slots.
   const model::TransformerConfig config = small_config(1000);
-  engine::GenerationShape shape;
-  shape.rows = 2;
-  shape.longest_prompt = 20;
-  shape.image_tokens = 100;
-  shape.window_nodes = 145;
+  engine::GenerationShape shape = shape_of(2, 145);
   const engine::MemoryEstimate eager = engine::estimate_generation_memory(config, shape, at::kBFloat16);
   shape.step_graphs = true;
   const engine::MemoryEstimate graphed = engine::estimate_generation_memory(config, shape, at::kBFloat16);

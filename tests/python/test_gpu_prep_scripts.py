@@ -265,30 +265,38 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
     assert "3 - fails (Failed)" in results
 
 
-def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path):
-    # A stand-in tests_cuda: the whole run fails, [fused] passes alone, [columns] hangs past the stage's
-    # limit, and the stage has no time left to start [graphs]. The fused kernels stay on, the columns path
-    # goes off (a hang is a failure), and the graphs stay on: a rerun that never started found nothing.
-    # The allocator cases run in a process of their own, with the rest told to leave them out.
+def run_test_stage(tmp_path, tests_cuda_body, limits=None):
+    """device_check.sh's build and test stages with prebuilt stand-ins: `sjd` that starts, a `tests_cuda`
+    running the given sh body, and a Python naming no torch. Returns results.md."""
     prebuilt = tmp_path / "prebuilt"
     (prebuilt / "tests").mkdir(parents=True)
     (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
-    calls = tmp_path / "calls.txt"
-    (prebuilt / "tests" / "tests_cuda").write_text(
-        f'#!/bin/sh\necho "$*" >> {calls}\n'
-        'case "$*" in *"~[graph-memory]"*) exit 1 ;; "[fused]") exit 0 ;; "[columns]") exec sleep 60 ;; esac\n'
-        'exit 0\n')
+    (prebuilt / "tests" / "tests_cuda").write_text("#!/bin/sh\n" + tests_cuda_body)
     (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
     for program in (prebuilt / "sjd", prebuilt / "tests" / "tests_cuda", tmp_path / "python"):
         program.chmod(0o755)
     debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
     out = tmp_path / "out"
-    subprocess.run(
-        ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
-             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu",
-             "SJD_CHECK_LIMITS": "test=6", "PYTHON": str(tmp_path / "python")})
-    results = (out / "results.md").read_text()
+    env = {"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+           "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")}
+    if limits:
+        env["SJD_CHECK_LIMITS"] = limits
+    subprocess.run(["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True,
+                   timeout=300, env=env)
+    return (out / "results.md").read_text()
+
+
+def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path):
+    # A stand-in tests_cuda: the whole run fails, [fused] passes alone, [columns] hangs past the stage's
+    # limit, and the stage has no time left to start [graphs]. The fused kernels stay on, the columns path
+    # goes off (a hang is a failure), and the graphs stay on: a rerun that never started found nothing.
+    # The allocator cases run in a process of their own, with the rest told to leave them out.
+    calls = tmp_path / "calls.txt"
+    results = run_test_stage(
+        tmp_path,
+        f'echo "$*" >> {calls}\n'
+        'case "$*" in *"~[graph-memory]"*) exit 1 ;; "[fused]") exit 0 ;; "[columns]") exec sleep 60 ;; esac\n'
+        'exit 0\n', limits="test=6")
     assert "tests_cuda [fused]" not in results, results
     assert "- tests_cuda [columns]: TIMED OUT: the later stages run with SJD_PIPELINE_COLUMNS=0" in results
     assert "- tests_cuda [graphs]: not run (the stage's or the call's time was up): untested, SJD_CUDA_GRAPHS left" \
@@ -299,22 +307,10 @@ def test_device_check_switches_off_only_what_its_own_tests_found_wrong(tmp_path)
 def test_device_check_reads_catch2_failure_counts_as_failures_not_timeouts(tmp_path):
     # Catch2 exits with its count of failed checks: 127, 124 or 200 of them are failures that end at once,
     # not "could not start", "TIMED OUT" or "no time". Each switch whose tests failed goes off.
-    prebuilt = tmp_path / "prebuilt"
-    (prebuilt / "tests").mkdir(parents=True)
-    (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
-    (prebuilt / "tests" / "tests_cuda").write_text(
-        '#!/bin/sh\ncase "$*" in *"~[graph-memory]"*) exit 127 ;; "[fused]") exit 124 ;; "[columns]") exit 200 ;;'
+    results = run_test_stage(
+        tmp_path,
+        'case "$*" in *"~[graph-memory]"*) exit 127 ;; "[fused]") exit 124 ;; "[columns]") exit 200 ;;'
         ' "[graphs]") exit 126 ;; esac\nexit 137\n')
-    (tmp_path / "python").write_text("#!/bin/sh\necho /nonexistent/torch/lib\n")
-    for program in (prebuilt / "sjd", prebuilt / "tests" / "tests_cuda", tmp_path / "python"):
-        program.chmod(0o755)
-    debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
-    out = tmp_path / "out"
-    subprocess.run(
-        ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
-             "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")})
-    results = (out / "results.md").read_text()
     assert "- tests_cuda: FAILED (exit 127) in " in results, results
     for tag, code, switch in [("fused", 124, "SJD_FUSED_LAYER_OPS"), ("columns", 200, "SJD_PIPELINE_COLUMNS"),
                               ("graphs", 126, "SJD_CUDA_GRAPHS")]:
