@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "unknown_arguments.h"
 
 int main(int argc, char** argv) {
   // A decoding step frees and reallocates the same few-MB temporaries every step;
@@ -23,6 +24,11 @@ int main(int argc, char** argv) {
   sjd::app::add_tokenize_command(app);
   sjd::app::add_inspect_command(app);
   sjd::app::add_bench_command(app);
+  const std::string unknown = sjd::app::unknown_argument_problem(app, argc, argv);
+  if (!unknown.empty()) {
+    std::cerr << "sjd: " << unknown << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

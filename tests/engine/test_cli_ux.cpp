@@ -195,6 +195,28 @@ TEST_CASE("a mistyped config key or method name gets the closest valid one", "[c
   CHECK_THAT(far.err, Contains("unknown method 'banana'") && !Contains("did you mean"));
 }
 
+TEST_CASE("a mistyped command or flag is named, with the closest valid one, before a missing flag", "[cli][ux]") {
+  // CLI11 alone said "A subcommand is required" and "--model is required" here.
+  const auto command = run_sjd("generat -p 'a red apple'");
+  CHECK(command.exit_code == 2);
+  CHECK_THAT(command.err, Contains("unknown command 'generat' -- did you mean 'generate'?"));
+  const auto flag = run_sjd("generate --metod ar -p 'a red apple'");
+  CHECK(flag.exit_code == 2);
+  CHECK_THAT(flag.err, Contains("generate: unknown option '--metod' -- did you mean '--method'?") &&
+                           Contains("sjd generate --help"));
+  CHECK_THAT(run_sjd("batch --prompt=p.jsonl").err, Contains("did you mean '--prompts'?"));
+  const auto far = run_sjd("generate --banana -p 'a red apple'");
+  CHECK(far.exit_code == 2);
+  CHECK_THAT(far.err, Contains("unknown option '--banana'") && !Contains("did you mean"));
+  CHECK_THAT(run_sjd("generate -Z").err, Contains("unknown option '-Z'"));
+  // A flag's value is its value whatever it looks like, as CLI11 takes it; a negative number is a value.
+  const auto value = run_sjd("tokenize --model " + quoted(default_model()) + " --json-lines '-not-a-flag'");
+  CHECK_THAT(value.err, !Contains("unknown option"));
+  CHECK_THAT(value.err, Contains("-not-a-flag"));
+  CHECK_THAT(run_sjd(generate_command() + " --temperature -1").err,
+             !Contains("unknown option") && Contains("--temperature"));
+}
+
 TEST_CASE("the docs link only to files inside the repository", "[ux][docs]") {
   std::vector<std::filesystem::path> pages = {source_dir() / "README.md"};
   for (const auto& entry : std::filesystem::directory_iterator(source_dir() / "docs")) {
