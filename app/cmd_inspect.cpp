@@ -160,7 +160,11 @@ int run_inspect(const InspectArgs& args) {
             << (t.qk_norm ? ", qk-norm" : "") << "\n"
             << "image    " << layout.grid_height() << "x" << layout.grid_width() << " codes -> "
             << generator.family().image_height() << "x" << generator.family().image_width() << " px, "
-            << layout.length() << " generated tokens per image\n";
+            << layout.length() << " generated tokens per image";
+  if (const int64_t limit = generator.family().max_positions(); limit > 0) {
+    std::cout << " (trained for " << limit << " positions: prompts up to " << limit - layout.length() << " tokens)";
+  }
+  std::cout << "\n";
   print_cost_profiles(bundle);
   return 0;
 }

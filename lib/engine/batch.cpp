@@ -163,6 +163,15 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
         continue;
       }
       ++cursor;
+      try {
+        const std::string warning = generator.context_warning(entry.prompt, settings_of(i));
+        if (!warning.empty()) {
+          log << "warning: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << warning
+              << "\n";
+        }
+      } catch (const std::exception&) {
+        // A prompt the family cannot encode fails when its image starts, recorded in the manifest.
+      }
       return BatchItem{i, entry.prompt, settings_of(i)};
     }
     return std::nullopt;

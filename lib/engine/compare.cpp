@@ -147,6 +147,10 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
   }
   const std::string model = generator.bundle().name;
+  for (size_t p = 0; p < options.prompts.size(); ++p) {  // every method's run of it sees the same positions
+    const std::string warning = generator.context_warning(options.prompts[p], options.base);
+    if (!warning.empty()) log << "warning: prompt " << p + 1 << ": " << warning << "\n";
+  }
   std::vector<CompareRun> runs(static_cast<size_t>(total));
   std::vector<GenerationSettings> settings(static_cast<size_t>(total));
   for (int64_t i = 0; i < total; ++i) {

@@ -135,6 +135,22 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   return request;
 }
 
+std::string Generator::context_warning(const std::string& prompt, const GenerationSettings& settings) {
+  const family::ImageFamily& glue = family(settings.resolution);
+  const int64_t limit = glue.max_positions();
+  if (limit <= 0) return "";
+  int64_t prompt_tokens = static_cast<int64_t>(glue.conditional(prompt).tokens.size());
+  if (settings.cfg != 1.0) {  // Emu3's unconditional row is its negative prompt, which may be the longer one
+    prompt_tokens = std::max(prompt_tokens, static_cast<int64_t>(glue.unconditional(prompt).tokens.size()));
+  }
+  const int64_t image_tokens = glue.layout().length();
+  if (prompt_tokens + image_tokens <= limit) return "";
+  return "the prompt takes " + std::to_string(prompt_tokens) + " tokens and the image " +
+         std::to_string(image_tokens) + ", " + std::to_string(prompt_tokens + image_tokens - limit) +
+         " past the " + std::to_string(limit) + " positions the model was trained for (" +
+         bundle_.json_path.string() + ": layout.max_positions); the image may come out damaged: shorten the prompt";
+}
+
 GenerationOutput Generator::finish(const GenerationSettings& settings, const decoding::MethodConfig& method,
                                    decoding::DecodeResult result) {
   GenerationOutput out;

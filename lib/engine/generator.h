@@ -70,6 +70,11 @@ class Generator {
   // Throws InputError with the estimate when decoding this shape would not fit that limit.
   void check_memory(const GenerationShape& shape) const;
 
+  // A warning when `prompt` and the image need more positions than the model was trained for
+  // (family::ImageFamily::max_positions): the model still runs there, as the reference code does,
+  // but what it draws past its training is not to be trusted. Empty when it fits or is unknown.
+  std::string context_warning(const std::string& prompt, const GenerationSettings& settings);
+
   // `sequence` separates the random streams of several images made with one seed;
   // `on_step` (may be empty) is called after every decoding step (progress lines).
   GenerationOutput generate(const std::string& prompt, const GenerationSettings& settings, uint32_t sequence = 0,

@@ -64,6 +64,7 @@ class Emu3Family : public ImageFamily {
   model::RowPrompt unconditional(const std::string& prompt) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogProbs; }
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
+  int64_t max_positions() const override { return config_.max_positions; }
   int64_t image_height() const override { return config_.grid_height * config_.downsample; }
   int64_t image_width() const override { return config_.grid_width * config_.downsample; }
 

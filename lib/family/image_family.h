@@ -30,6 +30,10 @@ class ImageFamily {
   // True where every prompt's rows have the same length and positions (LlamaGen: its caption's
   // fixed slots), so one prompt measures a batch's rows and the others need no encoding for it.
   virtual bool fixed_prompt_rows() const { return false; }
+  // The positions the model was trained for (its config.json's max_position_embeddings, as the
+  // bundle's layout.max_positions), or 0 when the bundle does not say (LlamaGen: its caption has
+  // fixed slots, so no prompt makes a sequence longer).
+  virtual int64_t max_positions() const { return 0; }
   // Image side in pixels (for the template and size tokens).
   virtual int64_t image_height() const = 0;
   virtual int64_t image_width() const = 0;

@@ -45,6 +45,10 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
                                 "image_token_first not negative");
   }
   c.size_token_unit_px = j.contains("size_token_unit_px") ? need(j, "size_token_unit_px", where) : 32;
+  if (j.contains("max_positions")) {
+    c.max_positions = need(j, "max_positions", where);
+    if (c.max_positions <= 0) throw std::invalid_argument(where + ".max_positions: must be positive");
+  }
   if (j.contains("prompt_template") && !j["prompt_template"].is_string()) {
     throw std::invalid_argument(where + ".prompt_template: expected a string");
   }

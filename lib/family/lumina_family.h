@@ -15,6 +15,7 @@ struct LuminaConfig {
   int64_t image_token_first = 0, codebook_size = 0;
   int64_t bos_id = 0, begin_image_id = 0, end_image_id = 0, newline_id = 0, end_of_turn_id = 0;
   int64_t size_token_base = 0, size_token_unit_px = 32;
+  int64_t max_positions = 0;  // the model's context (config.json max_position_embeddings); 0: not recorded
   std::string prompt_template;
   std::string where;  // the layout's place in bundle.json, for errors
 };
@@ -34,6 +35,7 @@ class LuminaFamily : public ImageFamily {
   model::RowPrompt unconditional(const std::string& prompt) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogits; }
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
+  int64_t max_positions() const override { return config_.max_positions; }
   int64_t image_height() const override { return config_.grid_height * config_.downsample; }
   int64_t image_width() const override { return config_.grid_width * config_.downsample; }
 

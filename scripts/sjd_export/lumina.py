@@ -314,6 +314,8 @@ def run(args):
 
     layout, permutation = resolve_layout(vocabulary_map, tokenizer_vocab, bos_token(hf_dir), args.resolution,
                                          args.resolutions, vq["downsample"], vq["codebook_size"], where)
+    if "max_position_embeddings" in config:  # sjd warns when a prompt and its image run past it
+        layout["max_positions"] = int(config["max_position_embeddings"])
     vocab_size = int(need(config, "vocab_size", where))
     for key in ("bos_id", "begin_image_id", "end_image_id", "newline_id", "end_of_turn_id"):
         if layout[key] >= vocab_size:

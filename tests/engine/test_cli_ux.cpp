@@ -359,3 +359,32 @@ TEST_CASE("settings a run ignores get a note line each, and compare says it igno
   const auto quiet = run_sjd(generate_command() + " --method sjd --window 4 --quiet -o " + quoted(dir / "s.png"));
   CHECK(quiet.err.find("note:") == std::string::npos);
 }
+
+TEST_CASE("a prompt that runs past the model's trained positions gets a warning, and the image is still made",
+          "[cli][ux]") {
+  // The default model: 2048 positions (layout.max_positions), 1061 image tokens; this prompt takes 1141.
+  std::string long_prompt;
+  for (int i = 0; i < 160; ++i) long_prompt += (i > 0 ? " " : "") + std::string("a large red triangle on the left");
+  TempDir dir("ux_positions");
+  const std::string model = " --model " + quoted(default_model()) + " --method ar --quiet";
+  const auto r = run_sjd("generate" + model + " -p '" + long_prompt + "' -o " + quoted(dir / "long.png"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("sjd: warning: the prompt takes 1141 tokens and the image 1061, 154 past the 2048 "
+                             "positions the model was trained for") &&
+                        Contains("layout.max_positions"));
+  CHECK(std::filesystem::exists(dir / "long.png"));
+  const auto fits = run_sjd("generate" + model + " -p 'a red circle' -o " + quoted(dir / "short.png"));
+  CHECK(fits.exit_code == 0);
+  CHECK_THAT(fits.err, !Contains("warning"));
+  // batch names the prompt's line, once, and makes both images.
+  write_file(dir / "p.jsonl", "{\"prompt\": \"a red circle\"}\n{\"prompt\": \"" + long_prompt + "\"}\n");
+  const auto b = run_sjd("batch" + model + " --prompts " + quoted(dir / "p.jsonl") + " --out-dir " + quoted(dir / "b"));
+  INFO(b.err);
+  CHECK(b.exit_code == 0);
+  CHECK_THAT(b.err, Contains("warning: prompt 1 (" + (dir / "p.jsonl").string() + ":2): the prompt takes 1141"));
+  CHECK(b.err.find("warning") == b.err.rfind("warning"));
+  CHECK_THAT(read_file(dir / "b" / "manifest.jsonl"), !Contains("failed"));
+  CHECK_THAT(run_sjd("inspect --model " + quoted(default_model())).out,
+             Contains("1061 generated tokens per image (trained for 2048 positions: prompts up to 987 tokens)"));
+}

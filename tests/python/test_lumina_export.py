@@ -349,6 +349,7 @@ def test_bundle_has_the_release_ids(bundle_dir, release):
         "begin_image_id": 8197, "end_image_id": 8196, "newline_id": 8803, "end_of_turn_id": 8710,
         "size_token_base": 8804, "size_token_unit_px": 32, "resolutions": [512, 768, 1024]}
     assert layout["prompt_template"] == TEMPLATE.format(w="{width}", h="{height}", p="{prompt}")
+    assert layout["max_positions"] == 4096  # config.json's max_position_embeddings
     t = bundle["transformer"]
     assert (t["vocab_size"], t["hidden_size"], t["num_layers"], t["num_heads"], t["head_dim"],
             t["intermediate_size"], t["qk_norm"], t["rope"], t["rope_theta"]) == \
