@@ -1,4 +1,5 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
+#include <csignal>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "cli_common.h"
 #include "engine/batch.h"
 #include "io/prompt_file.h"
+#include "stop_signals.h"
 
 namespace sjd::app {
 namespace {
@@ -38,6 +40,8 @@ int run_batch_command(const BatchArgs& args) {
   io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
   generator.set_memory_limit(args.settings.max_memory());
+  install_stop_signals();  // from here a Ctrl-C lets the images in flight finish (stop_signals.h)
+  options.stop_requested = stop_signal;
   const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
             << " failed" << (s.elsewhere > 0 ? ", " + std::to_string(s.elsewhere) + " made by another process" : "")
@@ -47,6 +51,11 @@ int run_batch_command(const BatchArgs& args) {
               << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("
               << static_cast<double>(s.generated) / s.seconds << " images/s) at batch size " << s.batch_size
               << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n";
+  }
+  if (s.stopped_by != 0) {
+    std::cout << "batch: stopped by " << (s.stopped_by == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM") << " with " << s.left
+              << " image(s) left; the same command resumes\n";
+    return 128 + s.stopped_by;  // as a shell reports a process a signal ended
   }
   return s.failed > 0 ? 1 : 0;
 }

@@ -133,6 +133,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   // The next image this process makes: not done, claimed by no one else, with a usable prompt.
   int64_t cursor = 0;
   const auto next = [&]() -> std::optional<BatchItem> {
+    if (options.stop_requested && (summary.stopped_by = options.stop_requested()) != 0) return std::nullopt;
     for (; cursor < count; ++cursor) {
       const int64_t i = cursor;
       if (!options.shard.owns(i)) continue;
@@ -212,6 +213,10 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
                            [&](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.batch_size = plan.settings.batch_size;
+  if (summary.stopped_by != 0) {
+    summary.left = owned - summary.generated - summary.failed - summary.skipped - summary.elsewhere;
+    if (summary.left == 0) summary.stopped_by = 0;  // the stop came when nothing was left to start
+  }
   progress.finish();
   return summary;
 }

@@ -5,6 +5,7 @@
 // from other prompts, model or settings is refused), a failing prompt is
 // recorded and the run carries on.
 #include <filesystem>
+#include <functional>
 #include <ostream>
 
 #include "engine/batch_shards.h"
@@ -20,6 +21,9 @@ struct BatchOptions {
   Shard shard;                  // only the prompts this shard owns; its own manifest (batch_shards.h)
   bool progress = false;        // a progress line with count and ETA (on a terminal)
   int64_t claim_timeout_seconds = 600;  // a claim untouched this long is taken over (batch_claims.h)
+  // Nonzero (a signal number) once the run is asked to stop: no new image starts, the ones in flight
+  // finish. Empty: never.
+  std::function<int()> stop_requested;
 };
 
 struct BatchSummary {
@@ -30,6 +34,8 @@ struct BatchSummary {
   int batch_size = 1;     // prompts decoded at once (resolved)
   double seconds = 0.0;   // the whole run
   double compression_sum = 0.0;  // over generated images: mean step compression = sum / generated
+  int stopped_by = 0;     // the signal that stopped the run early (BatchOptions::stop_requested), or 0
+  int64_t left = 0;       // this shard's images neither made nor failed when it stopped
 };
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log);

@@ -4,12 +4,14 @@
 // depend on the thread count.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "cli_runner.h"
@@ -175,4 +177,65 @@ TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the ot
   CHECK(records[0]["status"] == "failed");
   CHECK_THAT(records[0]["error"].get<std::string>(), Catch::Contains("needs about"));
   CHECK(records[1]["status"] == "ok");
+}
+
+namespace {
+
+// Starts `sjd_command` in the background of a bash with job control, waits for the first manifest
+// line, sends it `signals` (e.g. "TERM", or "INT INT" a moment apart) and returns its exit status.
+// Job control keeps SIGINT as it was: a non-interactive shell's background jobs start ignoring it,
+// and dash cannot turn job control on without a terminal.
+int signal_after_first_image(const std::string& sjd_command, const std::filesystem::path& manifest,
+                             const std::string& signals) {
+  const std::string script = "set -m; " + sjd_command + " & pid=$!; " +
+                             "while [ ! -s " + shell_quoted(manifest) + " ]; do sleep 0.05; done; " +
+                             "for s in " + signals + "; do kill -$s $pid; sleep 0.3; done; wait $pid";
+  const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("batch: a first stop signal lets the images in flight finish and prints the summary; a re-run resumes",
+          "[cli][batch][robustness]") {
+  TempDir dir("batch_stop");
+  std::string prompts;
+  for (int i = 0; i < 12; ++i) prompts += "a green triangle number " + std::to_string(i) + "\n";
+  write_file(dir / "prompts.txt", prompts);
+  const auto out = dir / "out";
+  const std::string sjd = "OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " +
+                          batch_args(dir / "prompts.txt", out) + " --method ar --batch-size 2 --quiet";
+  const int code = signal_after_first_image(sjd + " >" + shell_quoted(dir / "a.out") + " 2>" +
+                                                shell_quoted(dir / "a.err"),
+                                            out / "manifest.jsonl", "TERM");
+  const std::string said = read_file(dir / "a.out");
+  INFO(said << read_file(dir / "a.err"));
+  CHECK(code == 128 + 15);
+  // Without the handler SIGTERM ends the process with the same status, but prints no summary.
+  std::smatch counts;
+  REQUIRE(std::regex_search(said, counts, std::regex(R"(batch: (\d+) generated, 0 already done, 0 failed)")));
+  const int made = std::stoi(counts[1]);
+  CHECK_THAT(said, Catch::Contains("batch: stopped by SIGTERM with " + std::to_string(12 - made) +
+                                   " image(s) left; the same command resumes"));
+  CHECK_THAT(read_file(dir / "a.err"), Catch::Contains("stopping after the images in flight"));
+  CHECK(made >= 2);  // the first image's batch partner was in flight, and finished
+  CHECK(made < 12);
+  CHECK(manifest_records(out / "manifest.jsonl").size() == static_cast<size_t>(made));
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    CHECK(entry.path().filename().string()[0] != '.');  // no claim or temporary is left
+  }
+  const auto resumed = run_sjd(batch_args(dir / "prompts.txt", out) + " --method ar --batch-size 2 --quiet");
+  CHECK(resumed.exit_code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(12 - made) + " generated, " + std::to_string(made) +
+                                          " already done, 0 failed"));
+
+  // A second Ctrl-C ends the process at once: no summary, and what was written stays whole.
+  const auto out2 = dir / "out2";
+  const int twice = signal_after_first_image(
+      sjd.substr(0, sjd.find(" --out-dir")) + " --out-dir " + shell_quoted(out2) + " --method ar --batch-size 2" +
+          " --quiet >" + shell_quoted(dir / "b.out") + " 2>/dev/null",
+      out2 / "manifest.jsonl", "INT INT");
+  CHECK(twice != 0);
+  CHECK_THAT(read_file(dir / "b.out"), !Catch::Contains("batch:"));
+  for (const auto& record : manifest_records(out2 / "manifest.jsonl")) CHECK(record["status"] == "ok");
 }

@@ -1,0 +1,15 @@
+#pragma once
+// Ctrl-C (SIGINT) or SIGTERM during `sjd batch`: the first asks the run to start no new image --
+// those in flight finish and are written, and the summary is printed -- and a second one ends the
+// process at once (the default action). Either way nothing written is lost and the same command
+// resumes; stopping gently only saves the images that were nearly made.
+namespace sjd::app {
+
+// Installs the handlers; a signal the process was started ignoring (nohup, a background job of a
+// script) stays ignored.
+void install_stop_signals();
+
+// The signal that asked to stop, or 0.
+int stop_signal();
+
+}  // namespace sjd::app
