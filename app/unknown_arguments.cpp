@@ -78,6 +78,14 @@ std::string unknown_argument_problem(CLI::App& app, int argc, const char* const*
     }
     const CLI::Option* flag = find_flag(*command, word, kind);
     if (flag == nullptr) return unknown_flag_message(*command, word, kind);
+    // CLI11 reads "-p=a cat" as the value "=a cat" (as getopt does): a prompt or path starting with '='
+    // is far likelier a slip than meant.
+    if (kind == Word::kShort && word.size() > 2 && word[2] == '=' && flag->get_items_expected_max() > 0) {
+      const std::string long_name = flag->get_lnames().empty() ? "" : "--" + flag->get_lnames().front();
+      return command->get_name() + ": " + word.substr(0, 2) + " takes its value after a space (" + word.substr(0, 2) +
+             " '" + word.substr(3) + "')" + (long_name.empty() ? "" : " or an '=' in its long form (" + long_name +
+             "='" + word.substr(3) + "')");
+    }
     i += values_taken(*flag, word, kind);
   }
   return "";

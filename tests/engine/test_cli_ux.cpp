@@ -209,6 +209,11 @@ TEST_CASE("a mistyped command or flag is named, with the closest valid one, befo
   CHECK(far.exit_code == 2);
   CHECK_THAT(far.err, Contains("unknown option '--banana'") && !Contains("did you mean"));
   CHECK_THAT(run_sjd("generate -Z").err, Contains("unknown option '-Z'"));
+  // CLI11 took "=a red apple" for the prompt.
+  const auto equals = run_sjd("generate --model " + quoted(default_model()) + " -p='a red apple'");
+  CHECK(equals.exit_code == 2);
+  CHECK_THAT(equals.err, Contains("-p takes its value after a space (-p 'a red apple') or an '=' in its long form "
+                                  "(--prompt='a red apple')"));
   // A flag's value is its value whatever it looks like, as CLI11 takes it; a negative number is a value.
   const auto value = run_sjd("tokenize --model " + quoted(default_model()) + " --json-lines '-not-a-flag'");
   CHECK_THAT(value.err, !Contains("unknown option"));
