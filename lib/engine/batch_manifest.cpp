@@ -181,7 +181,7 @@ std::string identity_difference(const nlohmann::json& recorded_identity, const n
   return differing_key(field(recorded, "planning"), field(expected, "planning"), "automatic windows planned from ");
 }
 
-void check_same_run(const FinishedImage& done, const nlohmann::json& expected) {
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::string& keep) {
   // Manifests written before the model was recorded are taken to be of this model.
   nlohmann::json recorded = image_identity(done.record.value("prompt", std::string()),
                                            done.record.value("model", expected["model"].get<std::string>()),
@@ -191,7 +191,7 @@ void check_same_run(const FinishedImage& done, const nlohmann::json& expected) {
   throw InputError(done.manifest.string() + ":" + std::to_string(done.line) + ": image " +
                    done.record.value("file", std::string()) + " was made with " +
                    identity_difference(recorded, expected) +
-                   "; resume with the same prompts, settings and bundle, or use another --out-dir");
+                   "; resume with " + keep + ", or use another --out-dir");
 }
 
 }  // namespace sjd::engine

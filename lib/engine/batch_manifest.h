@@ -68,7 +68,8 @@ bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expecte
 std::string identity_difference(const nlohmann::json& recorded, const nlohmann::json& expected);
 
 // Throws InputError when a finished image was made with another identity,
-// naming the manifest line and the first difference.
-void check_same_run(const FinishedImage& done, const nlohmann::json& expected);
+// naming the manifest line, the first difference and what a resume must keep.
+void check_same_run(const FinishedImage& done, const nlohmann::json& expected,
+                    const std::string& keep = "the same prompts, settings and bundle");
 
 }  // namespace sjd::engine

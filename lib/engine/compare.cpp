@@ -176,7 +176,9 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   ManifestReader reader(runs_dir, log);
   for (auto& [index, done] : reader.read_new()) {
     if (index >= total) continue;  // a run of a longer prompt file: not this command's business
-    check_same_run(done, identity_of(index));
+    // A run's place in the folder follows the order of --methods and --seeds (CompareRun::index).
+    check_same_run(done, identity_of(index),
+                   "the same --methods in the same order, --seeds, prompts (more may follow), settings and bundle");
     const std::string problem = run_record_problem(done.record);
     if (!problem.empty()) {
       log << "warning: " << manifest.string() << ":" << done.line << ": " << problem << "; the run will be made again\n";

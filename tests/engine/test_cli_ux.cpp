@@ -290,6 +290,11 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   const auto other = run_sjd(compare_command(out) + " --cfg 3");
   CHECK(other.exit_code == 2);
   CHECK_THAT(other.err, Contains("manifest.jsonl") && Contains("cfg 1.25 (now 3.0)"));  // the bundle says 1.25
+  // Runs are placed by the order of --methods: another order is refused, saying what must stay.
+  const auto swapped = run_sjd("compare --model " + quoted(default_model()) +
+                               " -p 'a red apple' --methods sjd,ar --seeds 2 --out-dir " + quoted(out));
+  CHECK(swapped.exit_code == 2);
+  CHECK_THAT(swapped.err, Contains("method \"ar\" (now \"sjd\")") && Contains("the same --methods in the same order"));
 }
 
 TEST_CASE("compare and generate show a progress line on a terminal, unless --quiet", "[cli][ux][progress]") {
