@@ -55,7 +55,8 @@ int run_batch_command(const BatchArgs& args) {
   if (s.stopped_by != 0) {
     std::cout << "batch: stopped by " << (s.stopped_by == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM") << " with " << s.left
               << " image(s) left; the same command resumes\n";
-    return 128 + s.stopped_by;  // as a shell reports a process a signal ended
+    end_by_stop_signal();
+    return 128 + s.stopped_by;  // not reached: the signal ends the process
   }
   return s.failed > 0 ? 1 : 0;
 }

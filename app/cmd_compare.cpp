@@ -1,4 +1,5 @@
 // `sjd compare`: several methods on the same prompts and seeds, side by side.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -49,6 +50,12 @@ int run_compare_command(const CompareArgs& args) {
   options.methods = split_commas(args.methods);
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
+  for (size_t m = 1; m < options.methods.size(); ++m) {  // the same seeds would make the same images twice
+    if (std::find(options.methods.begin(), options.methods.begin() + m, options.methods[m]) !=
+        options.methods.begin() + m) {
+      throw engine::InputError("--methods lists " + options.methods[m] + " twice");
+    }
+  }
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   if (args.settings.given("--method")) {

@@ -57,8 +57,7 @@ int run_generate(const GenerateArgs& args) {
   print_settings_note(settings);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   generator.set_memory_limit(args.settings.max_memory());
-  const std::string context_warning = generator.context_warning(args.prompt, settings);
-  if (!context_warning.empty()) std::cerr << "sjd: warning: " << context_warning << "\n";
+  generator.set_warning_handler([](const std::string& warning) { std::cerr << "sjd: warning: " << warning << "\n"; });
   engine::ProgressLine progress(std::cerr, show_progress(args.quiet));
   const auto start = std::chrono::steady_clock::now();
   std::function<void(const decoding::StepProgress&)> on_step;

@@ -162,7 +162,8 @@ int run_inspect(const InspectArgs& args) {
             << generator.family().image_height() << "x" << generator.family().image_width() << " px, "
             << layout.length() << " generated tokens per image";
   if (const int64_t limit = generator.family().max_positions(); limit > 0) {
-    std::cout << " (trained for " << limit << " positions: prompts up to " << limit - layout.length() << " tokens)";
+    std::cout << " (trained for " << limit << " positions: prompts up to " << limit - layout.length()
+              << " tokens with the template, as tokenize --template counts them)";
   }
   std::cout << "\n";
   print_cost_profiles(bundle);

@@ -2,39 +2,64 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <iostream>
 
 namespace sjd::app {
 namespace {
 
-volatile std::sig_atomic_t requested = 0;
+std::atomic<int> requested{0};  // lock-free, so safe to store from a handler and read from any thread
 constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+bool installed[2] = {false, false};  // per kStopSignals entry; written before any handler can run
 
 extern "C" void on_stop_signal(int signal) {
-  requested = signal;
+  const int saved_errno = errno;  // write() may change it under the interrupted code
+  requested.store(signal);
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
-  for (const int s : kStopSignals) sigaction(s, &fallback, nullptr);  // the next one ends the process
-  static const char kMessage[] = "\nsjd: stopping after the images in flight (press Ctrl-C again to stop now)\n";
-  const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  for (int k = 0; k < 2; ++k) {
+    if (installed[k]) sigaction(kStopSignals[k], &fallback, nullptr);  // the next one ends the process
+  }
+  static const char kInterrupt[] = "\nsjd: stopping after the images in flight (press Ctrl-C again to stop now)\n";
+  static const char kTerminate[] = "\nsjd: stopping after the images in flight (a second signal stops now)\n";
+  const bool interrupt = signal == SIGINT;
+  const ssize_t written = ::write(STDERR_FILENO, interrupt ? kInterrupt : kTerminate,
+                                  (interrupt ? sizeof kInterrupt : sizeof kTerminate) - 1);
   (void)written;  // nothing to do in a handler if stderr is gone
+  errno = saved_errno;
 }
 
 }  // namespace
 
 void install_stop_signals() {
-  for (const int s : kStopSignals) {
+  for (int k = 0; k < 2; ++k) {
     struct sigaction current {};
-    sigaction(s, nullptr, &current);
+    sigaction(kStopSignals[k], nullptr, &current);
     if (current.sa_handler == SIG_IGN) continue;
+    installed[k] = true;
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // a file write the signal interrupts goes on instead of failing
-    sigaction(s, &action, nullptr);
+    sigaction(kStopSignals[k], &action, nullptr);
   }
 }
 
-int stop_signal() { return requested; }
+int stop_signal() { return requested.load(); }
+
+void end_by_stop_signal() {
+  const int signal = requested.load();
+  if (signal == 0) return;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+  std::raise(signal);
+}
 
 }  // namespace sjd::app

@@ -12,4 +12,9 @@ void install_stop_signals();
 // The signal that asked to stop, or 0.
 int stop_signal();
 
+// Once the stopped run has written its summary: ends the process by that signal (default action), so
+// that a shell sees a process the signal ended -- bash stops a script's loop on Ctrl-C only then --
+// and reports 128 + its number. Returns only when no stop was asked.
+void end_by_stop_signal();
+
 }  // namespace sjd::app

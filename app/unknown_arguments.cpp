@@ -1,6 +1,8 @@
 #include "unknown_arguments.h"
 
+#include <algorithm>
 #include <cctype>
+#include <string>
 #include <vector>
 
 #include "text/closest_name.h"
@@ -22,38 +24,73 @@ Word classify(const std::string& word) {
   return Word::kValue;
 }
 
-// The flag `word` names among `command`'s options (its own and --help), or nullptr.
-const CLI::Option* find_flag(const CLI::App& command, const std::string& word, Word kind) {
-  const std::string name = kind == Word::kLong ? word.substr(2, word.find('=') - 2) : word.substr(1, 1);
+// The option `name` names among `command`'s options (its own and --help), or nullptr.
+const CLI::Option* find_flag(const CLI::App& command, const std::string& name, bool long_name) {
   for (const CLI::Option* option : command.get_options()) {
-    const auto& names = kind == Word::kLong ? option->get_lnames() : option->get_snames();
-    for (const std::string& known : names) {
+    for (const std::string& known : long_name ? option->get_lnames() : option->get_snames()) {
       if (known == name) return option;
     }
   }
   return nullptr;
 }
 
-// How many following words the flag takes whatever they look like (CLI11 gathers its minimum
-// count unconditionally), none when its value is attached ("--seed=3", "-L8").
-int values_taken(const CLI::Option& option, const std::string& word, Word kind) {
-  const bool attached = kind == Word::kLong ? word.find('=') != std::string::npos : word.size() > 2;
-  if (attached || option.get_items_expected_max() == 0) return 0;
+bool takes_value(const CLI::Option& option) { return option.get_items_expected_max() > 0; }
+
+// How many following words a flag takes whatever they look like (CLI11 gathers its minimum count
+// unconditionally).
+int values_taken(const CLI::Option& option) {
+  if (!takes_value(option)) return 0;
   return std::min(option.get_type_size_min(), option.get_items_expected_min());
 }
 
-std::string unknown_flag_message(const CLI::App& command, const std::string& word, Word kind) {
+std::string in_command(const CLI::App& command) {
+  return command.get_parent() == nullptr ? "" : command.get_name() + ": ";
+}
+
+std::string unknown_flag_message(const CLI::App& command, const std::string& typed) {
   std::vector<std::string> known;
   for (const CLI::Option* option : command.get_options()) {
     for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
   }
-  const std::string typed = kind == Word::kLong ? word.substr(0, word.find('=')) : word.substr(0, 2);
-  const bool top_level = command.get_parent() == nullptr;
-  std::string message = (top_level ? "" : command.get_name() + ": ") + "unknown option '" + typed + "'";
-  if (kind == Word::kLong) {
+  std::string message = in_command(command) + "unknown option '" + typed + "'";
+  if (typed.compare(0, 2, "--") == 0) {
     if (const auto guess = text::closest_name(typed, known)) message += " -- did you mean '" + *guess + "'?";
   }
+  const bool top_level = command.get_parent() == nullptr;
   return message + " (sjd " + (top_level ? "" : command.get_name() + " ") + "--help lists them)";
+}
+
+// CLI11 reads "-p=a cat" as the value "=a cat" (as getopt does): a prompt or path starting with '='
+// is far likelier a slip than meant. The message gives the two spellings that work.
+std::string short_equals_message(const CLI::App& command, const CLI::Option& option, char name,
+                                 const std::string& value) {
+  const char quote = value.find('\'') == std::string::npos ? '\'' : '"';
+  const std::string quoted = quote + value + quote;
+  const std::string flag = std::string("-") + name;
+  std::string message = in_command(command) + flag + " takes its value after a space (" + flag + " " + quoted + ")";
+  if (!option.get_lnames().empty()) {
+    message += " or an '=' in its long form (--" + option.get_lnames().front() + "=" + quoted + ")";
+  }
+  return message;
+}
+
+// A word of short flags ("-q", "-L8", "-qp"), read as CLI11 does: flags without a value may be
+// clustered, and the first flag with one takes the rest of the word or, if none is left, the next
+// words. Returns a problem, or "" with `skip` set to the words its flag takes.
+std::string check_short_flags(const CLI::App& command, const std::string& word, int& skip) {
+  skip = 0;
+  for (size_t j = 1; j < word.size(); ++j) {
+    // CLI11 puts "-<rest>" back as a word of its own, and a digit there makes it a value: its call.
+    if (j > 1 && std::isdigit(static_cast<unsigned char>(word[j]))) return "";
+    const CLI::Option* option = find_flag(command, std::string(1, word[j]), false);
+    if (option == nullptr) return unknown_flag_message(command, std::string("-") + word[j]);
+    if (!takes_value(*option)) continue;
+    const std::string rest = word.substr(j + 1);
+    if (!rest.empty() && rest[0] == '=') return short_equals_message(command, *option, word[j], rest.substr(1));
+    if (rest.empty()) skip = values_taken(*option);
+    return "";
+  }
+  return "";
 }
 
 }  // namespace
@@ -76,17 +113,16 @@ std::string unknown_argument_problem(CLI::App& app, int argc, const char* const*
       if (command == &app) return text::unknown_name_message("command", word, names);
       continue;
     }
-    const CLI::Option* flag = find_flag(*command, word, kind);
-    if (flag == nullptr) return unknown_flag_message(*command, word, kind);
-    // CLI11 reads "-p=a cat" as the value "=a cat" (as getopt does): a prompt or path starting with '='
-    // is far likelier a slip than meant.
-    if (kind == Word::kShort && word.size() > 2 && word[2] == '=' && flag->get_items_expected_max() > 0) {
-      const std::string long_name = flag->get_lnames().empty() ? "" : "--" + flag->get_lnames().front();
-      return command->get_name() + ": " + word.substr(0, 2) + " takes its value after a space (" + word.substr(0, 2) +
-             " '" + word.substr(3) + "')" + (long_name.empty() ? "" : " or an '=' in its long form (" + long_name +
-             "='" + word.substr(3) + "')");
+    if (kind == Word::kShort) {
+      int skip = 0;
+      if (std::string problem = check_short_flags(*command, word, skip); !problem.empty()) return problem;
+      i += skip;
+      continue;
     }
-    i += values_taken(*flag, word, kind);
+    const std::string name = word.substr(2, word.find('=') - 2);
+    const CLI::Option* flag = find_flag(*command, name, true);
+    if (flag == nullptr) return unknown_flag_message(*command, "--" + name);
+    if (word.find('=') == std::string::npos) i += values_taken(*flag);
   }
   return "";
 }

@@ -12,8 +12,8 @@ namespace sjd::app {
 // The first word of argv that names no command of `app` or no flag of its command, as one
 // line ("generate: unknown option '--metod' -- did you mean '--method'? ..."); empty when
 // every word is known, leaving the rest (values, counts, required flags) to CLI11. A flag's
-// own values are skipped as CLI11 takes them, so `-p "-a prompt"` is not read as a flag. A short
-// flag written "-p=value" is refused too: CLI11 would take "=value" as its value.
+// own values are skipped as CLI11 takes them, so `-p "-a prompt"` (or `-qp "-a prompt"`) is not
+// read as a flag. A short flag written "-p=value" is refused too: CLI11 would take "=value" as its value.
 std::string unknown_argument_problem(CLI::App& app, int argc, const char* const* argv);
 
 }  // namespace sjd::app

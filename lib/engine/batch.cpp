@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "engine/batch_claims.h"
@@ -120,7 +121,9 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     in_flight.erase(i);
     show_progress(true);
   };
+  std::set<int64_t> failed_here;
   const auto record_failure = [&](int64_t i, const std::string& error) {
+    failed_here.insert(i);
     nlohmann::json record = base_record(i);
     record["status"] = "failed";
     record["error"] = text::utf8::to_valid(error);
@@ -214,7 +217,20 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.batch_size = plan.settings.batch_size;
   if (summary.stopped_by != 0) {
-    summary.left = owned - summary.generated - summary.failed - summary.skipped - summary.elsewhere;
+    // The cursor stopped early, so the counts of what it passed say nothing of the prompts after it:
+    // count from the manifests (this run's images, earlier runs' and other processes').
+    for (auto& [index, image] : manifest_reader.read_new()) done[index] = std::move(image);
+    int64_t done_owned = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (!options.shard.owns(i) || failed_here.count(i)) continue;
+      if (done.count(i)) {
+        ++done_owned;
+      } else {
+        ++summary.left;
+      }
+    }
+    summary.skipped = done_owned - summary.generated;  // made before this run, or by another process meanwhile
+    summary.elsewhere = 0;  // those still being made elsewhere are counted as left
     if (summary.left == 0) summary.stopped_by = 0;  // the stop came when nothing was left to start
   }
   progress.finish();

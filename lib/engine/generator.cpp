@@ -137,6 +137,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
 
 std::string Generator::context_warning(const std::string& prompt, const GenerationSettings& settings) {
   const family::ImageFamily& glue = family(settings.resolution);
+  if (std::string dropped = glue.prompt_warning(prompt); !dropped.empty()) return dropped;
   const int64_t limit = glue.max_positions();
   if (limit <= 0) return "";
   int64_t prompt_tokens = static_cast<int64_t>(glue.conditional(prompt).tokens.size());
@@ -175,6 +176,9 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   decoding::DecodeRequest request = make_request(prompt, settings, method);
   const family::TokenLayout& layout = family(settings.resolution).layout();
   check_fits(estimate_memory(request, layout, 1));
+  if (on_warning_) {
+    if (const std::string warning = context_warning(prompt, settings); !warning.empty()) on_warning_(warning);
+  }
   request.sequence = sequence;
   request.on_step = on_step;
   GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));

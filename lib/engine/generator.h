@@ -70,10 +70,15 @@ class Generator {
   // Throws InputError with the estimate when decoding this shape would not fit that limit.
   void check_memory(const GenerationShape& shape) const;
 
-  // A warning when `prompt` and the image need more positions than the model was trained for
-  // (family::ImageFamily::max_positions): the model still runs there, as the reference code does,
-  // but what it draws past its training is not to be trusted. Empty when it fits or is unknown.
+  // A warning when the model will not see all of `prompt` (family::ImageFamily::prompt_warning), or
+  // when it and the image need more positions than the model was trained for (max_positions): the
+  // model still runs there, as the reference code does, but what it draws past its training is not
+  // to be trusted. Empty when it fits or is unknown.
   std::string context_warning(const std::string& prompt, const GenerationSettings& settings);
+
+  // Where generate() sends context_warning's line, once the run is known to fit in memory (a prompt
+  // too long for it is refused with one line, not warned about first). Empty: nowhere.
+  void set_warning_handler(std::function<void(const std::string&)> handler) { on_warning_ = std::move(handler); }
 
   // `sequence` separates the random streams of several images made with one seed;
   // `on_step` (may be empty) is called after every decoding step (progress lines).
@@ -117,6 +122,7 @@ class Generator {
   Bundle bundle_;
   Placement placement_;
   int64_t memory_limit_ = 0;
+  std::function<void(const std::string&)> on_warning_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   io::WeightMap weights_;  // kept: families may read tensors (LlamaGen's caption projection)
   std::map<int64_t, std::unique_ptr<family::ImageFamily>> families_;  // by resolution

@@ -34,6 +34,9 @@ class ImageFamily {
   // bundle's layout.max_positions), or 0 when the bundle does not say (LlamaGen: its caption has
   // fixed slots, so no prompt makes a sequence longer).
   virtual int64_t max_positions() const { return 0; }
+  // What of `prompt` the model will not see, as a warning ("" when it sees all of it): LlamaGen reads
+  // a caption of at most caption_length - 1 T5 tokens and drops the rest, as its reference code does.
+  virtual std::string prompt_warning(const std::string& /*prompt*/) const { return ""; }
   // Image side in pixels (for the template and size tokens).
   virtual int64_t image_height() const = 0;
   virtual int64_t image_width() const = 0;

@@ -141,6 +141,23 @@ std::vector<int64_t> LlamaGenFamily::prompt_ids(const std::string& prompt, bool 
   return ids;
 }
 
+std::string LlamaGenFamily::prompt_warning(const std::string& prompt) const {
+  const std::vector<int64_t> ids = tokenizer_.encode(text::clean_caption(text::clean_caption(prompt)));
+  const int64_t kept = config_.caption_length - 1;  // and </s>
+  if (static_cast<int64_t>(ids.size()) <= kept) return "";
+  std::string dropped = tokenizer_.decode(std::vector<int64_t>(ids.begin() + kept, ids.end()));
+  if (dropped.size() > 60) {  // its start and end, cut at characters' first bytes, not inside one
+    const auto is_continuation = [&](size_t at) { return (static_cast<unsigned char>(dropped[at]) & 0xC0) == 0x80; };
+    size_t head = 28, tail = dropped.size() - 28;
+    while (head > 0 && is_continuation(head)) --head;
+    while (tail < dropped.size() && is_continuation(tail)) ++tail;
+    dropped = dropped.substr(0, head) + "..." + dropped.substr(tail);
+  }
+  return "the caption takes " + std::to_string(ids.size()) + " T5 tokens and the model reads the first " +
+         std::to_string(kept) + " (transformer.caption_length " + std::to_string(config_.caption_length) +
+         " with </s>): it will not see \"" + dropped + "\"; shorten the prompt";
+}
+
 model::RowPrompt LlamaGenFamily::caption_row(const at::Tensor& caption, int64_t valid) const {
   const int64_t slots = config_.caption_length;
   model::RowPrompt row;

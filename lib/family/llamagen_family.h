@@ -61,6 +61,7 @@ class LlamaGenFamily : public ImageFamily {
   bool fixed_prompt_rows() const override { return true; }  // caption_length slots at position -1
   // with_template: the T5 input ids (cleaned text, truncated, </s> appended).
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
+  std::string prompt_warning(const std::string& prompt) const override;
   int64_t image_height() const override { return config_.grid_size * config_.downsample; }
   int64_t image_width() const override { return config_.grid_size * config_.downsample; }
 

@@ -181,14 +181,15 @@ TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the ot
 
 namespace {
 
-// Starts `sjd_command` in the background of a bash with job control, waits for the first manifest
-// line, sends it `signals` (e.g. "TERM", or "INT INT" a moment apart) and returns its exit status.
-// Job control keeps SIGINT as it was: a non-interactive shell's background jobs start ignoring it,
-// and dash cannot turn job control on without a terminal.
-int signal_after_first_image(const std::string& sjd_command, const std::filesystem::path& manifest,
-                             const std::string& signals) {
-  const std::string script = "set -m; " + sjd_command + " & pid=$!; " +
-                             "while [ ! -s " + shell_quoted(manifest) + " ]; do sleep 0.05; done; " +
+// Starts `sjd_command` in the background of a bash with job control, waits until the manifest has
+// more than `lines` lines, sends it `signals` (e.g. "TERM", or "INT INT" a moment apart) and returns
+// its exit status. Job control keeps SIGINT as it was: a non-interactive shell's background jobs
+// start ignoring it, and dash cannot turn job control on without a terminal.
+int signal_after_next_image(const std::string& sjd_command, const std::filesystem::path& manifest, int lines,
+                            const std::string& signals) {
+  const std::string count = "$(cat " + shell_quoted(manifest) + " 2>/dev/null | wc -l)";
+  const std::string script = "set -m; " + sjd_command + " & pid=$!; " + "while [ " + count + " -le " +
+                             std::to_string(lines) + " ] && kill -0 $pid; do sleep 0.05; done; " +
                              "for s in " + signals + "; do kill -$s $pid; sleep 0.3; done; wait $pid";
   const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -196,45 +197,51 @@ int signal_after_first_image(const std::string& sjd_command, const std::filesyst
 
 }  // namespace
 
-TEST_CASE("batch: a first stop signal lets the images in flight finish and prints the summary; a re-run resumes",
+TEST_CASE("batch: a first stop signal lets the images in flight finish and prints the summary, and a re-run resumes",
           "[cli][batch][robustness]") {
   TempDir dir("batch_stop");
   std::string prompts;
   for (int i = 0; i < 12; ++i) prompts += "a green triangle number " + std::to_string(i) + "\n";
   write_file(dir / "prompts.txt", prompts);
   const auto out = dir / "out";
-  const std::string sjd = "OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " +
-                          batch_args(dir / "prompts.txt", out) + " --method ar --batch-size 2 --quiet";
-  const int code = signal_after_first_image(sjd + " >" + shell_quoted(dir / "a.out") + " 2>" +
-                                                shell_quoted(dir / "a.err"),
-                                            out / "manifest.jsonl", "TERM");
+  const std::string args = batch_args(dir / "prompts.txt", out) + " --method ar --batch-size 2 --quiet";
+  // A folder whose images 6..11 are done and 0..5 are not: the stop comes before the run reaches the done ones.
+  REQUIRE(run_sjd_env("OMP_NUM_THREADS=2", args).exit_code == 0);
+  std::string kept;
+  for (const auto& record : manifest_records(out / "manifest.jsonl")) {
+    if (record["index"].get<int>() >= 6) kept += record.dump() + "\n";
+  }
+  write_file(out / "manifest.jsonl", kept);
+  const std::string sjd = "OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " + args;
+  const int code = signal_after_next_image(
+      sjd + " >" + shell_quoted(dir / "a.out") + " 2>" + shell_quoted(dir / "a.err"), out / "manifest.jsonl", 6, "TERM");
   const std::string said = read_file(dir / "a.out");
   INFO(said << read_file(dir / "a.err"));
   CHECK(code == 128 + 15);
   // Without the handler SIGTERM ends the process with the same status, but prints no summary.
   std::smatch counts;
-  REQUIRE(std::regex_search(said, counts, std::regex(R"(batch: (\d+) generated, 0 already done, 0 failed)")));
+  REQUIRE(std::regex_search(said, counts, std::regex(R"(batch: (\d+) generated, 6 already done, 0 failed)")));
   const int made = std::stoi(counts[1]);
-  CHECK_THAT(said, Catch::Contains("batch: stopped by SIGTERM with " + std::to_string(12 - made) +
+  CHECK_THAT(said, Catch::Contains("batch: stopped by SIGTERM with " + std::to_string(6 - made) +
                                    " image(s) left; the same command resumes"));
   CHECK_THAT(read_file(dir / "a.err"), Catch::Contains("stopping after the images in flight"));
   CHECK(made >= 2);  // the first image's batch partner was in flight, and finished
-  CHECK(made < 12);
-  CHECK(manifest_records(out / "manifest.jsonl").size() == static_cast<size_t>(made));
+  CHECK(made < 6);
+  CHECK(manifest_records(out / "manifest.jsonl").size() == static_cast<size_t>(6 + made));
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
     CHECK(entry.path().filename().string()[0] != '.');  // no claim or temporary is left
   }
-  const auto resumed = run_sjd(batch_args(dir / "prompts.txt", out) + " --method ar --batch-size 2 --quiet");
+  const auto resumed = run_sjd_env("OMP_NUM_THREADS=2", args);
   CHECK(resumed.exit_code == 0);
-  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(12 - made) + " generated, " + std::to_string(made) +
+  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(6 - made) + " generated, " + std::to_string(6 + made) +
                                           " already done, 0 failed"));
 
   // A second Ctrl-C ends the process at once: no summary, and what was written stays whole.
   const auto out2 = dir / "out2";
-  const int twice = signal_after_first_image(
+  const int twice = signal_after_next_image(
       sjd.substr(0, sjd.find(" --out-dir")) + " --out-dir " + shell_quoted(out2) + " --method ar --batch-size 2" +
           " --quiet >" + shell_quoted(dir / "b.out") + " 2>/dev/null",
-      out2 / "manifest.jsonl", "INT INT");
+      out2 / "manifest.jsonl", 0, "INT INT");
   CHECK(twice != 0);
   CHECK_THAT(read_file(dir / "b.out"), !Catch::Contains("batch:"));
   for (const auto& record : manifest_records(out2 / "manifest.jsonl")) CHECK(record["status"] == "ok");

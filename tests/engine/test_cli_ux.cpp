@@ -91,6 +91,11 @@ TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness col
   CHECK(report["methods"][0]["exactness"] == "exact");
   CHECK(report["methods"][1]["exactness"] == "greedy");
   CHECK(report["methods"][2]["exactness"] == "lossy");
+  // A method listed twice would make the same images twice and compare them with themselves.
+  const auto twice = run_sjd("compare --model " + quoted(default_model()) + " -p 'a blue square' --methods 'ar, sjd,ar'" +
+                             " --out-dir " + quoted(dir / "twice"));
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err, Contains("--methods lists ar twice"));
 }
 
 TEST_CASE("generate --method accepts the name:relaxation spelling", "[cli][ux]") {
@@ -209,6 +214,10 @@ TEST_CASE("a mistyped command or flag is named, with the closest valid one, befo
   CHECK(far.exit_code == 2);
   CHECK_THAT(far.err, Contains("unknown option '--banana'") && !Contains("did you mean"));
   CHECK_THAT(run_sjd("generate -Z").err, Contains("unknown option '-Z'"));
+  CHECK_THAT(run_sjd("generate -qZ").err, Contains("unknown option '-Z'"));  // -q, then -Z
+  // Clustered short flags: -q, then -p takes the next word whatever it looks like.
+  const auto cluster = run_sjd("generate -qp '-a red apple'");
+  CHECK_THAT(cluster.err, !Contains("unknown option") && Contains("--model is required"));
   // CLI11 took "=a red apple" for the prompt.
   const auto equals = run_sjd("generate --model " + quoted(default_model()) + " -p='a red apple'");
   CHECK(equals.exit_code == 2);
@@ -396,5 +405,6 @@ TEST_CASE("a prompt that runs past the model's trained positions gets a warning,
   CHECK(b.err.find("warning") == b.err.rfind("warning"));
   CHECK_THAT(read_file(dir / "b" / "manifest.jsonl"), !Contains("failed"));
   CHECK_THAT(run_sjd("inspect --model " + quoted(default_model())).out,
-             Contains("1061 generated tokens per image (trained for 2048 positions: prompts up to 987 tokens)"));
+             Contains("1061 generated tokens per image (trained for 2048 positions: prompts up to 987 tokens "
+                      "with the template, as tokenize --template counts them)"));
 }

@@ -34,7 +34,15 @@ class WordTokenizer : public sjd::text::Tokenizer {
     for (std::string w; words >> w;) ids.push_back(vocabulary_.count(w) ? vocabulary_.at(w) : 2);
     return ids;
   }
-  std::string decode(const std::vector<int64_t>&) const override { return {}; }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string text;
+    for (const int64_t id : ids) {
+      for (const auto& [word, known] : vocabulary_) {
+        if (known == id) text += (text.empty() ? "" : " ") + word;
+      }
+    }
+    return text;
+  }
   std::optional<int64_t> token_id(const std::string& token) const override {
     if (token == "</s>") return 1;
     return vocabulary_.count(token) ? std::optional<int64_t>(vocabulary_.at(token)) : std::nullopt;
@@ -147,6 +155,11 @@ TEST_CASE("llamagen T5 ids: cleaned caption, truncated to caption_length - 1, th
   const std::vector<int64_t> long_ids = family->prompt_ids("a red cat on the mat a red cat on the mat", true);
   CHECK(long_ids == std::vector<int64_t>{3, 4, 5, 6, 7, 8, 3, 4, 5, 1});
   CHECK(family->prompt_ids("", true) == std::vector<int64_t>{1});
+  // The part the model will not see is named.
+  CHECK(family->prompt_warning("a red cat on the mat a red cat on the mat") ==
+        "the caption takes 12 T5 tokens and the model reads the first 9 (transformer.caption_length 10 with </s>): "
+        "it will not see \"on the mat\"; shorten the prompt");
+  CHECK(family->prompt_warning("a red cat on the mat a red cat").empty());  // 9 tokens: all seen
 }
 
 TEST_CASE("llamagen conditional row: left-padded projected T5 caption, masked pads, no rotation",

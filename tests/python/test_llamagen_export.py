@@ -250,6 +250,18 @@ def test_generate_writes_a_256px_png_of_16x16_codes(bundle, tmp_path):
     assert len(set(ids)) > 8  # a real sampled grid, not one repeated code
 
 
+def test_a_caption_past_120_t5_tokens_is_cut_with_a_warning_naming_the_rest(bundle, tmp_path):
+    prompt = " ".join(["cat dog"] * 80) + " under a purple moon"
+    result = run_sjd("generate", "--model", bundle, "--prompt", prompt, "--output", tmp_path / "long.png",
+                     "--config", SOURCE_DIR / "configs" / "llamagen_t2i_xl_256.json")
+    assert "sjd: warning: the caption takes" in result.stderr
+    assert "the model reads the first 119" in result.stderr and "under a purple moon" in result.stderr
+    assert png_size(tmp_path / "long.png") == (256, 256)
+    short = run_sjd("generate", "--model", bundle, "--prompt", "a red cat", "--output", tmp_path / "short.png",
+                    "--config", SOURCE_DIR / "configs" / "llamagen_t2i_xl_256.json")
+    assert "warning" not in short.stderr
+
+
 def test_the_512_export_is_a_32x32_grid(release, tmp_path):
     out = tmp_path / "b512"
     result = export(release, out, "--image-size", "512")
