@@ -1,5 +1,4 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
-#include <csignal>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -53,7 +52,7 @@ int run_batch_command(const BatchArgs& args) {
               << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n";
   }
   if (s.stopped_by != 0) {
-    std::cout << "batch: stopped by " << (s.stopped_by == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM") << " with " << s.left
+    std::cout << "batch: stopped by " << stop_signal_name(s.stopped_by) << " with " << s.left
               << " image(s) left; the same command resumes\n";
     end_by_stop_signal();
     return 128 + s.stopped_by;  // not reached: the signal ends the process

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "stop_signals.h"
 #include "engine/compare.h"
 #include "engine/compare_figure.h"
 #include "engine/outputs.h"
@@ -86,7 +87,16 @@ int run_compare_command(const CompareArgs& args) {
   options.progress = show_progress(args.quiet);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base));
   generator.set_memory_limit(args.settings.max_memory());
+  install_stop_signals();  // from here a Ctrl-C lets the runs in flight finish (stop_signals.h)
+  options.stop_requested = stop_signal;
   const engine::CompareReport report = engine::run_compare(generator, options, std::cerr);
+  if (report.stopped_by != 0) {
+    std::cout << "compare: stopped by " << stop_signal_name(report.stopped_by) << " with "
+              << report.resumed + report.made << " of " << report.runs.size()
+              << " runs made; the same command makes the rest and writes the table and figure\n";
+    end_by_stop_signal();
+    return 128 + report.stopped_by;  // not reached: the signal ends the process
+  }
   const std::filesystem::path json = options.out_dir / "compare.json";
   const std::filesystem::path figure = options.out_dir / "compare.png";
   io::write_file_atomic(json, engine::to_json(report, options).dump(2) + "\n");

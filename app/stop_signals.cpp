@@ -50,6 +50,8 @@ void install_stop_signals() {
 
 int stop_signal() { return requested.load(); }
 
+std::string stop_signal_name(int signal) { return signal == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM"; }
+
 void end_by_stop_signal() {
   const int signal = requested.load();
   if (signal == 0) return;

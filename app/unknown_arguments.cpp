@@ -96,6 +96,10 @@ std::string check_short_flags(const CLI::App& command, const std::string& word, 
 }  // namespace
 
 std::string unknown_argument_problem(CLI::App& app, int argc, const char* const* argv) {
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    const std::string word = argv[i];
+    if (word == "--help" || word == "-h") return "";  // help is printed whatever else the line holds, as CLI11 does
+  }
   const CLI::App* command = &app;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];

@@ -231,6 +231,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
         plan,
         [&]() -> std::optional<BatchItem> {
           if (cursor == group.size()) return std::nullopt;
+          if (options.stop_requested && (report.stopped_by = options.stop_requested()) != 0) return std::nullopt;
           const int64_t i = group[cursor++];
           return BatchItem{i, options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)],
                            settings[static_cast<size_t>(i)]};
@@ -247,6 +248,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     std::vector<int64_t> pending;
     for (const CompareRun& run : runs) {
       if (run.resumed || (batched && run.method != m)) continue;
+      if (report.stopped_by != 0) break;
       if (batched) {
         pending.push_back(run.index);
       } else {
@@ -256,6 +258,14 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     if (!pending.empty()) decode_group(pending);
   }
   progress.finish();
+  report.made = made;
+  if (report.stopped_by != 0) {
+    if (report.resumed + made < total) {  // a table needs every run: the next invocation makes it
+      report.runs = std::move(runs);
+      return report;
+    }
+    report.stopped_by = 0;  // the stop came when every run was made
+  }
 
   for (int m = 0; m < methods; ++m) {
     std::vector<const CompareRun*> of_method;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct CompareOptions {
   GenerationSettings base;       // every setting but the method
   std::filesystem::path out_dir; // runs/ (one PNG per run and manifest.jsonl) goes here
   bool progress = false;         // an updating progress line with ETA (a terminal)
+  // Nonzero (a signal number) once the run is asked to stop: no new run starts, the ones in flight
+  // finish (as batch's BatchOptions::stop_requested). Empty: never.
+  std::function<int()> stop_requested;
 };
 
 // One image: prompt x seed x method. Index (prompt * seeds + seed) * methods + method,
@@ -62,6 +66,9 @@ struct CompareReport {
   std::vector<CompareRow> rows;  // per method, in --methods order
   std::vector<CompareRun> runs;  // per run, by index
   int64_t resumed = 0;           // runs taken from an earlier invocation
+  int stopped_by = 0;            // the signal that stopped it before every run was made (rows then empty,
+                                 // runs partly made)
+  int64_t made = 0;              // runs this invocation made
 };
 
 // The settings of one --methods entry: "name" or "name:relaxation" (e.g. "sjd-pac:cool").

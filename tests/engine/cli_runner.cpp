@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "testing/test_support.h"
@@ -38,6 +39,16 @@ CommandResult run_command(const std::string& prefix, const std::string& args) {
 }  // namespace
 
 CommandResult run_sjd(const std::string& args) { return run_command("", args); }
+
+int signal_after_manifest_lines(const std::string& sjd_command, const std::filesystem::path& manifest, int lines,
+                                const std::string& signals) {
+  const std::string count = "$(cat " + shell_quoted(manifest) + " 2>/dev/null | wc -l)";
+  const std::string script = "set -m; " + sjd_command + " & pid=$!; " + "while [ " + count + " -le " +
+                             std::to_string(lines) + " ] && kill -0 $pid; do sleep 0.05; done; " +
+                             "for s in " + signals + "; do kill -$s $pid; sleep 0.3; done; wait $pid";
+  const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 CommandResult run_sjd_env(const std::string& environment, const std::string& args) {
   return run_command(environment + " ", args);

@@ -35,6 +35,14 @@ CommandResult run_sjd_env(const std::string& environment, const std::string& arg
 // person at a terminal sees it: both streams arrive together in `out`.
 CommandResult run_sjd_on_terminal(const std::string& args);
 
+// Starts `sjd_command` (a shell command line) in the background of a bash with job control, waits
+// until `manifest` has more than `lines` lines, sends the process `signals` (e.g. "TERM", or "INT INT"
+// a moment apart) and returns its exit status as the shell reports it. Job control keeps SIGINT as
+// it was: a non-interactive shell's background jobs start ignoring it, and dash cannot turn job
+// control on without a terminal.
+int signal_after_manifest_lines(const std::string& sjd_command, const std::filesystem::path& manifest, int lines,
+                                const std::string& signals);
+
 // The bundled default model.
 std::filesystem::path default_model();
 

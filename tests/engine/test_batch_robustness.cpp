@@ -4,7 +4,6 @@
 // depend on the thread count.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -179,24 +178,6 @@ TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the ot
   CHECK(records[1]["status"] == "ok");
 }
 
-namespace {
-
-// Starts `sjd_command` in the background of a bash with job control, waits until the manifest has
-// more than `lines` lines, sends it `signals` (e.g. "TERM", or "INT INT" a moment apart) and returns
-// its exit status. Job control keeps SIGINT as it was: a non-interactive shell's background jobs
-// start ignoring it, and dash cannot turn job control on without a terminal.
-int signal_after_next_image(const std::string& sjd_command, const std::filesystem::path& manifest, int lines,
-                            const std::string& signals) {
-  const std::string count = "$(cat " + shell_quoted(manifest) + " 2>/dev/null | wc -l)";
-  const std::string script = "set -m; " + sjd_command + " & pid=$!; " + "while [ " + count + " -le " +
-                             std::to_string(lines) + " ] && kill -0 $pid; do sleep 0.05; done; " +
-                             "for s in " + signals + "; do kill -$s $pid; sleep 0.3; done; wait $pid";
-  const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-}  // namespace
-
 TEST_CASE("batch: a first stop signal lets the images in flight finish and prints the summary, and a re-run resumes",
           "[cli][batch][robustness]") {
   TempDir dir("batch_stop");
@@ -213,7 +194,7 @@ TEST_CASE("batch: a first stop signal lets the images in flight finish and print
   }
   write_file(out / "manifest.jsonl", kept);
   const std::string sjd = "OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " + args;
-  const int code = signal_after_next_image(
+  const int code = signal_after_manifest_lines(
       sjd + " >" + shell_quoted(dir / "a.out") + " 2>" + shell_quoted(dir / "a.err"), out / "manifest.jsonl", 6, "TERM");
   const std::string said = read_file(dir / "a.out");
   INFO(said << read_file(dir / "a.err"));
@@ -238,7 +219,7 @@ TEST_CASE("batch: a first stop signal lets the images in flight finish and print
 
   // A second Ctrl-C ends the process at once: no summary, and what was written stays whole.
   const auto out2 = dir / "out2";
-  const int twice = signal_after_next_image(
+  const int twice = signal_after_manifest_lines(
       sjd.substr(0, sjd.find(" --out-dir")) + " --out-dir " + shell_quoted(out2) + " --method ar --batch-size 2" +
           " --quiet >" + shell_quoted(dir / "b.out") + " 2>/dev/null",
       out2 / "manifest.jsonl", 0, "INT INT");

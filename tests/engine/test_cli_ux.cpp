@@ -215,6 +215,9 @@ TEST_CASE("a mistyped command or flag is named, with the closest valid one, befo
   CHECK_THAT(far.err, Contains("unknown option '--banana'") && !Contains("did you mean"));
   CHECK_THAT(run_sjd("generate -Z").err, Contains("unknown option '-Z'"));
   CHECK_THAT(run_sjd("generate -qZ").err, Contains("unknown option '-Z'"));  // -q, then -Z
+  const auto help = run_sjd("generate --modle m --help");  // help wins, as in CLI11
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Contains("--model"));
   // Clustered short flags: -q, then -p takes the next word whatever it looks like.
   const auto cluster = run_sjd("generate -qp '-a red apple'");
   CHECK_THAT(cluster.err, !Contains("unknown option") && Contains("--model is required"));
@@ -304,6 +307,33 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
                                " -p 'a red apple' --methods sjd,ar --seeds 2 --out-dir " + quoted(out));
   CHECK(swapped.exit_code == 2);
   CHECK_THAT(swapped.err, Contains("method \"ar\" (now \"sjd\")") && Contains("the same --methods in the same order"));
+}
+
+TEST_CASE("compare: a first stop signal finishes the run in flight, writes no table, and a re-run completes it",
+          "[cli][ux][compare]") {
+  TempDir dir("ux_compare_stop");
+  const auto out = dir / "c";
+  const std::string args = "compare --model " + quoted(default_model()) +
+                           " -p 'a red apple' --methods ar,sjd --seeds 3 --quiet --out-dir " + quoted(out);
+  const int code = signal_after_manifest_lines("OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " + args +
+                                                   " >" + quoted(dir / "a.out") + " 2>" + quoted(dir / "a.err"),
+                                               out / "runs" / "manifest.jsonl", 0, "TERM");
+  const std::string said = read_file(dir / "a.out");
+  INFO(said << read_file(dir / "a.err"));
+  CHECK(code == 128 + 15);
+  std::smatch made;
+  REQUIRE(std::regex_search(said, made, std::regex(R"(compare: stopped by SIGTERM with (\d) of 6 runs made; the same )"
+                                                   R"(command makes the rest and writes the table and figure)")));
+  const int runs = std::stoi(made[1]);
+  CHECK(runs >= 1);
+  CHECK(runs < 6);
+  CHECK(manifest_records(out / "runs" / "manifest.jsonl").size() == static_cast<size_t>(runs));
+  CHECK(!std::filesystem::exists(out / "compare.json"));
+  const auto rest = run_sjd(args);
+  INFO(rest.err);
+  CHECK(rest.exit_code == 0);
+  CHECK_THAT(rest.out, Contains(std::to_string(runs) + " of 6 runs were already done"));
+  CHECK(std::filesystem::exists(out / "compare.json"));
 }
 
 TEST_CASE("compare and generate show a progress line on a terminal, unless --quiet", "[cli][ux][progress]") {
