@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "engine/batch.h"
+#include "engine/outputs.h"
 #include "io/prompt_file.h"
 #include "stop_signals.h"
 
@@ -37,6 +38,7 @@ int run_batch_command(const BatchArgs& args) {
   options.progress = show_progress(args.quiet);
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
+  engine::check_run_folder(options.out_dir, engine::RunFolder::kBatch);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
   generator.set_memory_limit(args.settings.max_memory());
   install_stop_signals();  // from here a Ctrl-C lets the images in flight finish (stop_signals.h)

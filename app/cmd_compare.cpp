@@ -82,6 +82,7 @@ int run_compare_command(const CompareArgs& args) {
   }
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
+  engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
   engine::prepare_output_dir(args.out_dir);
   options.out_dir = args.out_dir;
   options.progress = show_progress(args.quiet);

@@ -22,6 +22,19 @@ void prepare_output_dir(const std::filesystem::path& dir) {
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
 }
 
+void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
+  const auto has = [&](const std::filesystem::path& name) {
+    std::error_code error;  // an unreadable folder is prepare_output_dir's to report
+    return std::filesystem::exists(dir / name, error);
+  };
+  if (wanted == RunFolder::kBatch && (has("compare.json") || has(std::filesystem::path("runs") / "manifest.jsonl"))) {
+    throw InputError(dir.string() + " holds a compare run (compare.json, runs/): give batch its own --out-dir");
+  }
+  if (wanted == RunFolder::kCompare && (has("batch.json") || has("manifest.jsonl"))) {
+    throw InputError(dir.string() + " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
+  }
+}
+
 void prepare_output_file(const std::filesystem::path& file, const std::string& flag, const std::string& extension) {
   std::error_code error;
   // An existing symlink, FIFO or device (-o /dev/null) is named as what it is, before its name is judged.

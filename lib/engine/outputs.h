@@ -16,6 +16,12 @@ namespace sjd::engine {
 // folder, or one that cannot be created, is bad input naming it.
 void prepare_output_dir(const std::filesystem::path& dir);
 
+// Which command's folder a --out-dir is: batch (manifest.jsonl and PNGs at the top, batch.json) and
+// compare (compare.json, runs/) each refuse the other's, so two runs' files are never mixed. Checked
+// before the model loads; InputError naming the folder.
+enum class RunFolder { kBatch, kCompare };
+void check_run_folder(const std::filesystem::path& dir, RunFolder wanted);
+
 // An output file named by flag `flag` ("-o"), checked before any work: its
 // folder is created (as batch creates --out-dir), it must be a file sjd may
 // replace (io::check_output_path), and, when `extension` is given (".png"), its

@@ -307,6 +307,16 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
                                " -p 'a red apple' --methods sjd,ar --seeds 2 --out-dir " + quoted(out));
   CHECK(swapped.exit_code == 2);
   CHECK_THAT(swapped.err, Contains("method \"ar\" (now \"sjd\")") && Contains("the same --methods in the same order"));
+
+  // batch and compare refuse each other's folders, before the model loads.
+  write_file(dir / "p.txt", "a red apple\n");
+  const auto batch_in_compare = run_sjd(batch_args(dir / "p.txt", out));
+  CHECK(batch_in_compare.exit_code == 2);
+  CHECK_THAT(batch_in_compare.err, Contains("holds a compare run (compare.json, runs/): give batch its own --out-dir"));
+  REQUIRE(run_sjd(batch_args(dir / "p.txt", dir / "b") + " --quiet").exit_code == 0);
+  const auto compare_in_batch = run_sjd(compare_command(dir / "b"));
+  CHECK(compare_in_batch.exit_code == 2);
+  CHECK_THAT(compare_in_batch.err, Contains("holds a batch run (manifest.jsonl, batch.json): give compare its own"));
 }
 
 TEST_CASE("compare: a first stop signal finishes the run in flight, writes no table, and a re-run completes it",
