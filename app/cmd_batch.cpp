@@ -56,9 +56,10 @@ int run_batch_command(const BatchArgs& args) {
   if (s.stopped_by != 0) {
     std::cout << "batch: stopped by " << stop_signal_name(s.stopped_by) << " with " << s.left
               << " image(s) left; the same command resumes\n";
-    end_by_stop_signal();
-    return 128 + s.stopped_by;  // not reached: the signal ends the process
   }
+  // Ends the process by a stop signal, also one that came during the last images (all of them made):
+  // a script's loop stops either way.
+  end_by_stop_signal();
   return s.failed > 0 ? 1 : 0;
 }
 

@@ -94,7 +94,11 @@ int run_compare_command(const CompareArgs& args) {
   if (report.stopped_by != 0) {
     std::cout << "compare: stopped by " << stop_signal_name(report.stopped_by) << " with "
               << report.resumed + report.made << " of " << report.runs.size()
-              << " runs made; the same command makes the rest and writes the table and figure\n";
+              << " runs made; the same command makes the rest and writes the table and figure"
+              << (std::filesystem::exists(options.out_dir / "compare.json")
+                      ? " (the compare.json and compare.png there are an earlier, smaller run's)"
+                      : "")
+              << "\n";
     end_by_stop_signal();
     return 128 + report.stopped_by;  // not reached: the signal ends the process
   }
@@ -110,6 +114,7 @@ int run_compare_command(const CompareArgs& args) {
   }
   std::cout << "wrote " << json.string() << ", " << figure.string() << " and " << report.runs.size()
             << " images in " << (options.out_dir / "runs").string() << "\n";
+  end_by_stop_signal();  // a stop that came during the last runs: all made, and a script still stops
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "stop_signals.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@ namespace sjd::app {
 namespace {
 
 std::atomic<int> requested{0};  // lock-free, so safe to store from a handler and read from any thread
+static_assert(std::atomic<int>::is_always_lock_free);
 constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 bool installed[2] = {false, false};  // per kStopSignals entry; written before any handler can run
 
@@ -23,6 +25,11 @@ extern "C" void on_stop_signal(int signal) {
   for (int k = 0; k < 2; ++k) {
     if (installed[k]) sigaction(kStopSignals[k], &fallback, nullptr);  // the next one ends the process
   }
+  // `sjd batch ... | tee log`: Ctrl-C ends tee too, and the summary's write would then end sjd by
+  // SIGPIPE before the manifests' counts are out; the write fails quietly instead.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, nullptr);
   static const char kInterrupt[] = "\nsjd: stopping after the images in flight (press Ctrl-C again to stop now)\n";
   static const char kTerminate[] = "\nsjd: stopping after the images in flight (a second signal stops now)\n";
   const bool interrupt = signal == SIGINT;
@@ -35,6 +42,12 @@ extern "C" void on_stop_signal(int signal) {
 }  // namespace
 
 void install_stop_signals() {
+  // Both handlers go in before either can run: a SIGINT between the two would otherwise see SIGTERM's
+  // reset undone by its install.
+  sigset_t both, before;
+  sigemptyset(&both);
+  for (const int s : kStopSignals) sigaddset(&both, s);
+  pthread_sigmask(SIG_BLOCK, &both, &before);
   for (int k = 0; k < 2; ++k) {
     struct sigaction current {};
     sigaction(kStopSignals[k], nullptr, &current);
@@ -46,6 +59,7 @@ void install_stop_signals() {
     action.sa_flags = SA_RESTART;  // a file write the signal interrupts goes on instead of failing
     sigaction(kStopSignals[k], &action, nullptr);
   }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 int stop_signal() { return requested.load(); }

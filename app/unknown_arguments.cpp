@@ -98,7 +98,10 @@ std::string check_short_flags(const CLI::App& command, const std::string& word, 
 std::string unknown_argument_problem(CLI::App& app, int argc, const char* const* argv) {
   for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
     const std::string word = argv[i];
-    if (word == "--help" || word == "-h") return "";  // help is printed whatever else the line holds, as CLI11 does
+    // Help is printed whatever else the line holds, as CLI11 does; "-qh" is a cluster ending in -h. Leaving
+    // a line to CLI11 is always safe: it only loses the did-you-mean.
+    const bool short_cluster = word.size() > 1 && word[0] == '-' && word[1] != '-';
+    if (word == "--help" || (short_cluster && word.find('h') != std::string::npos)) return "";
   }
   const CLI::App* command = &app;
   for (int i = 1; i < argc; ++i) {

@@ -226,4 +226,18 @@ TEST_CASE("batch: a first stop signal lets the images in flight finish and print
   CHECK(twice != 0);
   CHECK_THAT(read_file(dir / "b.out"), !Catch::Contains("batch:"));
   for (const auto& record : manifest_records(out2 / "manifest.jsonl")) CHECK(record["status"] == "ok");
+
+  // A stop while the last images are written: all of them are made, and the process still ends by the
+  // signal, so a script's loop stops (six rows finish on one step; each then takes a VQ decode and a write).
+  write_file(dir / "six.txt", "a\nb\nc\nd\ne\nf\n");
+  const auto out3 = dir / "out3";
+  const int last = signal_after_manifest_lines("OMP_NUM_THREADS=1 " + (build_dir() / "sjd").string() + " " +
+                                                   batch_args(dir / "six.txt", out3) +
+                                                   " --method ar --batch-size 8 --quiet >" +
+                                                   shell_quoted(dir / "c.out") + " 2>/dev/null",
+                                               out3 / "manifest.jsonl", 0, "TERM");
+  INFO(read_file(dir / "c.out"));
+  CHECK(last == 128 + 15);
+  CHECK_THAT(read_file(dir / "c.out"), Catch::Contains("batch: 6 generated") && !Catch::Contains("stopped by"));
+  CHECK(manifest_records(out3 / "manifest.jsonl").size() == 6);
 }

@@ -160,6 +160,11 @@ TEST_CASE("llamagen T5 ids: cleaned caption, truncated to caption_length - 1, th
         "the caption takes 12 T5 tokens and the model reads the first 9 (transformer.caption_length 10 with </s>): "
         "it will not see \"on the mat\"; shorten the prompt");
   CHECK(family->prompt_warning("a red cat on the mat a red cat").empty());  // 9 tokens: all seen
+  // A long remainder is shown by its start and end.
+  std::string many = "a red cat on the mat a red cat";
+  for (int i = 0; i < 12; ++i) many += " on the mat";
+  CHECK(family->prompt_warning(many + " red cat").find("it will not see \"on the mat on the mat on the...n the mat on the mat "
+                                                     "red cat\"") != std::string::npos);
 }
 
 TEST_CASE("llamagen conditional row: left-padded projected T5 caption, masked pads, no rotation",
