@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "stop_signals.h"
 #include "engine/compare.h"
 #include "engine/compare_figure.h"
 #include "engine/outputs.h"
@@ -13,6 +12,7 @@
 #include "io/png_writer.h"
 #include "io/prompt_file.h"
 #include "io/text_renderer.h"
+#include "stop_signals.h"
 #include "text/utf8.h"
 
 namespace sjd::app {
