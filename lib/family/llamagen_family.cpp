@@ -131,18 +131,22 @@ LlamaGenFamily::LlamaGenFamily(LlamaGenConfig config, const text::Tokenizer& tok
       encoder_(std::move(encoder)),
       embedder_(std::move(embedder)) {}
 
+std::vector<int64_t> LlamaGenFamily::caption_ids(const std::string& prompt) const {
+  // language/t5.py runs its caption cleaner twice before tokenizing.
+  return tokenizer_.encode(text::clean_caption(text::clean_caption(prompt)));
+}
+
 std::vector<int64_t> LlamaGenFamily::prompt_ids(const std::string& prompt, bool with_template) const {
   if (!with_template) return tokenizer_.encode(prompt);
-  // language/t5.py runs its caption cleaner twice; the tokenizer then truncates
-  // to max_length (= caption_length) including the </s> it appends.
-  std::vector<int64_t> ids = tokenizer_.encode(text::clean_caption(text::clean_caption(prompt)));
+  // The tokenizer truncates to max_length (= caption_length) including the </s> it appends.
+  std::vector<int64_t> ids = caption_ids(prompt);
   if (static_cast<int64_t>(ids.size()) > config_.caption_length - 1) ids.resize(config_.caption_length - 1);
   ids.push_back(eos_id_);
   return ids;
 }
 
 std::string LlamaGenFamily::prompt_warning(const std::string& prompt) const {
-  const std::vector<int64_t> ids = tokenizer_.encode(text::clean_caption(text::clean_caption(prompt)));
+  const std::vector<int64_t> ids = caption_ids(prompt);
   const int64_t kept = config_.caption_length - 1;  // and </s>
   if (static_cast<int64_t>(ids.size()) <= kept) return "";
   std::string dropped = tokenizer_.decode(std::vector<int64_t>(ids.begin() + kept, ids.end()));

@@ -69,6 +69,8 @@ class LlamaGenFamily : public ImageFamily {
   model::RowPrompt unconditional_row(int64_t valid) const;
 
  private:
+  // The cleaned caption's T5 ids, before the cut to caption_length - 1.
+  std::vector<int64_t> caption_ids(const std::string& prompt) const;
   // Caption rows [caption_length, caption_dim] projected, as a row with the mask of `valid` tokens.
   model::RowPrompt caption_row(const at::Tensor& caption, int64_t valid) const;
 

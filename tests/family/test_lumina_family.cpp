@@ -190,4 +190,11 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
   layout = release_layout();
   layout["size_token_unit_px"] = 40;
   REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("768 px is not a multiple of size_token_unit_px (40)"));
+  // max_positions is optional (0: not recorded), and positive when given.
+  layout = release_layout();
+  CHECK(lumina.make(0, layout)->max_positions() == 0);
+  layout["max_positions"] = 10240;
+  CHECK(lumina.make(0, layout)->max_positions() == 10240);
+  layout["max_positions"] = 0;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.max_positions: must be positive"));
 }
