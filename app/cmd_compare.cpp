@@ -96,7 +96,7 @@ int run_compare_command(const CompareArgs& args) {
               << report.resumed + report.made << " of " << report.runs.size()
               << " runs made; the same command makes the rest and writes the table and figure"
               << (std::filesystem::exists(options.out_dir / "compare.json")
-                      ? " (the compare.json and compare.png there are an earlier, smaller run's)"
+                      ? " (the compare.json and compare.png there are an earlier run's)"
                       : "")
               << "\n";
     end_by_stop_signal();

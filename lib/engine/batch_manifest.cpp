@@ -181,12 +181,24 @@ std::string identity_difference(const nlohmann::json& recorded_identity, const n
   return differing_key(field(recorded, "planning"), field(expected, "planning"), "automatic windows planned from ");
 }
 
+namespace {
+
+// The identity a finished image's line records; lines written before the model was recorded are taken to be of
+// the expected model.
+nlohmann::json recorded_identity(const FinishedImage& done, const nlohmann::json& expected) {
+  return image_identity(done.record.value("prompt", std::string()),
+                        done.record.value("model", expected["model"].get<std::string>()),
+                        done.record.value("settings", nlohmann::json::object()), field(done.record, "planning"));
+}
+
+}  // namespace
+
+bool is_same_run(const FinishedImage& done, const nlohmann::json& expected) {
+  return same_identity(recorded_identity(done, expected), expected);
+}
+
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected, const std::string& keep) {
-  // Manifests written before the model was recorded are taken to be of this model.
-  nlohmann::json recorded = image_identity(done.record.value("prompt", std::string()),
-                                           done.record.value("model", expected["model"].get<std::string>()),
-                                           done.record.value("settings", nlohmann::json::object()),
-                                           field(done.record, "planning"));
+  const nlohmann::json recorded = recorded_identity(done, expected);
   if (same_identity(recorded, expected)) return;
   throw InputError(done.manifest.string() + ":" + std::to_string(done.line) + ": image " +
                    done.record.value("file", std::string()) + " was made with " +

@@ -67,6 +67,9 @@ bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expecte
 // "cfg 2.0 (now 1.5)" or "automatic windows planned from window_prior [...] (now [...])".
 std::string identity_difference(const nlohmann::json& recorded, const nlohmann::json& expected);
 
+// Whether a finished image was made with the expected identity.
+bool is_same_run(const FinishedImage& done, const nlohmann::json& expected);
+
 // Throws InputError when a finished image was made with another identity,
 // naming the manifest line, the first difference and what a resume must keep.
 void check_same_run(const FinishedImage& done, const nlohmann::json& expected,

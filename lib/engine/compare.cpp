@@ -1,10 +1,13 @@
 #include "engine/compare.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <functional>
 #include <iomanip>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "engine/batch_manifest.h"
@@ -78,6 +81,16 @@ std::string run_record_problem(const nlohmann::json& j) {
     if (!count.is_number_unsigned()) return "\"accepted_histogram\" holds a value that is not a count";
   }
   return {};
+}
+
+// What pairs a recorded run with a run of this command: its prompt, method entry and seed. A recorded run with
+// the key of a run here must be that run (one made with other settings or another bundle is refused); one with no
+// such run (a method, seed or prompt this command does not list) is kept in the folder and left out of the report.
+std::string run_key(const std::string& prompt, const nlohmann::json& settings) {
+  const auto field = [&](const char* key) {
+    return settings.is_object() && settings.contains(key) ? settings[key] : nlohmann::json();
+  };
+  return nlohmann::json::array({prompt, field("method"), field("relax"), field("seed")}).dump();
 }
 
 // A row per method from its runs' records.
@@ -172,24 +185,50 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
                           planning[static_cast<size_t>(runs[static_cast<size_t>(i)].method)]);
   };
 
+  // Earlier runs are found by what they are, not by their place, so a --methods list, --seeds count or prompt
+  // file that changed keeps the runs it shares with the earlier command.
   CompareReport report;
   ManifestReader reader(runs_dir, log);
-  for (auto& [index, done] : reader.read_new()) {
-    if (index >= total) continue;  // a run of a longer prompt file: not this command's business
-    // A run's place in the folder follows the order of --methods and --seeds (CompareRun::index).
-    check_same_run(done, identity_of(index),
-                   "the same --methods in the same order, --seeds, prompts (more may follow), settings and bundle");
+  std::map<int64_t, FinishedImage> recorded = reader.read_new();
+  std::multimap<std::string, FinishedImage*> recorded_by_key;
+  std::set<int64_t> taken;  // the recorded runs' indices: a new run's record and file must not reuse one
+  for (auto& [index, done] : recorded) {
+    taken.insert(index);
+    recorded_by_key.emplace(run_key(done.record.value("prompt", std::string()),
+                                    done.record.value("settings", nlohmann::json::object())),
+                            &done);
+  }
+  std::map<int64_t, int64_t> redo_index;  // run -> the index of its recorded line that cannot be used
+  for (int64_t i = 0; i < total; ++i) {
+    const nlohmann::json expected = identity_of(i);
+    const auto [first, last] = recorded_by_key.equal_range(run_key(expected["prompt"], expected["settings"]));
+    if (first == last) continue;  // not made yet
+    const auto match =
+        std::find_if(first, last, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
+    if (match == last) {
+      check_same_run(*first->second, expected, "the same settings and bundle");  // throws, naming what differs
+    }
+    FinishedImage& done = *match->second;
     const std::string problem = run_record_problem(done.record);
     if (!problem.empty()) {
       log << "warning: " << manifest.string() << ":" << done.line << ": " << problem << "; the run will be made again\n";
+      redo_index[i] = done.record["index"].get<int64_t>();
       continue;
     }
-    CompareRun& run = runs[static_cast<size_t>(index)];
+    CompareRun& run = runs[static_cast<size_t>(i)];
     run.image = io::read_png_rgb(runs_dir / done.record["file"].get<std::string>());
-    run.record = std::move(done.record);
+    run.record = done.record;
     run.resumed = true;
     ++report.resumed;
   }
+  // The index a new run's line and file take: its place in this command's order when no recorded run holds it,
+  // as in a fresh folder; else the next unused one.
+  const auto record_index_of = [&](int64_t i) {
+    if (const auto redo = redo_index.find(i); redo != redo_index.end()) return redo->second;  // replaces that line
+    const int64_t index = taken.count(i) == 0 ? i : *taken.rbegin() + 1;
+    taken.insert(index);
+    return index;
+  };
 
   ProgressLine progress(log, options.progress);
   const auto start = std::chrono::steady_clock::now();
@@ -198,9 +237,10 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
   const auto write_run = [&](const BatchItem& item, const GenerationOutput& out) {
     CompareRun& run = runs[static_cast<size_t>(item.id)];
     const std::string& entry = options.methods[static_cast<size_t>(run.method)];
-    const std::string file = run_file_name(item.id, entry, item.settings.seed);
+    const int64_t index = record_index_of(item.id);
+    const std::string file = run_file_name(index, entry, item.settings.seed);
     const double write_seconds = write_image(runs_dir / file, out, item.prompt, model);
-    run.record = run_record(item.id, run, item.prompt, model, entry, out, file, out.total_seconds + write_seconds);
+    run.record = run_record(index, run, item.prompt, model, entry, out, file, out.total_seconds + write_seconds);
     if (const nlohmann::json& p = planning[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
     record_file_checksum(run.record, runs_dir / file);
     io::append_line(manifest, run.record.dump());

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "cli_runner.h"
 #include "io/png_reader.h"
@@ -302,11 +303,41 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   const auto other = run_sjd(compare_command(out) + " --cfg 3");
   CHECK(other.exit_code == 2);
   CHECK_THAT(other.err, Contains("manifest.jsonl") && Contains("cfg 1.25 (now 3.0)"));  // the bundle says 1.25
-  // Runs are placed by the order of --methods: another order is refused, saying what must stay.
-  const auto swapped = run_sjd("compare --model " + quoted(default_model()) +
-                               " -p 'a red apple' --methods sjd,ar --seeds 2 --out-dir " + quoted(out));
-  CHECK(swapped.exit_code == 2);
-  CHECK_THAT(swapped.err, Contains("method \"ar\" (now \"sjd\")") && Contains("the same --methods in the same order"));
+  // Earlier runs are found by what they are, not by their place: another order of --methods, one more method
+  // and one more seed make only the runs not recorded, each into a file of its own.
+  const auto wider = run_sjd("compare --model " + quoted(default_model()) +
+                             " -p 'a red apple' --methods sjd,jacobi,ar --seeds 3 --quiet --out-dir " + quoted(out));
+  INFO(wider.err);
+  REQUIRE(wider.exit_code == 0);
+  CHECK_THAT(wider.out, Contains("4 of 9 runs were already done"));
+  const auto widened = read_json(out / "compare.json");
+  REQUIRE(widened["runs"].size() == 9);
+  std::map<std::string, double> earlier_seconds;  // "entry seed" -> the first command's figure
+  for (const auto& run : report["runs"]) {
+    earlier_seconds[run["entry"].get<std::string>() + " " + run["seed"].dump()] = run["seconds"].get<double>();
+  }
+  std::set<std::string> images;
+  for (const auto& run : widened["runs"]) {
+    INFO(run.dump());
+    const auto earlier = earlier_seconds.find(run["entry"].get<std::string>() + " " + run["seed"].dump());
+    CHECK(run["resumed"] == (earlier != earlier_seconds.end()));
+    if (earlier != earlier_seconds.end() && run["image"] != report["runs"][3]["image"]) {  // [3] was made again
+      CHECK(run["seconds"].get<double>() == earlier->second);
+    }
+    images.insert(run["image"].get<std::string>());
+    CHECK(std::filesystem::is_regular_file(out / run["image"].get<std::string>()));
+  }
+  CHECK(images.size() == 9);
+  CHECK(widened["runs"][0]["entry"] == "sjd");
+  // The first command's runs are all still there; a run of the same method and seed made with other settings is
+  // still refused, saying what differs.
+  const auto narrower = run_sjd(compare_command(out));
+  REQUIRE(narrower.exit_code == 0);
+  CHECK_THAT(narrower.out, Contains("4 of 4 runs were already done"));
+  const auto other_window = run_sjd("compare --model " + quoted(default_model()) +
+                                    " -p 'a red apple' --methods jacobi --seeds 1 --window 3 --out-dir " + quoted(out));
+  CHECK(other_window.exit_code == 2);
+  CHECK_THAT(other_window.err, Contains("window \"auto\" (now 3)") && Contains("the same settings and bundle"));
 
   // batch and compare refuse each other's folders, before the model loads.
   write_file(dir / "p.txt", "a red apple\n");
