@@ -139,8 +139,7 @@ int64_t draft_distributions(const MethodConfig& method, const WindowShape& large
   return count;
 }
 
-Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step,
-                             double weight) const {
+Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step) const {
   if (!p.is_cpu()) throw std::logic_error("DraftBook::update_tail: p must be on the CPU (the device verifier drafts itself)");
   const float* pp = p.data_ptr<float>();
   const int64_t n = p.numel();
@@ -155,9 +154,11 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
       if (old != nullptr) {
         std::vector<float> scratch(static_cast<size_t>(n));
         const sampling::VerifyKeys keys{key(step, position, Purpose::kAccept), key(step, position, Purpose::kResidual)};
-        const auto outcome = sampling::verify_draft(pp, old->q.data_ptr<float>(), n, old->token, method_.relax,
-                                                    weight, keys, scratch.data());
-        // The output is distributed as p: that is its q (the stale-q mutant keeps the old one).
+        // Always the exact coupling, also under a relaxation (which loosens only what is committed): its output is
+        // distributed as p, which is what the next verification takes as its q (the stale-q mutant keeps the old
+        // one). The same uniforms served this position's verification, whose outcome was not committed.
+        const auto outcome = sampling::verify_draft(pp, old->q.data_ptr<float>(), n, old->token,
+                                                    sampling::Relaxation{}, 1.0, keys, scratch.data());
         return {outcome.token, mutants_.stale_q ? old->q : p};
       }
       [[fallthrough]];

@@ -72,9 +72,10 @@ class DraftBook {
   void replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree);
 
   // Draft for `position` from its fresh p, by the method's tail update; for
-  // maximal coupling `old` is the old draft coupled with p (may be null). CPU
-  // distributions only: the device verifier makes its tail drafts in its kernels.
-  Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step, double weight) const;
+  // maximal coupling `old` is the old draft coupled with p (may be null), exactly
+  // whatever the method's relaxation. CPU distributions only: the device verifier
+  // makes its tail drafts in its kernels.
+  Draft update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step) const;
   // Proactive drafting after a rejection: `k` candidates for each of the first
   // `depth` drafted positions, the current draft as candidate 0 (the next window's tree).
   void grow_tree(int k, int depth, uint32_t step);

@@ -160,8 +160,7 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     const at::Tensor p = in.probs[s];
     book.remember_p(in.first_position + s, p);
     const Draft* old = s < in.chain_length ? &drafts[static_cast<size_t>(s)] : nullptr;
-    const double weight = sampling::relaxation_weight(method_.relax, s + 1, in.chain_length);
-    Draft draft = book.update_tail(in.first_position + s, p, old, in.step, weight);
+    Draft draft = book.update_tail(in.first_position + s, p, old, in.step);
     draft.age = (old != nullptr ? old->age : 0) + 1;  // one more p computed for this position
     next.push_back(std::move(draft));
   }

@@ -71,7 +71,16 @@ __global__ void verify_chain_kernel(ChainArgs a) {
   } else if (a.tail == kTailGumbelShared) {  // the same noise at every step: keyed with step 0
     next = block_race([&](int64_t v) { return p[v]; }, n, stream_of(a.step, 0u, position, kPurposeGumbel));
   } else if (a.tail == kTailMaximalCoupling && s < a.chain) {
-    next = coupled;  // the MRS output of the old draft against the new p
+    // The MRS output of the old draft against the new p, always the exact coupling (its law is p, the q the next
+    // verification takes): under a relaxation it is drawn again without one, from the same uniforms, which served
+    // a verification whose outcome at this slot is not committed.
+    if (a.relax.kind == kRelaxNone) {
+      next = coupled;
+    } else {
+      __syncthreads();  // every thread has read verify_one's shared verdict before it is reused
+      bool accepted = false;
+      next = verify_one(p, a.draft_q[s], n, a.draft_tokens[s], 1.0, RelaxArgs{}, a.step, position, &accepted);
+    }
   } else {
     next = block_race([&](int64_t v) { return p[v]; }, n, stream_of(a.step, a.step.step, position, kPurposeJacobi));
   }

@@ -129,7 +129,7 @@ TEST_CASE("spine MRS and tail drafts on the device make the CPU's decisions", "[
             }
             const int64_t expected_tail =
                 position < layout.length()
-                    ? book.update_tail(position, p, s < spine ? &drafts[static_cast<size_t>(s)] : nullptr, step, weight).token
+                    ? book.update_tail(position, p, s < spine ? &drafts[static_cast<size_t>(s)] : nullptr, step).token
                     : -1;
             CHECK(tails[static_cast<size_t>(s)] == expected_tail);
           }

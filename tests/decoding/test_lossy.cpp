@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "decoding/decoder.h"
+#include "decoding/draft_book.h"
 #include "sampling/relaxation.h"
 #include "table_model.h"
 #include "testing/statistics.h"
@@ -77,4 +78,33 @@ TEST_CASE("LANTERN++: biased, and more so with a larger lambda", "[lossy]") {
              << large.steps);
   CHECK(large.fit.p_value < 1e-6);
   CHECK(large.fit.total_variation > small.fit.total_variation);
+}
+
+TEST_CASE("a coupled draft is distributed as the p it records, also under a relaxation", "[lossy]") {
+  // scd-mc couples the old draft (drawn from q_old) with the new p; the next verification takes p as that draft's
+  // q, so the coupling must be exact whatever relaxation loosens the commit. With uniform delta = 2 a relaxed
+  // coupling would keep token 3 in 80% of its draws, not 40%: token 3's share would be 0.40, not p's 0.20.
+  const family::TokenLayout layout(6, std::vector<int64_t>(4, -1), 2, 2, 0, 6);
+  decoding::MethodConfig method = decoding::make_method("scd-mc");
+  method.relax.kind = sampling::RelaxKind::kUniform;
+  method.relax.delta = 2.0;
+  const decoding::DraftBook book(layout, method, decoding::Mutants{}, 7, 0);
+  const at::Tensor p = at::tensor({0.0f, 0.5f, 0.3f, 0.2f, 0.0f, 0.0f});
+  const at::Tensor q_old = at::tensor({0.0f, 0.2f, 0.3f, 0.5f, 0.0f, 0.0f});
+  // The old drafts in q_old's proportions (2000, 3000, 5000 of 10000), each step its own uniforms.
+  std::map<int64_t, long> counts;
+  uint32_t step = 0;
+  for (int64_t token = 1; token <= 3; ++token) {
+    const decoding::Draft old{token, q_old, 1};
+    for (int n = 0; n < static_cast<int>(10000 * q_old[token].item<float>() + 0.5f); ++n) {
+      ++counts[book.update_tail(2, p, &old, step++).token];
+    }
+  }
+  std::map<int64_t, double> exact;
+  for (int64_t v = 0; v < 6; ++v) {
+    if (p[v].item<float>() > 0.0f) exact[v] = p[v].item<float>();
+  }
+  const auto fit = sjd::testing::chi_square_fit(exact, counts);
+  INFO("token counts 1..3: " << counts[1] << " " << counts[2] << " " << counts[3] << ", p " << fit.p_value);
+  CHECK(fit.p_value > 1e-3);
 }
