@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -44,12 +45,23 @@ std::string integer_text_problem(const std::string& text) {
          " no larger than " + std::to_string(std::numeric_limits<T>::max()) + " (got " + text + ")";
 }
 
+// CLI11 reads an empty text as 0 (an unset shell variable: `--temperature "$T"` decoded greedily) and takes
+// hexadecimal floats: a decimal flag's text must be a decimal number (ranges are checked with the setting).
+std::string decimal_text_problem(const std::string& text) {
+  char* end = nullptr;
+  std::strtod(text.c_str(), &end);
+  const bool whole = !text.empty() && end == text.c_str() + text.size();
+  if (whole && text.find_first_of("xX") == std::string::npos) return "";
+  return "must be a decimal number (got '" + text + "')";
+}
+
 template <typename T>
 void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
                  std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
                  T* value, T engine::GenerationSettings::*field, const std::string& help) {
   CLI::Option* option = cmd.add_option(flag, *value, help);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) option->check(integer_text_problem<T>);
+  if constexpr (std::is_floating_point_v<T>) option->check(decimal_text_problem);
   options.push_back(option);
   appliers.push_back([option, value, field, key = key_of(flag)](engine::GenerationSettings& s) {
     if (option->count() == 0) return;
@@ -94,7 +106,9 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--method", &values_.method, &S::method,
               "ar | jacobi (greedy) | sjd | scd-mc (alias pac-ac) | scd-gs | sjd-pac (exact unless --relax); "
               "name:relaxation (sjd-pac:lantern) also sets --relax");
-  a.push_back(engine::split_method_entry);  // before --relax's applier, so a given --relax wins
+  a.push_back([method = o.back()](engine::GenerationSettings& s) {  // before --relax's applier: a given --relax wins
+    if (method->count() > 0) engine::split_method_entry(s);
+  });
   add_count_setting(cmd, o, a, "--window,-L", 1, &S::window,
                     "draft positions per step, or auto (default: chosen per step from the step-cost profile)");
   add_setting(cmd, o, a, "--init", &values_.init, &S::init,

@@ -44,6 +44,10 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 int run_compare_command(const CompareArgs& args) {
+  if (args.settings.given("--relax")) {
+    throw engine::InputError("compare takes each method's relaxation from its --methods entry (e.g. --methods "
+                             "sjd-pac,sjd-pac:cool), not from --relax");
+  }
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   engine::CompareOptions options;
@@ -51,10 +55,16 @@ int run_compare_command(const CompareArgs& args) {
   options.methods = split_commas(args.methods);
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
-  for (size_t m = 1; m < options.methods.size(); ++m) {  // the same seeds would make the same images twice
-    if (std::find(options.methods.begin(), options.methods.begin() + m, options.methods[m]) !=
-        options.methods.begin() + m) {
-      throw engine::InputError("--methods lists " + options.methods[m] + " twice");
+  // The same seeds would make the same images twice; an alias (pac-ac, sjd:none) is the same method.
+  std::vector<std::string> canonical;
+  for (const std::string& entry : options.methods) {
+    const engine::GenerationSettings s = engine::compare_settings(options.base, entry);  // bad names fail here
+    canonical.push_back(engine::method_from_settings(s).name + (s.relax == "none" ? "" : ":" + s.relax));
+    const auto earlier = std::find(canonical.begin(), canonical.end() - 1, canonical.back());
+    if (earlier != canonical.end() - 1) {
+      const std::string& first = options.methods[static_cast<size_t>(earlier - canonical.begin())];
+      throw engine::InputError("--methods lists " + canonical.back() + " twice" +
+                               (first == entry ? std::string() : " (as " + first + " and " + entry + ")"));
     }
   }
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
@@ -62,6 +72,10 @@ int run_compare_command(const CompareArgs& args) {
   if (args.settings.given("--method")) {
     std::cerr << "sjd: note: compare runs the methods of --methods, so --method " << options.base.method
               << " is ignored\n";
+  }
+  if (options.base.relax != "none") {  // from a config file's method entry or relax key
+    std::cerr << "sjd: note: compare takes each method's relaxation from its --methods entry, so relax "
+              << options.base.relax << " is ignored\n";
   }
   for (const auto& m : options.methods) {
     print_settings_note(engine::compare_settings(options.base, m));  // bad names fail before any work

@@ -5,12 +5,20 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "engine/settings_checks.h"
 #include "text/closest_name.h"
 
 namespace sjd::engine {
 namespace {
+
+// A setting's number as a user typed it: "3", "0.5", "1e-05".
+std::string format_number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
 
 [[noreturn]] void wrong_value(const nlohmann::json& layer, const char* key, const std::string& where,
                               const std::string& expected) {
@@ -102,8 +110,10 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
                                   (guess ? " -- did you mean '" + *guess + "'?" : ""));
     }
   }
-  read(layer, "method", s.method, where);
-  split_method_entry(s);
+  if (layer.contains("method")) {
+    read(layer, "method", s.method, where);
+    split_method_entry(s);
+  }
   read_count_or_auto(layer, "window", 1, s.window, where);
   read(layer, "init", s.init, where);
   read_count_or_auto(layer, "pd_k", 1, s.pd_k, where);
@@ -142,7 +152,10 @@ nlohmann::json settings_to_json(const GenerationSettings& s) {
 
 void split_method_entry(GenerationSettings& s) {
   const size_t colon = s.method.find(':');
-  if (colon == std::string::npos) return;
+  if (colon == std::string::npos) {
+    s.relax = "none";  // a method named without a relaxation is the lossless one
+    return;
+  }
   s.relax = s.method.substr(colon + 1);
   s.method.erase(colon);
 }
@@ -165,6 +178,24 @@ std::string ignored_settings_note(const GenerationSettings& s) {
   if (!method.proactive_tree && (s.pd_k != kAuto || s.pd_depth != kAuto)) {
     const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
+  }
+  // A relaxation's parameters changed from their defaults where the relaxation in use (or none) reads none of them.
+  const GenerationSettings defaults;
+  const bool reads_delta = s.relax == "uniform" || s.relax == "cool", reads_nu = s.relax == "cool",
+             reads_lantern = s.relax == "lantern";
+  std::vector<std::string> unread;
+  if (!reads_delta && s.delta != defaults.delta) unread.push_back("delta " + format_number(s.delta));
+  if (!reads_nu && s.nu != defaults.nu) unread.push_back("nu " + format_number(s.nu));
+  if (!reads_lantern && s.lantern_k != defaults.lantern_k) unread.push_back("lantern_k " + std::to_string(s.lantern_k));
+  if (!reads_lantern && s.lantern_lambda != defaults.lantern_lambda) {
+    unread.push_back("lantern_lambda " + format_number(s.lantern_lambda));
+  }
+  if (!reads_lantern && s.lantern_own_residual) unread.push_back("lantern_own_residual");
+  if (!unread.empty()) {
+    std::string list;
+    for (const std::string& item : unread) list += (list.empty() ? "" : ", ") + item;
+    line() << s.method << (s.relax == "none" ? " runs without a relaxation (relax none)" : " runs relaxation " + s.relax)
+           << ", so " << list << (unread.size() == 1 ? " is" : " are") << " ignored";
   }
   return note.str();
 }
@@ -196,7 +227,8 @@ decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   }
   m.relax.kind = sampling::parse_relax_kind(s.relax);
   if (m.relax.kind != sampling::RelaxKind::kNone && !(m.name == "sjd" || m.name == "scd-mc" || m.name == "sjd-pac")) {
-    throw std::invalid_argument("--relax " + s.relax + " applies to sjd, scd-mc and sjd-pac, not " + m.name);
+    throw std::invalid_argument("relaxation " + s.relax + " (--relax, a relax key or a method's :" + s.relax +
+                                ") applies to sjd, scd-mc and sjd-pac, not " + m.name);
   }
   m.relax.delta = s.delta;
   m.relax.nu = s.nu;

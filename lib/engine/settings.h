@@ -58,8 +58,10 @@ nlohmann::json settings_to_json(const GenerationSettings& settings);
 int parse_count_or_auto(const std::string& text, int least, const std::string& what);
 
 // A method may be written "name:relaxation" everywhere ("sjd-pac:lantern", as
-// `compare --methods` takes it): the suffix moves into `relax`. A relax key or
-// --relax flag applied later overrides it.
+// `compare --methods` takes it): the suffix moves into `relax`, and a name
+// without one sets `relax` to none, so a method given later (a flag after a
+// config file) never inherits an earlier one's relaxation. A relax key of the
+// same layer, or a --relax flag, applied after it overrides it.
 void split_method_entry(GenerationSettings& settings);
 
 // A note line per setting the method ignores ("" when none): jacobi decodes greedily, so a

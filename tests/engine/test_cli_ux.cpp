@@ -97,6 +97,14 @@ TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness col
                              " --out-dir " + quoted(dir / "twice"));
   CHECK(twice.exit_code == 2);
   CHECK_THAT(twice.err, Contains("--methods lists ar twice"));
+  for (const auto& [methods, said] : std::vector<std::pair<std::string, std::string>>{
+           {"ar,pac-ac,scd-mc", "--methods lists scd-mc twice (as pac-ac and scd-mc)"},
+           {"sjd:none,sjd", "--methods lists sjd twice (as sjd:none and sjd)"}}) {
+    const auto alias = run_sjd("compare --model " + quoted(default_model()) + " -p 'a blue square' --methods " +
+                               methods + " --out-dir " + quoted(dir / "alias"));
+    CHECK(alias.exit_code == 2);
+    CHECK_THAT(alias.err, Contains(said));
+  }
 }
 
 TEST_CASE("generate --method accepts the name:relaxation spelling", "[cli][ux]") {
@@ -446,6 +454,17 @@ TEST_CASE("settings a run ignores get a note line each, and compare says it igno
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK_THAT(c.err, Contains("note: compare runs the methods of --methods, so --method sjd is ignored"));
+  // A relaxation comes with the method that names it: --method sjd after a config's sjd-pac:cool is plain sjd.
+  write_file(dir / "cool.json", R"({"method": "sjd-pac:cool"})");
+  const auto plain = run_sjd(generate_command() + " --config " + quoted(dir / "cool.json") + " --method ar --quiet -o " +
+                             quoted(dir / "p.png"));
+  INFO(plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Contains("method ar [exact]"));
+  const auto relax_flag = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red circle' --methods sjd" +
+                                  " --relax cool --quiet --out-dir " + quoted(dir / "r"));
+  CHECK(relax_flag.exit_code == 2);
+  CHECK_THAT(relax_flag.err, Contains("compare takes each method's relaxation from its --methods entry"));
   const auto quiet = run_sjd(generate_command() + " --method sjd --window 4 --quiet -o " + quoted(dir / "s.png"));
   CHECK(quiet.err.find("note:") == std::string::npos);
 }

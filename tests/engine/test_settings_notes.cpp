@@ -45,3 +45,35 @@ TEST_CASE("a note names each setting the method ignores, and none the method use
   CHECK(engine::ignored_settings_note(s) == "note: jacobi decodes greedily (argmax), so temperature 0.5 is ignored");
   CHECK(engine::ignored_settings_note(with_method("no-such-method")).empty());  // refused where the method is made
 }
+
+TEST_CASE("a note names each relaxation parameter that the relaxation in use does not read", "[engine][settings]") {
+  engine::GenerationSettings s = with_method("sjd");
+  s.delta = 5;
+  s.nu = 1;
+  CHECK(engine::ignored_settings_note(s) == "note: sjd runs without a relaxation (relax none), so delta 5, nu 1 are ignored");
+  s.relax = "cool";
+  CHECK(engine::ignored_settings_note(s).empty());  // cool reads both
+  s.relax = "uniform";
+  CHECK(engine::ignored_settings_note(s) == "note: sjd runs relaxation uniform, so nu 1 is ignored");
+  s.relax = "lantern";
+  s.lantern_k = 3;
+  s.lantern_lambda = 0.5;
+  CHECK(engine::ignored_settings_note(s) == "note: sjd runs relaxation lantern, so delta 5, nu 1 are ignored");
+  s.relax = "cool";
+  s.lantern_own_residual = true;
+  CHECK(engine::ignored_settings_note(s) ==
+        "note: sjd runs relaxation cool, so lantern_k 3, lantern_lambda 0.5, lantern_own_residual are ignored");
+}
+
+TEST_CASE("a method named without a relaxation is the lossless one, also after a relaxed one", "[engine][settings]") {
+  engine::GenerationSettings s;
+  engine::apply_settings(s, {{"method", "sjd-pac:cool"}}, "config.json");
+  CHECK(s.relax == "cool");
+  engine::apply_settings(s, {{"cfg", 2.0}}, "later.json");  // a layer without a method keeps it
+  CHECK(s.relax == "cool");
+  engine::apply_settings(s, {{"method", "sjd"}}, "later.json");
+  CHECK(s.method == "sjd");
+  CHECK(s.relax == "none");
+  engine::apply_settings(s, {{"method", "sjd"}, {"relax", "uniform"}}, "same.json");  // the same layer's relax wins
+  CHECK(s.relax == "uniform");
+}
