@@ -155,6 +155,7 @@ family::FamilyContext family_context(const Bundle& b, const text::Tokenizer& tok
   c.vocab_size = b.transformer.vocab_size;
   c.downsample = b.vq.downsample;
   c.resolution = resolution;
+  c.trust_code = b.trust_code;
   return c;
 }
 

@@ -17,6 +17,7 @@
 #include "engine/window_prior.h"
 #include "io/atomic_file.h"
 #include "io/png_chunks.h"
+#include "io/weight_checks.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
 
@@ -25,21 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Loading a TorchScript archive runs the code it holds (torch.jit.load executes
-// __setstate__ methods): only with the user's explicit --trust-code.
-void refuse_untrusted_code(const Bundle& b) {
-  if (b.trust_code) return;
-  std::vector<std::filesystem::path> files = b.transformer_weights;
-  files.insert(files.end(), b.vq_weights.begin(), b.vq_weights.end());
-  for (const auto& file : files) {
-    const std::string extension = file.extension().string();
-    if (extension == ".pt" || extension == ".ts") {
-      throw InputError(file.string() + ": TorchScript weights run code when loaded; pass --trust-code only if you "
-                       "trust who made this bundle (safetensors bundles never run code)");
-    }
-  }
-}
 
 // Every prompt token must be a row of the embedding: a tokenizer whose ids run
 // past the model's vocabulary would otherwise fail inside the transformer.
@@ -68,10 +54,13 @@ bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity&
 }  // namespace
 
 Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bundle)), placement_(placement) {
-  refuse_untrusted_code(bundle_);
+  if (!bundle_.trust_code) {  // a LlamaGen family refuses its text encoder's archives itself (family_context)
+    io::refuse_code_archives(bundle_.transformer_weights);
+    io::refuse_code_archives(bundle_.vq_weights);
+  }
   tokenizer_ = load_bundle_tokenizer(bundle_);
   weights_ = io::WeightMap::load_all(bundle_.transformer_weights);
-  check_weights_usable(weights_, /*floating_only=*/true);
+  io::check_weights_usable(weights_, /*floating_only=*/true);
   check_no_extra_layers(weights_, bundle_.transformer.num_layers, bundle_.json_path.string() + ": transformer.num_layers");
   const family::TokenLayout& layout = family(0).layout();  // checks the layout before the weights are converted
   if (layout.codebook_size() > bundle_.vq.codebook_size) {
@@ -81,7 +70,7 @@ Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bun
   model_ = std::make_unique<model::Transformer>(
       bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
   io::WeightMap vq_weights = io::WeightMap::load_all(bundle_.vq_weights);
-  check_weights_usable(vq_weights, /*floating_only=*/false);
+  io::check_weights_usable(vq_weights, /*floating_only=*/false);
   vq_ = vq::make_vq_decoder(bundle_.vq, std::move(vq_weights), placement_.device);  // decoded where the model runs
 }
 

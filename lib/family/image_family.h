@@ -54,6 +54,7 @@ struct FamilyContext {
   int64_t vocab_size = 0;
   int64_t downsample = 0;               // VQ pixels per code
   int64_t resolution = 0;               // requested image side in pixels; 0 = the bundle's grid
+  bool trust_code = false;              // --trust-code: weight files of its own may be TorchScript archives
 };
 
 // Builds the family the context names; an unknown family or an unsupported

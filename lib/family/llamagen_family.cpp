@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/input_files.h"
+#include "io/weight_checks.h"
 #include "text/caption_cleaning.h"
 
 namespace sjd::family {
@@ -40,11 +42,9 @@ std::vector<std::filesystem::path> weight_files(const nlohmann::json& section, c
     throw std::invalid_argument(where + ".weights: expected a file name or a list of them");
   }
   std::vector<std::filesystem::path> files;
-  for (const auto& name : names) {
-    files.push_back(dir / name);
-    if (!std::filesystem::exists(files.back())) {
-      throw std::invalid_argument(where + ".weights: file not found: " + files.back().string());
-    }
+  for (const auto& name : names) {  // inside the bundle folder, as every file a bundle names (docs/security.md)
+    files.push_back(io::confined_path(dir, name, where + ".weights"));
+    io::require_regular_file(files.back(), where + ".weights");
   }
   return files;
 }
@@ -210,8 +210,11 @@ std::unique_ptr<ImageFamily> make_llamagen_family(const FamilyContext& context) 
     throw std::invalid_argument(where + ".kind: expected \"t5-encoder\"");
   }
   const model::T5Config t5 = model::parse_t5_config(section, where);
-  auto encoder = std::make_shared<const model::T5Encoder>(
-      t5, io::WeightMap::load_all(weight_files(section, context.bundle_dir, where)));
+  const std::vector<std::filesystem::path> files = weight_files(section, context.bundle_dir, where);
+  if (!context.trust_code) io::refuse_code_archives(files);
+  io::WeightMap t5_weights = io::WeightMap::load_all(files);
+  io::check_weights_usable(t5_weights, /*floating_only=*/true);
+  auto encoder = std::make_shared<const model::T5Encoder>(t5, std::move(t5_weights));
   const int64_t hidden = integer(object(context.bundle, "transformer", context.where), "hidden_size",
                                  context.where + ": transformer", 1);
   CaptionEmbedder embedder = CaptionEmbedder::load(*context.weights, hidden, t5.d_model, config.caption_length);

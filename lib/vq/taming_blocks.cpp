@@ -11,8 +11,14 @@ constexpr double kNormEps = 1e-6;
 }  // namespace
 
 at::Tensor load_float(const io::WeightMap& weights, const std::string& name, at::IntArrayRef shape) {
-  // Checkpoints may be bf16/fp16; the decoder computes in float32.
-  return weights.get(name, shape).to(at::kFloat).contiguous();
+  // Checkpoints may be bf16/fp16; the decoder computes in float32. An integer or boolean tensor where a weight
+  // belongs is not a weight of this decoder, whatever its values would give once cast.
+  const at::Tensor& tensor = weights.get(name, shape);
+  if (!at::isFloatingType(tensor.scalar_type())) {
+    throw io::WeightError("tensor '" + name + "' in " + weights.source_of(name) + " has dtype " +
+                          std::string(c10::toString(tensor.scalar_type())) + "; VQ decoder weights must be floating point");
+  }
+  return tensor.to(at::kFloat).contiguous();
 }
 
 at::Tensor swish(const at::Tensor& x) { return x * at::sigmoid(x); }

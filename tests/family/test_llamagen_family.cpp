@@ -247,7 +247,33 @@ TEST_CASE("llamagen bundle errors name the key or tensor", "[family][llamagen][e
   SECTION("text encoder weights file") {
     f.bundle["text_encoder"]["weights"] = {"absent.safetensors"};
     CHECK_THROWS_WITH(sjd::family::make_family(f.context()),
-                      Catch::Contains("text_encoder.weights: file not found") && Catch::Contains("absent.safetensors"));
+                      Catch::Contains("text_encoder.weights: not found") && Catch::Contains("absent.safetensors"));
+  }
+  SECTION("text encoder weights outside the bundle folder") {  // as every file a bundle names
+    f.bundle["text_encoder"]["weights"] = {"../t5_encoder.safetensors"};
+    CHECK_THROWS_WITH(sjd::family::make_family(f.context()), Catch::Contains("climbs out of"));
+    f.bundle["text_encoder"]["weights"] = {(f.dir / "t5_encoder.safetensors").string()};
+    CHECK_THROWS_WITH(sjd::family::make_family(f.context()), Catch::Contains("must be a file name relative to"));
+  }
+  SECTION("a TorchScript text encoder runs code when loaded: only with --trust-code") {
+    sjd::testing::write_file(f.dir / "t5.pt", "not opened");
+    f.bundle["text_encoder"]["weights"] = {"t5.pt"};
+    CHECK_THROWS_WITH(sjd::family::make_family(f.context()),
+                      Catch::Contains("t5.pt: TorchScript weights run code when loaded"));
+    FamilyContext trusted = f.context();
+    trusted.trust_code = true;  // then the archive is opened (and this one is not an archive)
+    CHECK_THROWS_WITH(sjd::family::make_family(trusted), !Catch::Contains("run code"));
+  }
+  SECTION("a text encoder weight that is not finite or not floating point") {
+    for (const bool integer : {false, true}) {
+      std::map<std::string, at::Tensor> broken = f.t5_tensors;
+      at::Tensor& norm = broken["encoder.final_layer_norm.weight"];
+      norm = integer ? at::ones({kT5Width}, at::kInt) : norm.clone().index_fill_(0, at::tensor({int64_t{2}}), NAN);
+      sjd::io::write_safetensors(f.dir / "t5_encoder.safetensors", broken);
+      CHECK_THROWS_WITH(sjd::family::make_family(f.context()),
+                        Catch::Contains("t5_encoder.safetensors: tensor 'encoder.final_layer_norm.weight'") &&
+                            Catch::Contains(integer ? "must be floating point" : "holds NaN or infinite values"));
+    }
   }
   SECTION("caption projection tensor") {
     sjd::io::WeightMap partial;

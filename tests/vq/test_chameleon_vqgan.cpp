@@ -106,6 +106,17 @@ TEST_CASE("chameleon-vqgan names a mis-shaped tensor with both shapes", "[vq][er
                                             Contains("tiny_vqgan.safetensors"));
 }
 
+TEST_CASE("chameleon-vqgan refuses an integer or boolean tensor where a weight belongs", "[vq][errors]") {
+  const auto config = testing::tiny_config();
+  auto tensors = testing::random_vqgan_tensors(config, 8);
+  for (const at::ScalarType dtype : {at::kInt, at::kBool}) {
+    // Cast to float it would decode (7s or 1s for a bias), as the loader once let it.
+    tensors["decoder.conv_in.bias"] = at::ones(tensors["decoder.conv_in.bias"].sizes(), dtype);
+    CHECK_THAT(error_of(config, tensors), Contains("decoder.conv_in.bias") && Contains("tiny_vqgan.safetensors") &&
+                                              Contains("must be floating point"));
+  }
+}
+
 TEST_CASE("a config whose widths do not match the checkpoint is a shape error", "[vq][errors]") {
   auto config = testing::tiny_config();
   const auto tensors = testing::random_vqgan_tensors(config, 9);

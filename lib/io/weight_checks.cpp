@@ -1,0 +1,44 @@
+#include "io/weight_checks.h"
+
+namespace sjd::io {
+namespace {
+
+// A scan in slices, so that checking a multi-gigabyte embedding does not
+// allocate a boolean copy of it.
+bool all_finite(const at::Tensor& tensor) {
+  const at::Tensor flat = tensor.reshape({-1});
+  constexpr int64_t kSlice = int64_t{1} << 24;
+  for (int64_t begin = 0; begin < flat.numel(); begin += kSlice) {
+    const int64_t length = std::min(kSlice, flat.numel() - begin);
+    if (!at::isfinite(flat.narrow(0, begin, length)).all().item<bool>()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_weights_usable(const WeightMap& weights, bool floating_only) {
+  for (const std::string& name : weights.names()) {
+    const at::Tensor& tensor = weights.get(name);
+    if (!at::isFloatingType(tensor.scalar_type())) {
+      if (!floating_only) continue;
+      throw WeightError(weights.source_of(name) + ": tensor '" + name + "' has dtype " +
+                        std::string(c10::toString(tensor.scalar_type())) + "; model weights must be floating point");
+    }
+    if (!all_finite(tensor)) {
+      throw WeightError(weights.source_of(name) + ": tensor '" + name + "' holds NaN or infinite values");
+    }
+  }
+}
+
+void refuse_code_archives(const std::vector<std::filesystem::path>& files) {
+  for (const auto& file : files) {
+    const std::string extension = file.extension().string();
+    if (extension == ".pt" || extension == ".ts") {
+      throw WeightError(file.string() + ": TorchScript weights run code when loaded; pass --trust-code only if you "
+                        "trust who made this bundle (safetensors bundles never run code)");
+    }
+  }
+}
+
+}  // namespace sjd::io
