@@ -61,9 +61,16 @@ nlohmann::json read_json_input(const std::filesystem::path& file, const std::str
   // A key given twice in one object would leave the last silently ({"window": 4, "window": 8}).
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string repeated;
-  const nlohmann::json::parser_callback_t no_repeated_keys = [&](int, nlohmann::json::parse_event_t event,
+  // Nesting is bounded too: copying or printing a value nested a million deep recurses as deep (a 2 MB
+  // bundle.json crashed sjd); no settings file, bundle or profile needs more than a few levels.
+  constexpr int kMaxDepth = 64;
+  const nlohmann::json::parser_callback_t no_repeated_keys = [&](int depth, nlohmann::json::parse_event_t event,
                                                                  nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxDepth) {
+      throw InputError(file.string() + ": values nested more than " + std::to_string(kMaxDepth) +
+                       " levels deep (is this the right file?)");
+    }
     if (event == Event::object_start) keys_of_open_objects.emplace_back();
     if (event == Event::object_end && !keys_of_open_objects.empty()) keys_of_open_objects.pop_back();
     if (event == Event::key && !keys_of_open_objects.empty() &&

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -186,6 +187,8 @@ void check_layout(const std::filesystem::path& file, std::vector<Entry>& entries
                                         *safetensors_dtype_of(entry.type) + " needs " + std::to_string(entry.nbytes));
     }
   }
+  // The non-empty tensors tile the data section, as the reference reader requires: bytes of no tensor
+  // are what a second entry of one name (the JSON keeps the last) or an edited offset leaves behind.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   const Entry* furthest = nullptr;  // the non-empty tensor reaching furthest so far
   for (const Entry& entry : entries) {
@@ -193,7 +196,17 @@ void check_layout(const std::filesystem::path& file, std::vector<Entry>& entries
     if (furthest && entry.begin < furthest->end) {
       fail_tensor(file, entry.name, "data_offsets overlap those of tensor '" + furthest->name + "'");
     }
-    if (!furthest || entry.end > furthest->end) furthest = &entry;
+    const uint64_t covered = furthest ? furthest->end : 0;
+    if (entry.begin > covered) {
+      fail_tensor(file, entry.name, "data_offsets start at " + std::to_string(entry.begin) + ", leaving bytes [" +
+                                        std::to_string(covered) + ", " + std::to_string(entry.begin) +
+                                        ") of the data section to no tensor");
+    }
+    furthest = &entry;
+  }
+  const uint64_t covered = furthest ? furthest->end : 0;
+  if (covered < data_size) {
+    fail(file, "the last " + std::to_string(data_size - covered) + " bytes of the data section belong to no tensor");
   }
 }
 
@@ -231,11 +244,21 @@ SafetensorsFile read_safetensors(const std::filesystem::path& file) {
   }
   const char* header_begin = reinterpret_cast<const char*>(mapping->data() + 8);
   json header;
+  std::string repeated;  // a tensor named twice: the JSON would keep the last entry silently
+  std::set<std::string> names;
+  const json::parser_callback_t no_repeated_names = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
+        repeated.empty()) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    header = json::parse(header_begin, header_begin + header_size);
+    header = json::parse(header_begin, header_begin + header_size, no_repeated_names);
   } catch (const json::exception& error) {
     fail(file, std::string("header is not valid JSON: ") + error.what());
   }
+  if (!repeated.empty()) fail_tensor(file, repeated, "is named twice in the header");
   if (!header.is_object()) fail(file, "header is not a JSON object");
 
   SafetensorsFile result;

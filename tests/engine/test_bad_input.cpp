@@ -114,6 +114,8 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"method": "sjd-pac:cooll"})", "/method: unknown relaxation 'cooll'"},
       {R"({"batch_size": 5000})", "/batch_size"},
       {R"({"window": 4, "window": 8})", "key \"window\" appears twice in one object"},
+      // Copying or printing a value nested this deep would recurse as deep (a bundle.json like it crashed sjd).
+      {"{\"cfg\": " + std::string(200000, '[') + std::string(200000, ']') + "}", "nested more than 64 levels deep"},
   };
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto file = dir / ("config" + std::to_string(i) + ".json");

@@ -181,6 +181,20 @@ TEST_CASE("malformed safetensors files give WeightError naming file and tensor",
     CHECK_THAT(read_error(dir, safetensors_bytes(header, f32_pair)),
                Contains(path) && Contains("tensor 'b'") && Contains("overlap") && Contains("'a'"));
   }
+  SECTION("a tensor named twice") {  // the JSON would keep the second entry and leave the first one's bytes unread
+    const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                               R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+    CHECK_THAT(read_error(dir, safetensors_bytes(header, f32_pair)),
+               Contains(path) && Contains("tensor 'w'") && Contains("named twice"));
+  }
+  SECTION("bytes of the data section that belong to no tensor") {
+    const std::string gap = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+    CHECK_THAT(read_error(dir, safetensors_bytes(gap, f32_pair)),
+               Contains(path) && Contains("tensor 'a'") && Contains("leaving bytes [0, 4)"));
+    const std::string trailing = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    CHECK_THAT(read_error(dir, safetensors_bytes(trailing, f32_pair)),
+               Contains(path) && Contains("the last 4 bytes of the data section belong to no tensor"));
+  }
   SECTION("deeply nested header values") {
     const std::string nested = std::string(100000, '[') + std::string(100000, ']');
     const std::string header = R"({"w":{"dtype":"F32","shape":)" + nested + R"(,"data_offsets":[0,8]}})";
