@@ -28,6 +28,7 @@ std::map<std::string, std::string> read_weight_map(const std::filesystem::path& 
   if (!index.is_object() || !index.contains("weight_map")) fail(index_file, "no \"weight_map\" object");
   const nlohmann::json& entries = index["weight_map"];
   if (!entries.is_object()) fail(index_file, "\"weight_map\" is not an object");
+  if (entries.empty()) fail(index_file, "\"weight_map\" names no tensor");
   std::map<std::string, std::string> weight_map;
   for (const auto& [tensor, shard] : entries.items()) {
     if (!shard.is_string() || shard.get<std::string>().empty()) {

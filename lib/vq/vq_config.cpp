@@ -82,7 +82,9 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
   c.out_channels = reader.positive_int("out_channels");
   c.downsample = reader.positive_int("downsample");
 
-  // Each level but the lowest doubles the side, so the factor is fixed by ch_mult.
+  // Each level but the lowest doubles the side, so the factor is fixed by ch_mult (real decoders have 4 or 5
+  // levels; more than 16 would upsample a code 2^16 times, and past 64 the shift is undefined).
+  if (c.ch_mult.size() > 16) reader.fail("ch_mult", "has " + std::to_string(c.ch_mult.size()) + " levels (at most 16)");
   const int64_t implied = int64_t{1} << (c.ch_mult.size() - 1);
   if (c.downsample != implied)
     reader.fail("downsample", "is " + std::to_string(c.downsample) + " but ch_mult has " +

@@ -113,6 +113,10 @@ TEST_CASE("sharded index errors name the index file and tensor", "[io][weights][
     sjd::testing::write_file(index, R"({"metadata": {}})");
     CHECK_THAT(load_error(index), Contains(index) && Contains("weight_map"));
   }
+  SECTION("index whose weight_map is empty") {  // it said only that a tensor was "not found in (no weight files)"
+    sjd::testing::write_file(index, R"({"weight_map": {}})");
+    CHECK_THAT(load_error(index), Contains(index) && Contains("names no tensor"));
+  }
   SECTION("index that is not JSON") {
     sjd::testing::write_file(index, "{\"weight_map\": {");
     CHECK_THAT(load_error(index), Contains(index) && Contains("not valid JSON"));

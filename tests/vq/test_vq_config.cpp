@@ -79,6 +79,12 @@ TEST_CASE("parse_vq_config errors name the key", "[vq][config]") {
     j["ch_mult"] = nlohmann::json::array();
     CHECK_THAT(error_of(j), Contains("vq.ch_mult") && Contains("empty"));
   }
+  SECTION("more levels than any decoder has") {  // 65 levels would shift 1 past 63 bits
+    auto j = schema_example();
+    j["ch_mult"] = std::vector<int64_t>(65, 1);
+    j["downsample"] = 1;
+    CHECK_THAT(error_of(j), Contains("vq.ch_mult") && Contains("65 levels (at most 16)"));
+  }
   SECTION("unknown key") {
     auto j = schema_example();
     j["chmult"] = {1, 2};
