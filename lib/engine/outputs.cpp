@@ -20,6 +20,7 @@ void prepare_output_dir(const std::filesystem::path& dir) {
   }
   std::filesystem::create_directories(dir, error);
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
+  io::check_folder_writable(dir);
 }
 
 void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
@@ -51,12 +52,14 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
                                       : " (got '" + file.extension().string() + "')"));
     }
   }
-  if (file.has_parent_path()) {
-    try {
+  try {
+    if (file.has_parent_path()) {
       prepare_output_dir(file.parent_path());
-    } catch (const InputError& e) {
-      throw InputError(flag + " " + file.string() + ": " + e.what());
+    } else {
+      io::check_folder_writable(".");
     }
+  } catch (const std::runtime_error& e) {  // InputError or io::FileError
+    throw InputError(flag + " " + file.string() + ": " + e.what());
   }
   io::check_output_path(file);
 }

@@ -1,8 +1,11 @@
 #include "io/input_files.h"
 
-#include <cerrno>
-#include <cstring>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "io/atomic_file.h"
 
@@ -42,6 +45,14 @@ std::filesystem::path confined_path(const std::filesystem::path& dir, const std:
     if (part == "..") throw FileError(where + ": \"" + name + "\" climbs out of " + dir.string() + " (\"..\")");
   }
   return dir / relative;
+}
+
+void check_folder_writable(const std::filesystem::path& dir) {
+  std::string probe = (dir / ".sjd-write-check-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw FileError(dir.string() + ": cannot create files in this folder (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void check_output_path(const std::filesystem::path& path) {

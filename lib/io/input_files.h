@@ -21,6 +21,11 @@ void require_regular_file(const std::filesystem::path& path, const std::string& 
 std::filesystem::path confined_path(const std::filesystem::path& dir, const std::string& name,
                                     const std::string& where);
 
+// A file can be created in `dir` (a probe file is made and removed at once): an
+// output folder sjd cannot write fails before the work, not after it (root may
+// pass every permission bit and still be refused, as in /proc).
+void check_folder_writable(const std::filesystem::path& dir);
+
 // An output `path` may be absent or an existing regular file, never a symlink,
 // FIFO, device, socket or directory, and its folder must exist.
 void check_output_path(const std::filesystem::path& path);

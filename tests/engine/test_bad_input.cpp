@@ -317,6 +317,12 @@ TEST_CASE("outputs that are not regular files or share a path, and both -p and -
        "--stats and --tokens name the same file"},
   });
   CHECK(read_file(dir / "made.png") == "an image made before");
+  // A folder no file can be created in fails before the image is made, so a made image is not lost to a
+  // --stats that cannot be written (/proc refuses root too).
+  const auto unwritable = run_sjd(g + quoted(dir / "made.png") + " --stats /proc/s.json --method ar");
+  CHECK(unwritable.exit_code == 2);
+  CHECK_THAT(unwritable.err, Catch::Contains("--stats /proc/s.json: /proc: cannot create files in this folder"));
+  CHECK(read_file(dir / "made.png") == "an image made before");
   struct stat info {};
   REQUIRE(::lstat((dir / "fifo.png").c_str(), &info) == 0);
   CHECK(S_ISFIFO(info.st_mode));
