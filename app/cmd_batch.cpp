@@ -37,7 +37,9 @@ int run_batch_command(const BatchArgs& args) {
       args.shard, args.shard_count, [](const char* name) { return std::getenv(name); }, std::cerr);
   options.progress = show_progress(args.quiet);
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
-  io::read_prompts(options.prompts);  // a bad prompt file fails before the model loads
+  const std::string unread = engine::prompt_file_settings_warning(io::read_prompts(options.prompts),  // a bad prompt
+                                                                   options.prompts.string());  // file fails now
+  if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
   engine::check_run_folder(options.out_dir, engine::RunFolder::kBatch);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
   generator.set_memory_limit(args.settings.max_memory());

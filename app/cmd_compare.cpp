@@ -85,7 +85,10 @@ int run_compare_command(const CompareArgs& args) {
     options.prompts.push_back(args.prompt);
   }
   if (!args.prompts_file.empty()) {
-    for (const auto& entry : io::read_prompts(args.prompts_file)) {
+    const std::vector<io::PromptEntry> entries = io::read_prompts(args.prompts_file);
+    const std::string unread = engine::prompt_file_settings_warning(entries, args.prompts_file);
+    if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
+    for (const auto& entry : entries) {
       if (args.limit > 0 && static_cast<int64_t>(options.prompts.size()) >= args.limit) break;
       if (const size_t bad = text::utf8::find_invalid(entry.prompt); bad != std::string::npos) {
         throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +

@@ -97,12 +97,43 @@ int parse_count_or_auto(const std::string& text, int least, const std::string& w
                               text + "')");
 }
 
-void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const std::string& where) {
-  if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
-  static const std::vector<std::string> known_keys = {
+const std::vector<std::string>& setting_keys() {
+  static const std::vector<std::string> keys = {
       "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
       "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile",
       "batch_size"};
+  return keys;
+}
+
+std::string prompt_file_settings_warning(const std::vector<io::PromptEntry>& prompts, const std::string& file) {
+  const io::PromptEntry* first = nullptr;
+  std::vector<std::string> named;  // the settings the first such line names
+  int64_t lines = 0;
+  for (const io::PromptEntry& entry : prompts) {
+    std::vector<std::string> settings;
+    for (const std::string& field : entry.other_fields) {
+      if (std::find(setting_keys().begin(), setting_keys().end(), field) != setting_keys().end()) {
+        settings.push_back(field);
+      }
+    }
+    if (settings.empty()) continue;
+    ++lines;
+    if (first == nullptr) {
+      first = &entry;
+      named = std::move(settings);
+    }
+  }
+  if (first == nullptr) return {};
+  std::string list;
+  for (const std::string& key : named) list += (list.empty() ? "\"" : ", \"") + key + "\"";
+  return file + ":" + std::to_string(first->line) + ": " + list + (named.size() == 1 ? " is a setting" : " are settings") +
+         ", which a prompt file does not set (" + std::to_string(lines) + " line(s) hold some): the seeds run from "
+         "--seed, the rest come from flags, --config or the bundle";
+}
+
+void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const std::string& where) {
+  if (!layer.is_object()) throw std::invalid_argument(where + ": expected a JSON object of settings");
+  const std::vector<std::string>& known_keys = setting_keys();
   for (const auto& item : layer.items()) {
     if (std::find(known_keys.begin(), known_keys.end(), item.key()) == known_keys.end()) {
       const auto guess = text::closest_name(item.key(), known_keys);

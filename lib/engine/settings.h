@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "decoding/method.h"
+#include "io/prompt_file.h"
 #include "sampling/logits_pipeline.h"
 
 namespace sjd::engine {
@@ -51,6 +53,13 @@ struct GenerationSettings {
 // errors ("configs/x.json", "models/m/bundle.json: defaults"). An unknown key's
 // error suggests the closest known one.
 void apply_settings(GenerationSettings& settings, const nlohmann::json& layer, const std::string& where);
+
+// The keys of a settings layer (a config file, a bundle's defaults), as the long flags with '_' for '-'.
+const std::vector<std::string>& setting_keys();
+
+// A warning when .jsonl prompt records carry settings ({"prompt": ..., "seed": 7}), which sjd does not read
+// from a prompt file, naming the first such line and how many there are; "" when none do.
+std::string prompt_file_settings_warning(const std::vector<io::PromptEntry>& prompts, const std::string& file);
 
 nlohmann::json settings_to_json(const GenerationSettings& settings);
 

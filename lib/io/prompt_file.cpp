@@ -54,7 +54,12 @@ void for_each_line(std::string_view text, Visit visit) {
 }
 
 PromptFormat format_of(const std::filesystem::path& file, std::string_view text) {
-  const std::string extension = file.extension().string();
+  std::string extension = file.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (extension == ".json") {
+    throw PromptFileError(file.string() + ": a .json file holds one JSON value, not a prompt per line: write it as "
+                          ".jsonl (one {\"prompt\": \"...\"} object per line), .txt, .tsv or .csv");
+  }
   if (extension == ".txt") return PromptFormat::kText;
   if (extension == ".tsv") return PromptFormat::kTsv;
   if (extension == ".csv") return PromptFormat::kCsv;
@@ -72,7 +77,7 @@ bool is_comment(std::string_view line) {
 std::vector<PromptEntry> text_prompts(std::string_view text) {
   std::vector<PromptEntry> prompts;
   for_each_line(text, [&](std::string_view line, int number) {
-    if (!is_blank(line) && !is_comment(line)) prompts.push_back({std::string(line), number});
+    if (!is_blank(line) && !is_comment(line)) prompts.push_back({std::string(line), number, {}});
   });
   return prompts;
 }
@@ -91,7 +96,11 @@ std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::fi
     auto prompt = record.find("prompt");
     if (prompt == record.end()) fail(file, number, "no \"prompt\" field");
     if (!prompt->is_string()) fail(file, number, "\"prompt\" is not a string");
-    prompts.push_back({prompt->get<std::string>(), number});
+    PromptEntry entry{prompt->get<std::string>(), number, {}};
+    for (const auto& item : record.items()) {
+      if (item.key() != "prompt") entry.other_fields.push_back(item.key());
+    }
+    prompts.push_back(std::move(entry));
   });
   return prompts;
 }
@@ -126,7 +135,7 @@ std::vector<PromptEntry> column_prompts(const std::vector<DelimitedRecord>& reco
     if (prompt_is_last) {
       for (size_t extra = index + 1; extra < count; ++extra) prompt += separator + record.fields[extra];
     }
-    prompts.push_back({std::move(prompt), record.line});
+    prompts.push_back({std::move(prompt), record.line, {}});
   }
   return prompts;
 }

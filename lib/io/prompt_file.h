@@ -18,16 +18,18 @@ class PromptFileError : public std::runtime_error {
 struct PromptEntry {
   std::string prompt;  // as written (only CSV/JSON quoting is undone)
   int line = 0;        // 1-based line where the prompt's record starts
+  std::vector<std::string> other_fields;  // a .jsonl record's keys besides "prompt" (not read)
 };
 
-// The prompts of `file`, in file order, by extension:
+// The prompts of `file`, in file order, by extension (in any case: .TXT is .txt):
 //  .txt   one prompt per line; blank lines and comments (lines whose first
 //         non-blank character is '#') are skipped;
 //  .tsv   a header line with a "Prompt" column (any case), tab-separated, no quoting;
 //  .csv   a header with a "Prompt" column, RFC 4180 quoting (see delimited_text.h);
 //  .jsonl one JSON object per line with a string "prompt" field.
-// Other extensions are read as .jsonl if the first non-blank line starts
-// with '{', else as .txt. In .tsv/.csv, when "Prompt" is the last column, a
+// A .json file is refused (one JSON value is not a list of lines; the error
+// names .jsonl). Other extensions are read as .jsonl if the first non-blank
+// line starts with '{', else as .txt. In .tsv/.csv, when "Prompt" is the last column, a
 // record with more fields than the header is taken to hold an unquoted
 // separator inside the prompt, and the extra fields are joined back (the
 // COCO caption lists are written that way). Throws PromptFileError for an

@@ -65,6 +65,16 @@ TEST_CASE("a note names each relaxation parameter that the relaxation in use doe
         "note: sjd runs relaxation cool, so lantern_k 3, lantern_lambda 0.5, lantern_own_residual are ignored");
 }
 
+TEST_CASE("a warning names the first prompt line that carries settings, and counts them", "[engine][settings]") {
+  std::vector<io::PromptEntry> prompts = {{"a cat", 1, {"id"}}, {"a dog", 3, {}}};
+  CHECK(engine::prompt_file_settings_warning(prompts, "p.jsonl").empty());  // "id" is not a setting
+  prompts.push_back({"a cow", 4, {"id", "seed", "cfg"}});
+  prompts.push_back({"a hen", 5, {"method"}});
+  CHECK(engine::prompt_file_settings_warning(prompts, "p.jsonl") ==
+        "p.jsonl:4: \"seed\", \"cfg\" are settings, which a prompt file does not set (2 line(s) hold some): the "
+        "seeds run from --seed, the rest come from flags, --config or the bundle");
+}
+
 TEST_CASE("a method named without a relaxation is the lossless one, also after a relaxed one", "[engine][settings]") {
   engine::GenerationSettings s;
   engine::apply_settings(s, {{"method", "sjd-pac:cool"}}, "config.json");

@@ -103,6 +103,16 @@ TEST_CASE("jsonl: a prompt field per line", "[io][prompts]") {
                                     "{\"prompt\": \"a cat\", \"seed\": 3}\n\n{\"prompt\": \"\\u732b \\\"q\\\"\"}\n");
   CHECK(prompts_of(entries) == std::vector<std::string>{"a cat", "\xE7\x8C\xAB \"q\""});
   CHECK(lines_of(entries) == std::vector<int>{1, 3});
+  CHECK(entries[0].other_fields == std::vector<std::string>{"seed"});  // kept for the caller's warning
+  CHECK(entries[1].other_fields.empty());
+}
+
+TEST_CASE("extensions in any case; a .json file is named as not a prompt per line", "[io][prompts]") {
+  TempDir dir("prompts_case");
+  CHECK(prompts_of(read_written(dir, "P.CSV", "Prompt,seed\n\"a, cat\",1\n")) == std::vector<std::string>{"a, cat"});
+  CHECK(prompts_of(read_written(dir, "P.Tsv", "Note\tPrompt\nx\ta dog\n")) == std::vector<std::string>{"a dog"});
+  CHECK_THAT(error_of(dir, "p.JSON", "[\"a red circle\", \"a blue square\"]\n"),
+             Contains("p.JSON: a .json file holds one JSON value") && Contains(".jsonl"));
 }
 
 TEST_CASE("unknown extensions are sniffed", "[io][prompts]") {
