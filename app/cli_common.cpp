@@ -142,7 +142,15 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
                                                   const std::string& bundle_where) const {
   engine::GenerationSettings s;
   engine::apply_settings(s, bundle_defaults, bundle_where + ": defaults");
-  if (!config_.empty()) engine::apply_settings(s, engine::read_json_input(config_, "config file"), config_);
+  if (!config_.empty()) {
+    const nlohmann::json layer = engine::read_json_input(config_, "config file");
+    engine::apply_settings(s, layer, config_);
+    // A profile a config file names lies beside it, wherever sjd is run from (as a bundle's files lie in the bundle).
+    if (layer.is_object() && layer.contains("cost_profile") && !s.cost_profile.empty() &&
+        std::filesystem::path(s.cost_profile).is_relative()) {
+      s.cost_profile = (std::filesystem::path(config_).parent_path() / s.cost_profile).string();
+    }
+  }
   for (const auto& apply : appliers_) apply(s);
   engine::method_from_settings(s);  // validates the combination now, before any work
   engine::placement_from_settings(s);  // --device cuda on a CPU-only build fails here, with exit code 2

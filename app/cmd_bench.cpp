@@ -1,5 +1,6 @@
 // `sjd bench`: timings of a full-size architecture with random weights on the
 // device (docs/gpu.md, docs/benchmarks.md). Prints figures; --json keeps them.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "engine/bundle.h"
 #include "engine/calibrate.h"
 #include "engine/cost_profiles.h"
+#include "engine/outputs.h"
 #include "io/atomic_file.h"
 
 namespace sjd::app {
@@ -33,7 +35,29 @@ struct BenchArgs {
   std::string model;
   std::string out;
   bool into_bundle = false;
+  std::vector<std::string> given;  // the flags on the command line
 };
+
+// Flags of one mode given in the other are refused rather than ignored.
+void check_mode_flags(const BenchArgs& args) {
+  const auto listed = [&](const std::vector<std::string>& flags) {
+    std::string list;
+    for (const std::string& flag : flags) {
+      if (std::find(args.given.begin(), args.given.end(), flag) != args.given.end()) list += (list.empty() ? "" : ", ") + flag;
+    }
+    return list;
+  };
+  if (!args.calibrate) {
+    if (const std::string l = listed({"--model", "--out", "--into-bundle"}); !l.empty()) {
+      throw engine::InputError(l + ": for --calibrate (the presets take none)");
+    }
+    return;
+  }
+  if (const std::string l = listed({"--preset", "--windows", "--seed", "--no-vq", "--json", "--profile"}); !l.empty()) {
+    throw engine::InputError(l + ": for the presets; --calibrate times the bundle's own model at its window sizes "
+                             "and keeps the profile with --out or --into-bundle");
+  }
+}
 
 // "16,32,64" -> sizes >= 1; `flag` names the option in errors.
 std::vector<int> parse_sizes(const std::string& text, const std::string& flag) {
@@ -87,7 +111,10 @@ int run_calibrate(const BenchArgs& args) {
 }
 
 int run_bench_command(const BenchArgs& args) {
-  if (args.calibrate && !args.profile.empty()) throw engine::InputError("--profile times the presets, not --calibrate");
+  check_mode_flags(args);
+  // Outputs are checked before minutes of timing, not after.
+  if (!args.json.empty()) engine::prepare_output_file(args.json, "--json", ".json");
+  if (!args.out.empty()) engine::prepare_output_file(args.out, "--out", ".json");
   if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   // On a GPU a shape's first forward captures its graph (and cuDNN plans its attention): untimed, always.
   if (args.warmup < 1 && args.device.rfind("cuda", 0) == 0) throw engine::InputError("--warmup must be >= 1 on a GPU");
@@ -153,7 +180,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "--calibrate: the bundle directory");
   cmd->add_option("--out", args->out, "--calibrate: write the profile to this JSON file (for --cost-profile)");
   cmd->add_flag("--into-bundle", args->into_bundle, "--calibrate: store the profile in the bundle's bundle.json");
-  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_bench_command(*args); }); });
+  cmd->callback([args, cmd]() {
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() > 0) args->given.push_back(option->get_name());
+    }
+    command_exit_code() = run_guarded([&] { return run_bench_command(*args); });
+  });
 }
 
 }  // namespace sjd::app

@@ -1,6 +1,7 @@
 // `sjd compare`: several methods on the same prompts and seeds, side by side.
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -68,7 +69,12 @@ int run_compare_command(const CompareArgs& args) {
     }
   }
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
+  if (options.base.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(args.seeds - 1)) {
+    throw engine::InputError("--seed " + std::to_string(options.base.seed) + " with --seeds " +
+                             std::to_string(args.seeds) + " would pass 2^64 - 1 (the seeds would wrap to 0)");
+  }
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  if (args.limit > 0 && args.prompts_file.empty()) throw engine::InputError("--limit N takes the first N of --prompts FILE");
   if (args.settings.given("--method")) {
     std::cerr << "sjd: note: compare runs the methods of --methods, so --method " << options.base.method
               << " is ignored\n";

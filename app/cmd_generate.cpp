@@ -21,6 +21,7 @@ struct GenerateArgs {
   std::string stats;
   std::string heatmap;
   std::string heatmap_view = "side";
+  bool heatmap_view_given = false;
   std::string tokens;
   bool quiet = false;
   SettingsFlags settings;
@@ -43,6 +44,9 @@ int run_generate(const GenerateArgs& args) {
   engine::prepare_output_file(args.output, "-o", ".png");
   std::unique_ptr<io::TextRenderer> text;  // the heatmap's labels; a missing font fails before any work
   const engine::HeatmapView heatmap_view = engine::parse_heatmap_view(args.heatmap_view);
+  if (args.heatmap_view_given && args.heatmap.empty()) {
+    throw engine::InputError("--heatmap-view draws the map of --heatmap FILE.png: give it too");
+  }
   if (!args.heatmap.empty()) {
     engine::prepare_output_file(args.heatmap, "--heatmap", ".png");
     text = io::TextRenderer::system_font();
@@ -99,13 +103,16 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--stats", args->stats, "write steps, step compression and latency breakdown as JSON");
   cmd->add_option("--heatmap", args->heatmap,
                   "write the step that committed each token as a PNG, with a colour bar in steps");
-  cmd->add_option("--heatmap-view", args->heatmap_view,
-                  "side (the image and the map side by side) | blend (the map over the image) | map")
-      ->capture_default_str();
+  CLI::Option* view = cmd->add_option("--heatmap-view", args->heatmap_view,
+                                      "side (the image and the map side by side) | blend (the map over the image) | map")
+                          ->capture_default_str();
   add_quiet_flag(*cmd, args->quiet);
   cmd->add_option("--tokens", args->tokens, "write the generated token ids as JSON");
   args->settings.add_to(*cmd);
-  cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_generate(*args); }); });
+  cmd->callback([args, view]() {
+    args->heatmap_view_given = view->count() > 0;
+    command_exit_code() = run_guarded([&] { return run_generate(*args); });
+  });
 }
 
 }  // namespace sjd::app

@@ -1,5 +1,6 @@
 // `sjd inspect`: what a bundle holds, and the raw numbers parity tests compare
 // with reference implementations (logits of a prompt + window, decoded pixels).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -8,8 +9,10 @@
 #include "engine/cost_profiles.h"
 #include "engine/generator.h"
 #include "engine/memory_estimate.h"
+#include "engine/outputs.h"
 #include "io/input_files.h"
 #include "io/safetensors.h"
+#include "text/closest_name.h"
 
 namespace sjd::app {
 namespace {
@@ -40,11 +43,23 @@ std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const st
   return ids;
 }
 
+// A request's keys are the ones named (a misspelt "widnow" would leave the window empty without a word).
+void check_request_keys(const nlohmann::json& request, const std::vector<std::string>& known, const std::string& where) {
+  if (!request.is_object()) return;  // the caller names the expected form
+  for (const auto& item : request.items()) {
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
+    const auto guess = text::closest_name(item.key(), known);
+    throw engine::InputError(where + ": /" + item.key() + ": unknown key" +
+                             (guess ? " -- did you mean '" + *guess + "'?" : ""));
+  }
+}
+
 // A row of a logits request: {"text": ...} through the family, {"uncond": true,
 // "prompt": ...} for the family's unconditional row of that prompt, or raw
 // {"tokens", "positions"?, "key_valid"?}.
 model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw engine::InputError(where + ": expected an object");
+  check_request_keys(j, {"text", "uncond", "prompt", "tokens", "positions", "key_valid"}, where);
   if (j.contains("text")) return generator.family().conditional(j["text"].get<std::string>());
   if (j.value("uncond", false)) return generator.family().unconditional(j.value("prompt", std::string()));
   model::RowPrompt row;
@@ -100,11 +115,18 @@ int run_inspect(const InspectArgs& args) {
   if ((!args.logits_request.empty() || !args.decode_request.empty()) && args.out.empty()) {
     throw engine::InputError("--logits and --decode need --out FILE.safetensors");
   }
-  if (!args.out.empty()) io::check_output_path(args.out);
+  if (!args.logits_request.empty() && !args.decode_request.empty()) {
+    throw engine::InputError("give --logits or --decode, one at a time");
+  }
+  if (!args.out.empty() && args.logits_request.empty() && args.decode_request.empty()) {
+    throw engine::InputError("--out keeps what --logits or --decode computes; without either, inspect prints the bundle");
+  }
+  if (!args.out.empty()) engine::prepare_output_file(args.out, "--out");
   engine::Generator generator(bundle);
   if (!args.logits_request.empty()) {
     const nlohmann::json request = engine::read_json_input(args.logits_request, "logits request");
     const std::string where = args.logits_request;
+    check_request_keys(request, {"rows", "window"}, where);
     if (!request.is_object() || !request.contains("rows") || !request["rows"].is_array() || request["rows"].empty()) {
       throw engine::InputError(where + ": expected {\"rows\": [at least one row], \"window\": [ids]}");
     }
@@ -131,6 +153,7 @@ int run_inspect(const InspectArgs& args) {
   }
   if (!args.decode_request.empty()) {
     const nlohmann::json request = engine::read_json_input(args.decode_request, "decode request");
+    check_request_keys(request, {"codes"}, args.decode_request);
     if (!request.is_object() || !request.contains("codes")) {
       throw engine::InputError(args.decode_request + ": expected {\"codes\": [[...], ...]}");
     }

@@ -22,11 +22,27 @@ struct TokenizeArgs {
   std::string json_lines;
   std::string text;
   bool text_given = false;  // "" is a text too: tokenize "" prints []
+  bool options_given = false;
 };
+
+// Flags that would be ignored in the combination given are refused, naming what goes together.
+void check_combination(const TokenizeArgs& args) {
+  if (!args.model.empty() && (!args.tokenizer_file.empty() || !args.kind.empty() || args.options_given)) {
+    throw engine::InputError("--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");
+  }
+  if (args.model.empty() && args.with_template) throw engine::InputError("--template goes with --model (a family's template)");
+  if (!args.json_lines.empty() && args.text_given) {
+    throw engine::InputError("give a text or --json-lines FILE, not both");
+  }
+  if (!args.json_lines.empty() && args.with_template) {
+    throw engine::InputError("--json-lines tokenizes each line as plain text: --template goes with a text");
+  }
+}
 
 void print_ids(const std::vector<int64_t>& ids) { std::cout << nlohmann::json(ids).dump() << "\n"; }
 
 int run_tokenize(const TokenizeArgs& args) {
+  check_combination(args);
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::unique_ptr<engine::Bundle> bundle;
   if (!args.model.empty()) {
@@ -74,11 +90,13 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_flag("--template", args->with_template, "with --model: include the prompt template and its special tokens");
   cmd->add_option("--tokenizer", args->tokenizer_file, "a bare tokenizer file (tokenizer.json, .tiktoken, .model)");
   cmd->add_option("--kind", args->kind, "with --tokenizer: bpe | tiktoken | spm | byte (default: from the file)");
-  cmd->add_option("--options", args->options, "with --tokenizer: JSON options, e.g. {\"qwen_specials\": true}");
+  CLI::Option* options =
+      cmd->add_option("--options", args->options, "with --tokenizer: JSON options, e.g. {\"qwen_specials\": true}");
   cmd->add_option("--json-lines", args->json_lines, "tokenize each JSON string line of this file, one id list per line");
   CLI::Option* text = cmd->add_option("text", args->text, "the text to tokenize");
-  cmd->callback([args, text]() {
+  cmd->callback([args, text, options]() {
     args->text_given = text->count() > 0;
+    args->options_given = options->count() > 0;
     command_exit_code() = run_guarded([&] { return run_tokenize(*args); });
   });
 }

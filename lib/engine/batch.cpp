@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -50,6 +51,10 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   std::map<int64_t, FinishedImage> done = manifest_reader.read_new();
   const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
                                           : static_cast<int64_t>(prompts.size());
+  if (count > 0 && options.settings.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(count - 1)) {
+    throw InputError("--seed " + std::to_string(options.settings.seed) + ": image i takes seed --seed + i, and " +
+                     std::to_string(count) + " prompts would pass 2^64 - 1 (image seeds would wrap to 0)");
+  }
   const std::string model = generator.bundle().name;
   // The batch size is resolved before anything else: it is part of every image's settings.
   BatchPlan plan;

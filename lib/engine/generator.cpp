@@ -67,6 +67,10 @@ Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bun
     throw InputError(bundle_.json_path.string() + ": layout.codebook_size " + std::to_string(layout.codebook_size()) +
                      " is larger than vq.codebook_size " + std::to_string(bundle_.vq.codebook_size));
   }
+  // The weights are copied to the run's device and dtype: a model that cannot fit is refused before the copy.
+  check_weights_fit(transformer_weight_bytes(weights_, placement.dtype),
+                    placement.device.is_cpu() ? available_host_memory() : available_device_memory(placement.device),
+                    placement.device, placement.dtype);
   model_ = std::make_unique<model::Transformer>(
       bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
   io::WeightMap vq_weights = io::WeightMap::load_all(bundle_.vq_weights);

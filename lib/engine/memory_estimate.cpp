@@ -14,6 +14,7 @@
 #endif
 
 #include "engine/bundle.h"
+#include "engine/device.h"
 #include "model/step_graphs.h"
 
 namespace sjd::engine {
@@ -179,6 +180,21 @@ int64_t available_host_memory() {
     available = available < 0 ? headroom : std::min(available, headroom);
   }
   return available;
+}
+
+int64_t transformer_weight_bytes(const io::WeightMap& weights, at::ScalarType dtype) {
+  int64_t bytes = 0;
+  for (const std::string& name : weights.names()) {
+    bytes = add({bytes, mul({weights.get(name).numel(), static_cast<int64_t>(c10::elementSize(dtype))})});
+  }
+  return bytes;
+}
+
+void check_weights_fit(int64_t bytes, int64_t available, const at::Device& device, at::ScalarType dtype) {
+  if (available < 0 || bytes <= available) return;
+  throw InputError("the transformer's weights take " + format_bytes(bytes) + " as " + dtype_name(dtype) + " on " +
+                   device.str() + ", more than the " + format_bytes(available) + " of memory available" +
+                   (dtype == at::kFloat ? " (--dtype bf16 takes half)" : ""));
 }
 
 void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device, int64_t reusable) {

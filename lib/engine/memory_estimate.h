@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "io/weights.h"
 #include "model/transformer_config.h"
 
 namespace sjd::engine {
@@ -67,6 +68,15 @@ int64_t available_device_memory(const at::Device& device);
 // available -- the machine's memory for the CPU, the free memory of a GPU -- plus `reusable`,
 // what the model already holds that the generation takes over: its previous KV cache), naming both figures.
 void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device, int64_t reusable = 0);
+
+// Bytes the transformer's weights take on the run's device in `dtype`: loading copies every tensor there
+// (model/transformer_weights.h fuses q/k/v and gate/up into new tensors), while the files' own pages are
+// mapped and need no memory of their own.
+int64_t transformer_weight_bytes(const io::WeightMap& weights, at::ScalarType dtype);
+
+// Throws InputError when `bytes` of weights (transformer_weight_bytes) exceed `available` (bytes;
+// negative: unknown, no check), naming both figures and, for float32, that bf16 halves them.
+void check_weights_fit(int64_t bytes, int64_t available, const at::Device& device, at::ScalarType dtype);
 
 // "8G", "512M", "1.5GB", "1000000" -> bytes; throws std::invalid_argument naming --max-memory.
 int64_t parse_memory_size(const std::string& text);

@@ -157,3 +157,14 @@ TEST_CASE("bench --calibrate: a batch too large for the memory exits 2 with the 
   CHECK_THAT(r.err, Catch::Contains("for a calibration batch of 100000"));
   CHECK(r.out.find("ms per step") == std::string::npos);
 }
+
+TEST_CASE("generate: a config file's cost_profile is found beside the config, wherever sjd runs", "[cli][auto]") {
+  TempDir dir("config_profile");
+  std::filesystem::create_directories(dir / "cfg");
+  write_profile(dir / "cfg" / "flat.json", 0.001);
+  write_file(dir / "cfg" / "run.json", R"({"cost_profile": "flat.json"})");  // not in the current folder
+  const auto r = run_sjd(generate(dir.path(), "c", "--method sjd --config " + quoted(dir / "cfg" / "run.json")));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(stats_of(dir.path(), "c")["windows"]["cost_profile"].get<std::string>().rfind("test profile", 0) == 0);
+}

@@ -341,3 +341,16 @@ TEST_CASE("a weight file that is a FIFO is refused without waiting for a writer"
   REQUIRE(::mkfifo((vq / "vqgan.safetensors").c_str(), 0644) == 0);
   expect_refused({{generate(vq, dir), "FIFO"}});
 }
+
+TEST_CASE("seeds that would pass 2^64 - 1 are refused, not wrapped to 0", "[cli][robustness]") {
+  TempDir dir("seed_wrap");
+  write_file(dir / "p.txt", "a red circle\na blue square\n");
+  const std::string top = " --seed 18446744073709551615";
+  expect_refused({
+      {"batch --model " + quoted(default_model()) + " --prompts " + quoted(dir / "p.txt") + " --out-dir " +
+           quoted(dir / "b") + top,
+       "2 prompts would pass 2^64 - 1"},
+      {"compare --model " + quoted(default_model()) + " -p x --seeds 2 --out-dir " + quoted(dir / "c") + top,
+       "--seeds 2 would pass 2^64 - 1"},
+  });
+}

@@ -119,7 +119,7 @@ TEST_CASE("bench --profile: a trace per step kind and the largest operators per 
   CHECK(j["profile_failures"].empty());
   const auto calibrate = run_sjd("bench --calibrate --profile '" + traces.string() + "'");
   CHECK(calibrate.exit_code == 2);
-  CHECK_THAT(calibrate.err, Catch::Contains("--profile times the presets, not --calibrate"));
+  CHECK_THAT(calibrate.err, Catch::Contains("--profile: for the presets; --calibrate times the bundle's own model"));
 }
 
 TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit code 2", "[cli][bench]") {
@@ -216,5 +216,24 @@ TEST_CASE("bench: the real presets' default batch axis fits one 80 GB GPU by the
     INFO(name << ": " << memory.bytes << " bytes, " << memory.what);
     CHECK(memory.bytes < int64_t{76} * 1000 * 1000 * 1000);
     CHECK(memory.bytes > int64_t{1} * 1000 * 1000 * 1000);
+  }
+}
+
+TEST_CASE("bench: one mode's flags given in the other, and an unwritable output, are refused before any work",
+          "[cli][bench]") {
+  const std::string model = shell_quoted(default_model());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bench --preset tiny --out p.json --into-bundle", "--out, --into-bundle: for --calibrate (the presets take none)"},
+      {"bench --calibrate --model " + model + " --json b.json --seed 3",
+       "--seed, --json: for the presets; --calibrate times the bundle's own model"},
+      {"bench --preset tiny --json /proc/b.json", "--json /proc/b.json: /proc: cannot create files in this folder"},
+      {"bench --calibrate --model " + model + " --out /proc/p.json", "--out /proc/p.json: /proc: cannot create"},
+  };
+  for (const auto& [command, said] : cases) {
+    const auto r = run_sjd(command);
+    INFO(command << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(said));
+    CHECK(r.out.empty());  // no figures printed: nothing was timed
   }
 }

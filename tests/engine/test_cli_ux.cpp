@@ -187,6 +187,28 @@ TEST_CASE("tokenize without a text says what is missing", "[cli][ux]") {
   CHECK(run_sjd("tokenize --model " + quoted(default_model()) + " ''").exit_code == 0);
 }
 
+TEST_CASE("tokenize refuses flags that its other flags would leave unused", "[cli][ux]") {
+  TempDir dir("ux_tokenize_flags");
+  write_file(dir / "lines.jsonl", "\"a red apple\"\n");
+  const std::string model = " --model " + quoted(default_model());
+  const std::string lines = " --json-lines " + quoted(dir / "lines.jsonl");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tokenize" + model + " --kind tiktoken 'a cat'", "--tokenizer, --kind and --options go without it"},
+      {"tokenize" + model + " --options '{}' 'a cat'", "--tokenizer, --kind and --options go without it"},
+      {"tokenize" + model + lines + " 'a cat'", "give a text or --json-lines FILE, not both"},
+      {"tokenize" + model + lines + " --template", "--template goes with a text"},
+      {"tokenize --kind byte --options '{\"first_id\": 3}' --template 'a cat'", "--template goes with --model"},
+  };
+  for (const auto& [command, said] : cases) {
+    const auto r = run_sjd(command);
+    INFO(command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(said));
+    CHECK(r.out.empty());
+  }
+  CHECK(run_sjd("tokenize" + model + lines).exit_code == 0);
+}
+
 TEST_CASE("inspect --logits without --out asks for --out", "[cli][ux]") {
   TempDir dir("ux_inspect");
   write_file(dir / "request.json", R"({"rows": [{"text": "a red apple"}], "window": []})");
@@ -440,6 +462,13 @@ TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or a
   const auto bad = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap-view over");
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("'over'") && Contains("side"));
+  const auto alone = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap-view map");
+  CHECK(alone.exit_code == 2);  // it was ignored without a word
+  CHECK_THAT(alone.err, Contains("--heatmap-view draws the map of --heatmap FILE.png"));
+  const auto limit = run_sjd("compare --model " + quoted(default_model()) + " -p 'a cat' --limit 5 --out-dir " +
+                             quoted(dir / "c"));
+  CHECK(limit.exit_code == 2);
+  CHECK_THAT(limit.err, Contains("--limit N takes the first N of --prompts FILE"));
 }
 
 TEST_CASE("settings a run ignores get a note line each, and compare says it ignores --method", "[cli][ux]") {

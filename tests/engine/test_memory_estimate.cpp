@@ -106,3 +106,19 @@ TEST_CASE("what the model already holds counts as available to the generation th
   CHECK_THROWS_AS(engine::check_memory_fits(estimate, estimate.total() - 1, cpu, int64_t{12} << 30),
                   engine::InputError);
 }
+
+TEST_CASE("the transformer's weights are counted in the run's dtype and refused where they cannot fit",
+          "[engine][memory]") {
+  io::WeightMap weights;
+  weights.insert("a", at::zeros({1000, 500}, at::kBFloat16), "m.safetensors");  // 1 MB as bf16 in the file
+  weights.insert("b", at::zeros({250}, at::kFloat), "m.safetensors");
+  CHECK(engine::transformer_weight_bytes(weights, at::kFloat) == (500000 + 250) * 4);  // every tensor is copied
+  CHECK(engine::transformer_weight_bytes(weights, at::kBFloat16) == (500000 + 250) * 2);
+  const int64_t f32 = engine::transformer_weight_bytes(weights, at::kFloat);
+  CHECK_NOTHROW(engine::check_weights_fit(f32, f32, at::kCPU, at::kFloat));
+  CHECK_NOTHROW(engine::check_weights_fit(f32, -1, at::kCPU, at::kFloat));  // unknown: nothing to hold it against
+  CHECK_THROWS_WITH(engine::check_weights_fit(f32, f32 - 1, at::kCPU, at::kFloat),
+                    Catch::Contains("the transformer's weights take 2.00 MB as f32 on cpu") &&
+                        Catch::Contains("more than the 2.00 MB of memory available (--dtype bf16 takes half)"));
+  CHECK_THROWS_WITH(engine::check_weights_fit(f32, 10, at::kCPU, at::kBFloat16), !Catch::Contains("takes half"));
+}

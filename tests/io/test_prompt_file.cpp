@@ -107,7 +107,7 @@ TEST_CASE("jsonl: a prompt field per line", "[io][prompts]") {
   CHECK(entries[1].other_fields.empty());
 }
 
-TEST_CASE("extensions in any case; a .json file is named as not a prompt per line", "[io][prompts]") {
+TEST_CASE("extensions count in any case, and a .json file is named as not a prompt per line", "[io][prompts]") {
   TempDir dir("prompts_case");
   CHECK(prompts_of(read_written(dir, "P.CSV", "Prompt,seed\n\"a, cat\",1\n")) == std::vector<std::string>{"a, cat"});
   CHECK(prompts_of(read_written(dir, "P.Tsv", "Note\tPrompt\nx\ta dog\n")) == std::vector<std::string>{"a dog"});
