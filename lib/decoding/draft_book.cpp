@@ -157,8 +157,10 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
         // Always the exact coupling, also under a relaxation (which loosens only what is committed): its output is
         // distributed as p, which is what the next verification takes as its q (the stale-q mutant keeps the old
         // one). The same uniforms served this position's verification, whose outcome was not committed.
-        const auto outcome = sampling::verify_draft(pp, old->q.data_ptr<float>(), n, old->token,
-                                                    sampling::Relaxation{}, 1.0, keys, scratch.data());
+        const sampling::Relaxation exact;
+        const sampling::Relaxation& relax = mutants_.relaxed_coupling ? method_.relax : exact;
+        const auto outcome = sampling::verify_draft(pp, old->q.data_ptr<float>(), n, old->token, relax,
+                                                    sampling::relaxation_weight(relax, 1, 1), keys, scratch.data());
         return {outcome.token, mutants_.stale_q ? old->q : p};
       }
       [[fallthrough]];

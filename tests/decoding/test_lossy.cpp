@@ -80,18 +80,16 @@ TEST_CASE("LANTERN++: biased, and more so with a larger lambda", "[lossy]") {
   CHECK(large.fit.total_variation > small.fit.total_variation);
 }
 
-TEST_CASE("a coupled draft is distributed as the p it records, also under a relaxation", "[lossy]") {
-  // scd-mc couples the old draft (drawn from q_old) with the new p; the next verification takes p as that draft's
-  // q, so the coupling must be exact whatever relaxation loosens the commit. With uniform delta = 2 a relaxed
-  // coupling would keep token 3 in 80% of its draws, not 40%: token 3's share would be 0.40, not p's 0.20.
+namespace {
+
+// Token counts of scd-mc's coupled next draft over 10000 steps, the old drafts drawn in q_old's proportions
+// (2000, 3000, 5000 of tokens 1..3), each step its own uniforms, under uniform delta = 2.
+std::map<int64_t, long> coupled_draft_counts(const at::Tensor& p, const at::Tensor& q_old, const decoding::Mutants& mutants) {
   const family::TokenLayout layout(6, std::vector<int64_t>(4, -1), 2, 2, 0, 6);
   decoding::MethodConfig method = decoding::make_method("scd-mc");
   method.relax.kind = sampling::RelaxKind::kUniform;
   method.relax.delta = 2.0;
-  const decoding::DraftBook book(layout, method, decoding::Mutants{}, 7, 0);
-  const at::Tensor p = at::tensor({0.0f, 0.5f, 0.3f, 0.2f, 0.0f, 0.0f});
-  const at::Tensor q_old = at::tensor({0.0f, 0.2f, 0.3f, 0.5f, 0.0f, 0.0f});
-  // The old drafts in q_old's proportions (2000, 3000, 5000 of 10000), each step its own uniforms.
+  const decoding::DraftBook book(layout, method, mutants, 7, 0);
   std::map<int64_t, long> counts;
   uint32_t step = 0;
   for (int64_t token = 1; token <= 3; ++token) {
@@ -100,11 +98,27 @@ TEST_CASE("a coupled draft is distributed as the p it records, also under a rela
       ++counts[book.update_tail(2, p, &old, step++).token];
     }
   }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("a coupled draft is distributed as the p it records, also under a relaxation", "[lossy]") {
+  // The next verification takes p as the coupled draft's q, so the coupling must be exact whatever relaxation
+  // loosens the commit. A relaxed coupling (the mutant) keeps token 3 in 80% of its draws, not 40%: token 3's
+  // share becomes 0.40, not p's 0.20. Significance: a correct coupling passes at p > 1e-3, the mutant fails at
+  // p < 1e-6 (fixed uniforms: step keys 0..9999, seed 7).
+  const at::Tensor p = at::tensor({0.0f, 0.5f, 0.3f, 0.2f, 0.0f, 0.0f});
+  const at::Tensor q_old = at::tensor({0.0f, 0.2f, 0.3f, 0.5f, 0.0f, 0.0f});
   std::map<int64_t, double> exact;
   for (int64_t v = 0; v < 6; ++v) {
     if (p[v].item<float>() > 0.0f) exact[v] = p[v].item<float>();
   }
-  const auto fit = sjd::testing::chi_square_fit(exact, counts);
-  INFO("token counts 1..3: " << counts[1] << " " << counts[2] << " " << counts[3] << ", p " << fit.p_value);
+  const auto fit = sjd::testing::chi_square_fit(exact, coupled_draft_counts(p, q_old, {}));
   CHECK(fit.p_value > 1e-3);
+  decoding::Mutants relaxed;
+  relaxed.relaxed_coupling = true;
+  const auto broken = sjd::testing::chi_square_fit(exact, coupled_draft_counts(p, q_old, relaxed));
+  INFO("p-values: exact coupling " << fit.p_value << ", relaxed coupling " << broken.p_value);
+  CHECK(broken.p_value < 1e-6);
 }
