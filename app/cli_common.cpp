@@ -16,9 +16,11 @@
 #include "engine/bundle.h"
 #include "engine/device.h"
 #include "engine/memory_estimate.h"
+#include "engine/outputs.h"
 #include "engine/settings_checks.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
+#include "io/text_renderer.h"
 #include "io/weights.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
@@ -196,7 +198,9 @@ int& command_exit_code() {
   return code;
 }
 
-int run_guarded(const std::function<int()>& body) {
+namespace {
+
+int exit_code_of(const std::function<int()>& body) {
   try {
     return body();
   } catch (const engine::InputError& e) {
@@ -214,6 +218,9 @@ int run_guarded(const std::function<int()>& body) {
   } catch (const text::TokenizerError& e) {
     std::cerr << "sjd: " << e.what() << "\n";
     return 2;
+  } catch (const io::FontError& e) {  // $SJD_FONT names no font, or the labels' font is not installed
+    std::cerr << "sjd: " << e.what() << "\n";
+    return 2;
   } catch (const std::invalid_argument& e) {
     std::cerr << "sjd: " << e.what() << "\n";
     return 2;
@@ -224,6 +231,14 @@ int run_guarded(const std::function<int()>& body) {
     std::cerr << "sjd: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int run_guarded(const std::function<int()>& body) {
+  const int code = exit_code_of(body);
+  if (code != 0) engine::remove_empty_created_folders();  // a failed run leaves no empty output folder behind
+  return code;
 }
 
 }  // namespace sjd::app

@@ -1,5 +1,6 @@
 // `sjd generate`: one prompt -> one PNG (+ optional stats JSON and step heatmap).
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -42,6 +43,9 @@ int run_generate(const GenerateArgs& args) {
   // fails now, not after the image; -o x.jpg is refused rather than written as PNG.
   check_prompt_flag(args.prompt);
   engine::prepare_output_file(args.output, "-o", ".png");
+  // -o replaces a file that is there, as image tools do; the last line of the run says so.
+  std::error_code exists_error;
+  const bool replacing = std::filesystem::exists(args.output, exists_error);
   std::unique_ptr<io::TextRenderer> text;  // the heatmap's labels; a missing font fails before any work
   const engine::HeatmapView heatmap_view = engine::parse_heatmap_view(args.heatmap_view);
   if (args.heatmap_view_given && args.heatmap.empty()) {
@@ -81,7 +85,8 @@ int run_generate(const GenerateArgs& args) {
     engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout(), heatmap_view, *text);
   }
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
-  std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0) << ")\n"
+  std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0)
+            << (replacing ? ", replacing the file that was there" : "") << ")\n"
             << "method " << out.method.describe() << exactness_remark(out.method.exactness()) << "\n"
             << "tokens " << out.stats.tokens << ", steps " << out.stats.steps << ", step compression "
             << stats["step_compression"].get<double>() << "\n"

@@ -13,6 +13,7 @@
 #include "io/input_files.h"
 #include "io/safetensors.h"
 #include "text/closest_name.h"
+#include "text/json_error.h"
 
 namespace sjd::app {
 namespace {
@@ -136,7 +137,7 @@ int run_inspect(const InspectArgs& args) {
         rows.push_back(request_row(generator, request["rows"][r], where + ": rows[" + std::to_string(r) + "]"));
       }
     } catch (const nlohmann::json::exception& e) {  // a value of the wrong type ("text": 5)
-      throw engine::InputError(where + ": " + e.what());
+      throw engine::InputError(where + ": " + text::json_error_message(e));
     }
     const int64_t vocab = bundle.transformer.vocab_size;
     model::DraftTree window;

@@ -9,6 +9,7 @@
 #include "family/image_family.h"
 #include "io/input_files.h"
 #include "text/json_lines.h"
+#include "text/json_error.h"
 
 namespace sjd::app {
 namespace {
@@ -53,7 +54,7 @@ int run_tokenize(const TokenizeArgs& args) {
     try {
       options = nlohmann::json::parse(args.options);
     } catch (const nlohmann::json::exception& e) {
-      throw engine::InputError(std::string("--options: invalid JSON: ") + e.what());
+      throw engine::InputError("--options: invalid JSON: " + text::json_error_message(e));
     }
     if (!args.tokenizer_file.empty()) io::require_regular_file(args.tokenizer_file, "tokenizer file");
     const std::string kind = args.kind.empty() ? text::infer_tokenizer_kind(args.tokenizer_file) : args.kind;

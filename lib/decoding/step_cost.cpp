@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/json_error.h"
+
 namespace sjd::decoding {
 namespace {
 
@@ -23,9 +25,17 @@ void check_curve(const std::string& name, const StepCostCurve& curve) {
   }
 }
 
+// j[key], or an error naming the key where it is missing.
+const nlohmann::json& member(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw std::invalid_argument(where + ": missing key \"" + key + "\"");
+  return j.at(key);
+}
+
 std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, const std::string& where) {
+  const nlohmann::json& all = member(j, "points", where.empty() ? "step-cost profile" : where);
+  if (!all.is_array()) throw std::invalid_argument(where + "/points: expected an array of [tokens, ms]");
   std::vector<std::pair<int, double>> points;
-  for (const auto& p : j.at("points")) {
+  for (const auto& p : all) {
     if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
       throw std::invalid_argument(where + "/points: each point is [tokens, ms]");
     }
@@ -35,7 +45,7 @@ std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, co
 }
 
 int rows_from_json(const nlohmann::json& j, const std::string& where) {
-  const nlohmann::json& rows = j.at("rows");
+  const nlohmann::json& rows = member(j, "rows", where.empty() ? "step-cost profile" : where);
   if (!rows.is_number_integer()) throw std::invalid_argument(where + "/rows: expected an integer");
   return rows.get<int>();
 }
@@ -115,7 +125,9 @@ nlohmann::json StepCostProfile::to_json() const {
 StepCostProfile StepCostProfile::from_json(const nlohmann::json& j, const std::string& where) {
   try {
     if (!j.is_object()) throw std::invalid_argument("expected an object");
-    const std::string name = j.at("name").get<std::string>();
+    const nlohmann::json& name_value = member(j, "name", "step-cost profile");
+    if (!name_value.is_string()) throw std::invalid_argument("/name: expected a string");
+    const std::string name = name_value.get<std::string>();
     if (!j.contains("curves")) return StepCostProfile(name, rows_from_json(j, ""), points_from_json(j, ""));
     if (!j.at("curves").is_array()) throw std::invalid_argument("/curves: expected an array");
     std::vector<StepCostCurve> curves;
@@ -127,7 +139,7 @@ StepCostProfile StepCostProfile::from_json(const nlohmann::json& j, const std::s
     }
     return StepCostProfile(name, std::move(curves));
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(where + ": step-cost profile: " + e.what());
+    throw std::invalid_argument(where + ": step-cost profile: " + text::json_error_message(e));
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(where + ": " + e.what());
   }

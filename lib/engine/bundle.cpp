@@ -7,6 +7,7 @@
 #include "io/atomic_file.h"
 #include "io/input_files.h"
 #include "text/tokenizer.h"
+#include "text/json_error.h"
 
 namespace sjd::engine {
 namespace {
@@ -83,7 +84,7 @@ nlohmann::json read_json_input(const std::filesystem::path& file, const std::str
   try {
     j = nlohmann::json::parse(in, no_repeated_keys);
   } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range (1e999)
-    throw InputError(file.string() + ": invalid JSON: " + e.what());
+    throw InputError(file.string() + ": invalid JSON: " + text::json_error_message(e));
   }
   if (!repeated.empty()) throw InputError(file.string() + ": key \"" + repeated + "\" appears twice in one object");
   return j;
@@ -134,7 +135,7 @@ Bundle load_bundle(const std::filesystem::path& dir) {
   } catch (const io::FileError&) {
     throw;
   } catch (const nlohmann::json::exception& e) {  // a value of the wrong type deep in a section
-    throw InputError(where + ": " + e.what());
+    throw InputError(where + ": " + text::json_error_message(e));
   } catch (const std::exception& e) {
     throw InputError(e.what());
   }

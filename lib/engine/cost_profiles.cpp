@@ -1,7 +1,5 @@
 #include "engine/cost_profiles.h"
 
-#include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace sjd::engine {
@@ -35,12 +33,10 @@ decoding::StepCostProfile bundle_profile(const Bundle& bundle, const std::string
 
 decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const GenerationSettings& settings) {
   if (!settings.cost_profile.empty()) {
-    std::ifstream in(settings.cost_profile);
-    if (!in) throw InputError(settings.cost_profile + ": cannot open the step-cost profile");
+    // As every JSON input: a regular file, keys once per object, nesting bounded; errors name the file.
+    const nlohmann::json profile = read_json_input(settings.cost_profile, "step-cost profile");
     try {
-      return decoding::StepCostProfile::from_json(nlohmann::json::parse(in), settings.cost_profile);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(settings.cost_profile + ": invalid JSON: " + e.what());
+      return decoding::StepCostProfile::from_json(profile, settings.cost_profile);
     } catch (const std::invalid_argument& e) {
       throw InputError(e.what());
     }

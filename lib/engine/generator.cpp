@@ -20,6 +20,7 @@
 #include "io/weight_checks.h"
 #include "io/weights.h"
 #include "sampling/relaxation.h"
+#include "text/json_error.h"
 
 namespace sjd::engine {
 namespace {
@@ -86,7 +87,7 @@ const family::ImageFamily& Generator::family(int64_t resolution) {
     try {
       slot = family::make_family(family_context(bundle_, *tokenizer_, &weights_, resolution));
     } catch (const nlohmann::json::exception& e) {  // a layout value of the wrong type
-      throw InputError(bundle_.json_path.string() + ": layout: " + e.what());
+      throw InputError(bundle_.json_path.string() + ": layout: " + text::json_error_message(e));
     }
   }
   return *slot;

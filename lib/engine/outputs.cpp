@@ -12,15 +12,57 @@
 
 namespace sjd::engine {
 
+namespace {
+
+// The folders prepare_output_dir made in this process.
+std::vector<std::filesystem::path>& created_folders() {
+  static std::vector<std::filesystem::path> folders;
+  return folders;
+}
+
+// `dir` and those of its parents that do not exist yet, deepest first.
+std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> missing;
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::absolute(dir, error).lexically_normal();
+  if (error) return missing;
+  if (!folder.has_filename()) folder = folder.parent_path();  // "out/" names the folder "out"
+  while (!folder.empty() && !std::filesystem::exists(std::filesystem::symlink_status(folder, error))) {
+    missing.push_back(folder);
+    if (folder == folder.parent_path()) break;
+    folder = folder.parent_path();
+  }
+  return missing;
+}
+
+}  // namespace
+
 void prepare_output_dir(const std::filesystem::path& dir) {
   std::error_code error;
   const auto status = std::filesystem::status(dir, error);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
     throw InputError(dir.string() + ": the output folder exists and is not a folder");
   }
+  const std::vector<std::filesystem::path> missing = missing_folders(dir);
   std::filesystem::create_directories(dir, error);
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
+  created_folders().insert(created_folders().end(), missing.begin(), missing.end());
   io::check_folder_writable(dir);
+}
+
+void remove_empty_created_folders() {
+  std::vector<std::filesystem::path> folders = std::move(created_folders());
+  created_folders().clear();
+  // Longest path first: a folder inside another (compare's runs/ in its --out-dir, -o a/b/x.png's b in a)
+  // has the longer absolute path, so it goes before the folder that holds it.
+  std::sort(folders.begin(), folders.end(),
+            [](const auto& a, const auto& b) { return a.native().size() > b.native().size(); });
+  for (const std::filesystem::path& folder : folders) {
+    std::error_code error;
+    const bool empty_folder = std::filesystem::is_directory(std::filesystem::symlink_status(folder, error)) &&
+                              std::filesystem::is_empty(folder, error) && !error;
+    if (empty_folder) std::filesystem::remove(folder, error);  // a folder something was put in meanwhile stays
+  }
 }
 
 void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {

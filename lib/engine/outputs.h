@@ -16,6 +16,11 @@ namespace sjd::engine {
 // folder, or one that cannot be created, is bad input naming it.
 void prepare_output_dir(const std::filesystem::path& dir);
 
+// After a run that failed: removes the folders prepare_output_dir created in this process that are
+// still empty, so a refused or failed command leaves nothing behind. A folder with anything in it
+// stays, and so does every folder that existed before the run.
+void remove_empty_created_folders();
+
 // Which command's folder a --out-dir is: batch (manifest.jsonl and PNGs at the top, batch.json) and
 // compare (compare.json, runs/) each refuse the other's, so two runs' files are never mixed. Checked
 // before the model loads; InputError naming the folder.

@@ -3,6 +3,7 @@
 #include "io/atomic_file.h"
 #include "io/delimited_text.h"
 #include "io/input_files.h"
+#include "text/json_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -90,7 +91,7 @@ std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::fi
     try {
       record = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& error) {
-      fail(file, number, std::string("not valid JSON: ") + error.what());
+      fail(file, number, "not valid JSON: " + text::json_error_message(error));
     }
     if (!record.is_object()) fail(file, number, "not a JSON object");
     auto prompt = record.find("prompt");

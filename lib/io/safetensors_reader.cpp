@@ -4,6 +4,7 @@
 
 #include "io/safetensors_dtype.h"
 #include "io/weights.h"
+#include "text/json_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -256,7 +257,7 @@ SafetensorsFile read_safetensors(const std::filesystem::path& file) {
   try {
     header = json::parse(header_begin, header_begin + header_size, no_repeated_names);
   } catch (const json::exception& error) {
-    fail(file, std::string("header is not valid JSON: ") + error.what());
+    fail(file, "header is not valid JSON: " + text::json_error_message(error));
   }
   if (!repeated.empty()) fail_tensor(file, repeated, "is named twice in the header");
   if (!header.is_object()) fail(file, "header is not a JSON object");

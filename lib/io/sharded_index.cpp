@@ -2,6 +2,7 @@
 
 #include "io/input_files.h"
 #include "io/safetensors.h"
+#include "text/json_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,7 @@ std::map<std::string, std::string> read_weight_map(const std::filesystem::path& 
   try {
     index = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& error) {
-    fail(index_file, std::string("not valid JSON: ") + error.what());
+    fail(index_file, "not valid JSON: " + text::json_error_message(error));
   }
   if (!index.is_object() || !index.contains("weight_map")) fail(index_file, "no \"weight_map\" object");
   const nlohmann::json& entries = index["weight_map"];

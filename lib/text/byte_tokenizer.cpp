@@ -6,6 +6,10 @@ namespace sjd::text {
 
 ByteTokenizer::ByteTokenizer(const JsonNode& options) {
   options.reject_unknown_keys({"kind", "file", "first_id"});
+  // The id of byte 0x00 is the model's, not the file's: nothing in a byte vocabulary says where it starts.
+  if (!options.find("first_id")) {
+    options.fail("missing key \"first_id\" (the token id of byte 0x00 in the model's vocabulary)");
+  }
   const JsonNode first_id = options.at("first_id");
   first_id_ = first_id.as_integer();
   if (first_id_ < 0) first_id.fail("must not be negative");

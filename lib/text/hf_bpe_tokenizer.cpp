@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "text/utf8.h"
+#include "text/json_error.h"
 
 namespace sjd::text {
 namespace {
@@ -14,7 +15,7 @@ nlohmann::json read_json(const std::filesystem::path& file) {
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& error) {
-    throw TokenizerError(file.string() + ": not valid JSON: " + error.what());
+    throw TokenizerError(file.string() + ": not valid JSON: " + json_error_message(error));
   }
 }
 

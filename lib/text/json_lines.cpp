@@ -1,4 +1,5 @@
 #include "text/json_lines.h"
+#include "text/json_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +16,7 @@ std::vector<std::vector<int64_t>> encode_json_lines(const Tokenizer& tokenizer, 
     try {
       value = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& error) {
-      throw TokenizerError(where + "not valid JSON: " + error.what());
+      throw TokenizerError(where + "not valid JSON: " + json_error_message(error));
     }
     if (!value.is_string()) throw TokenizerError(where + "expected a JSON string, found " + value.dump());
     try {

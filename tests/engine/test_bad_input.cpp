@@ -32,6 +32,7 @@ void expect_refused(const std::vector<BadCase>& cases, int memory_mb = 1500) {
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains(named));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("[json.exception") == std::string::npos);  // the JSON library's own error code is not for users
   }
 }
 
@@ -114,6 +115,7 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"method": "sjd-pac:cooll"})", "/method: unknown relaxation 'cooll'"},
       {R"({"batch_size": 5000})", "/batch_size"},
       {R"({"window": 4, "window": 8})", "key \"window\" appears twice in one object"},
+      {R"({"window": 4,})", "invalid JSON: parse error at line 1, column 14"},
       // Copying or printing a value nested this deep would recurse as deep (a bundle.json like it crashed sjd).
       {"{\"cfg\": " + std::string(200000, '[') + std::string(200000, ']') + "}", "nested more than 64 levels deep"},
   };

@@ -146,6 +146,31 @@ TEST_CASE("generate -o creates missing folders", "[cli][ux]") {
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(std::filesystem::is_regular_file(image));
+  CHECK_THAT(r.out, Contains("wrote " + image.string() + " (128x128)\n"));
+  // A second run replaces the image, and says so.
+  const auto again = run_sjd(generate_command() + " -o " + quoted(image));
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.out, Contains("(128x128, replacing the file that was there)"));
+}
+
+TEST_CASE("a command that fails removes the output folders it made and left empty", "[cli][ux]") {
+  TempDir dir("ux_failed_folders");
+  write_file(dir / "profile.json", R"({"points": [[1, 2.0]]})");  // no "name": refused once the model is read
+  const std::string bad_profile = " --cost-profile " + quoted(dir / "profile.json");
+  const auto r = run_sjd(generate_command() + " -o " + quoted(dir / "new" / "sub" / "x.png") + bad_profile);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("profile.json: step-cost profile: missing key \"name\""));
+  CHECK_FALSE(std::filesystem::exists(dir / "new"));
+  // compare makes --out-dir and its runs/ inside: both go.
+  const auto compare = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red apple' --methods ar,sjd" +
+                               " --out-dir " + quoted(dir / "c" / "d") + bad_profile);
+  CHECK(compare.exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "c"));
+  // A folder that was there stays, and so does one that holds something.
+  std::filesystem::create_directories(dir / "kept");
+  CHECK(run_sjd(generate_command() + " -o " + quoted(dir / "kept" / "x.png") + bad_profile).exit_code == 2);
+  CHECK(std::filesystem::is_directory(dir / "kept"));
 }
 
 TEST_CASE("generate refuses image names that are not .png", "[cli][ux]") {
@@ -430,12 +455,12 @@ TEST_CASE("compare and generate show a progress line on a terminal, unless --qui
 TEST_CASE("a missing font fails before any work, naming what to install", "[cli][ux][figure]") {
   TempDir dir("ux_font");
   const auto r = run_sjd_env("SJD_FONT=/nonexistent/font.ttf", compare_command(dir / "c"));
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);  // the user's setting, named: bad input
   CHECK_THAT(r.err, Contains("SJD_FONT=/nonexistent/font.ttf"));
   CHECK_FALSE(std::filesystem::exists(dir / "c"));
   const auto heatmap = run_sjd_env("SJD_FONT=/nonexistent/font.ttf", generate_command() + " -o " +
                                    quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"));
-  CHECK(heatmap.exit_code == 1);
+  CHECK(heatmap.exit_code == 2);
   CHECK_FALSE(std::filesystem::exists(dir / "x.png"));
 }
 

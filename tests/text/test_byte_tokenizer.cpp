@@ -30,7 +30,7 @@ TEST_CASE("byte tokenizer decodes a broken UTF-8 sequence to U+FFFD and refuses 
 }
 
 TEST_CASE("byte tokenizer options are checked", "[text][byte]") {
-  CHECK_THROWS_WITH(load_tokenizer("byte", "", nlohmann::json::object()), Catch::Contains("first_id"));
+  CHECK_THROWS_WITH(load_tokenizer("byte", "", nlohmann::json::object()), Catch::Contains("missing key \"first_id\" (the token id of byte 0x00"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", -3}}), Catch::Contains("first_id: must not be negative"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", "7"}}), Catch::Contains("expected an integer"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", 1}, {"frist", 2}}), Catch::Contains("frist: unknown key"));
