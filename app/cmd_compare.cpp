@@ -14,7 +14,6 @@
 #include "io/prompt_file.h"
 #include "io/text_renderer.h"
 #include "stop_signals.h"
-#include "text/utf8.h"
 
 namespace sjd::app {
 namespace {
@@ -96,9 +95,8 @@ int run_compare_command(const CompareArgs& args) {
     if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
     for (const auto& entry : entries) {
       if (args.limit > 0 && static_cast<int64_t>(options.prompts.size()) >= args.limit) break;
-      if (const size_t bad = text::utf8::find_invalid(entry.prompt); bad != std::string::npos) {
-        throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
-                                 std::to_string(bad + 1));
+      if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
+        throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": " + problem);
       }
       options.prompts.push_back(entry.prompt);
     }

@@ -126,8 +126,19 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     in_flight.erase(i);
     show_progress(true);
   };
+  // Whether this process may still record image i: false (and said) when its claim was taken over
+  // while the process was stopped past --claim-timeout; the image is then the new owner's.
+  const auto still_ours = [&](int64_t i) {
+    if (claims.still_holds(i)) return true;
+    log << "warning: prompt " << i << ": another process took this image over while this one was stopped for longer "
+        << "than the claim timeout; left to it\n";
+    in_flight.erase(i);
+    ++summary.elsewhere;
+    return false;
+  };
   std::set<int64_t> failed_here;
   const auto record_failure = [&](int64_t i, const std::string& error) {
+    if (!still_ours(i)) return;
     failed_here.insert(i);
     nlohmann::json record = base_record(i);
     record["status"] = "failed";
@@ -138,54 +149,73 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     finish_record(i, record);
   };
 
-  // The next image this process makes: not done, claimed by no one else, with a usable prompt.
+  // Image i, when this process is to make it now: not done, claimed by no one else, with a usable prompt.
+  std::vector<int64_t> held_elsewhere;  // images another live process had claimed when the cursor passed
+  const auto start_image = [&](int64_t i) -> std::optional<BatchItem> {
+    const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
+    if (done.count(i)) {
+      claims.drop_if_stale(i);
+      ++summary.skipped;
+      return std::nullopt;
+    }
+    if (!claims.try_claim(i, identity_of(i))) {
+      ++summary.elsewhere;  // another process is making it
+      held_elsewhere.push_back(i);
+      return std::nullopt;
+    }
+    // Another process may have finished it since this run started.
+    for (auto& [index, image] : manifest_reader.read_new()) {
+      if (index < count) check_same_run(image, identity_of(index));
+      done[index] = std::move(image);
+    }
+    if (done.count(i)) {
+      claims.release(i);
+      ++summary.skipped;
+      return std::nullopt;
+    }
+    // Invalid UTF-8 cannot go into the JSON manifest as it is (it is recorded lossily), nor a NUL byte
+    // into the PNG's text: the prompt fails before its image is made.
+    if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
+      record_failure(i, options.prompts.string() + ":" + std::to_string(entry.line) + ": " + problem);
+      return std::nullopt;
+    }
+    try {
+      const std::string warning = generator.context_warning(entry.prompt, settings_of(i));
+      if (!warning.empty()) {
+        log << "warning: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << warning
+            << "\n";
+      }
+    } catch (const std::exception&) {
+      // A prompt the family cannot encode fails when its image starts, recorded in the manifest.
+    }
+    return BatchItem{i, entry.prompt, settings_of(i)};
+  };
   int64_t cursor = 0;
+  bool revisited = false;
+  std::vector<int64_t> revisit;
+  size_t revisit_at = 0;
   const auto next = [&]() -> std::optional<BatchItem> {
     if (options.stop_requested && (summary.stopped_by = options.stop_requested()) != 0) return std::nullopt;
-    for (; cursor < count; ++cursor) {
-      const int64_t i = cursor;
+    while (cursor < count) {
+      const int64_t i = cursor++;
       if (!options.shard.owns(i)) continue;
-      const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
-      if (done.count(i)) {
-        claims.drop_if_stale(i);
-        ++summary.skipped;
-        continue;
-      }
-      if (!claims.try_claim(i, identity_of(i))) {
-        ++summary.elsewhere;  // another process is making it
-        continue;
-      }
-      // Another process may have finished it since this run started.
-      for (auto& [index, image] : manifest_reader.read_new()) {
-        if (index < count) check_same_run(image, identity_of(index));
-        done[index] = std::move(image);
-      }
-      if (done.count(i)) {
-        claims.release(i);
-        ++summary.skipped;
-        continue;
-      }
-      // Invalid UTF-8 cannot go into the JSON manifest as it is: it is recorded lossily, and the prompt fails.
-      if (const size_t bad_byte = text::utf8::find_invalid(entry.prompt); bad_byte != std::string::npos) {
-        record_failure(i, options.prompts.string() + ":" + std::to_string(entry.line) + ": invalid UTF-8 at byte " +
-                              std::to_string(bad_byte + 1));
-        continue;
-      }
-      ++cursor;
-      try {
-        const std::string warning = generator.context_warning(entry.prompt, settings_of(i));
-        if (!warning.empty()) {
-          log << "warning: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << warning
-              << "\n";
-        }
-      } catch (const std::exception&) {
-        // A prompt the family cannot encode fails when its image starts, recorded in the manifest.
-      }
-      return BatchItem{i, entry.prompt, settings_of(i)};
+      if (std::optional<BatchItem> item = start_image(i)) return item;
+    }
+    // Once through: an owner that was killed since the cursor passed its images has left them to no one.
+    // They are looked at once more (claims of a dead owner on this host are taken over at once).
+    if (!revisited) {
+      revisited = true;
+      revisit.swap(held_elsewhere);
+    }
+    while (revisit_at < revisit.size()) {
+      const int64_t i = revisit[revisit_at++];
+      --summary.elsewhere;  // counted again by start_image if it is still another's
+      if (std::optional<BatchItem> item = start_image(i)) return item;
     }
     return std::nullopt;
   };
   const auto write_done = [&](const BatchItem& item, GenerationOutput out) {
+    if (!still_ours(item.id)) return;
     nlohmann::json record = base_record(item.id);
     const std::filesystem::path file = options.out_dir / record["file"].get<std::string>();
     double write_seconds = 0.0;

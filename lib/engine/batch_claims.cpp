@@ -1,28 +1,23 @@
 #include "engine/batch_claims.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "engine/batch_manifest.h"
 #include "engine/bundle.h"
 #include "io/atomic_file.h"
+#include "io/process_identity.h"
 
 namespace sjd::engine {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 std::string random_token() {
   std::random_device device;
@@ -48,7 +43,11 @@ bool other_identity(const nlohmann::json& content, const nlohmann::json& identit
 }  // namespace
 
 ClaimBoard::ClaimBoard(std::filesystem::path dir, std::chrono::seconds stale_after)
-    : dir_(std::move(dir)), stale_after_(stale_after), host_(host_name()), token_(random_token()) {
+    : dir_(std::move(dir)),
+      stale_after_(stale_after),
+      host_(io::host_name()),
+      pid_namespace_(io::pid_namespace()),
+      token_(random_token()) {
   heartbeat_ = std::thread([this] { heartbeat(); });
 }
 
@@ -59,7 +58,9 @@ ClaimBoard::~ClaimBoard() {
   }
   wake_.notify_all();
   heartbeat_.join();
-  for (int64_t index : held_) ::unlink(path_of(index).c_str());
+  for (int64_t index : held_) {
+    if (owns_file(path_of(index))) ::unlink(path_of(index).c_str());
+  }
 }
 
 std::filesystem::path ClaimBoard::path_of(int64_t index) const {
@@ -71,20 +72,30 @@ ClaimBoard::Claim ClaimBoard::inspect(const std::filesystem::path& file) const {
   struct stat info {};
   if (::lstat(file.c_str(), &info) != 0) return claim;
   claim.exists = true;
-  std::ifstream in(file, std::ios::binary);
-  try {
-    claim.content = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    claim.content = nullptr;  // being written, or damaged: judged by its age alone
+  if (S_ISREG(info.st_mode)) {  // anything else (a FIFO would block the read) is no claim: stale
+    std::ifstream in(file, std::ios::binary);
+    try {
+      claim.content = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) {
+      claim.content = nullptr;  // being written, or damaged: judged by its age alone
+    }
   }
   const auto touched = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
   const bool fresh = std::chrono::system_clock::now() - touched < stale_after_;
   bool owner_alive = true;
-  if (claim.content.is_object() && claim.content.value("host", std::string()) == host_) {
-    const int64_t pid = claim.content.value("pid", int64_t{0});
-    owner_alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
+  // Its owner's pid means something only on this host, in this pid namespace (a claim from before
+  // namespaces were recorded is taken as this one's).
+  if (claim.content.is_object() && claim.content.value("host", std::string()) == host_ &&
+      claim.content.value("pid_ns", pid_namespace_) == pid_namespace_) {
+    const nlohmann::json& start = claim.content.contains("start") ? claim.content["start"] : nlohmann::json();
+    owner_alive = io::process_running(claim.content.value("pid", int64_t{0}),
+                                      start.is_number_unsigned() ? std::optional<uint64_t>(start.get<uint64_t>())
+                                                                 : std::nullopt);
   }
   claim.live = fresh && owner_alive && S_ISREG(info.st_mode);
+  claim.device = info.st_dev;
+  claim.inode = info.st_ino;
+  claim.touched_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
   return claim;
 }
 
@@ -97,15 +108,17 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
         if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content, identity);
         return false;
       }
-      remove_stale(file);
+      remove_stale(file, existing);
     }
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
       if (errno == EEXIST) continue;  // someone claimed it in between: look again
       throw io::FileError("cannot create " + file.string() + ": " + std::strerror(errno));
     }
-    const std::string content =
-        nlohmann::json{{"host", host_}, {"pid", ::getpid()}, {"token", token_}, {"identity", identity}}.dump();
+    nlohmann::json owner{{"host", host_},   {"pid_ns", pid_namespace_}, {"pid", ::getpid()},
+                         {"token", token_}, {"identity", identity}};
+    if (const std::optional<uint64_t> start = io::process_start_ticks(::getpid())) owner["start"] = *start;
+    const std::string content = owner.dump();
     const ssize_t count = ::write(fd, content.data(), content.size());
     // A short write to a regular file means the disk filled up while writing.
     const int write_error = count < 0 ? errno : ENOSPC;
@@ -119,21 +132,41 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
   return false;
 }
 
-void ClaimBoard::remove_stale(const std::filesystem::path& file) const {
-  // Only the process whose rename succeeds removes it.
+void ClaimBoard::remove_stale(const std::filesystem::path& file, const Claim& seen) const {
+  // Only the process whose rename succeeds removes it. Between looking at the claim and the rename,
+  // another process may have taken the stale claim over and written its own, or the owner touched it:
+  // a file other than the one judged stale is put back (link() fails where a newer claim is there).
   const std::filesystem::path taken = file.string() + ".stale." + token_;
-  if (::rename(file.c_str(), taken.c_str()) == 0) ::unlink(taken.c_str());
+  if (::rename(file.c_str(), taken.c_str()) != 0) return;
+  struct stat info {};
+  const bool same = ::lstat(taken.c_str(), &info) == 0 && info.st_dev == seen.device && info.st_ino == seen.inode &&
+                    static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec == seen.touched_ns;
+  if (!same) ::link(taken.c_str(), file.c_str());
+  ::unlink(taken.c_str());
 }
 
 void ClaimBoard::drop_if_stale(int64_t index) {
   const std::filesystem::path file = path_of(index);
   const Claim existing = inspect(file);
-  if (existing.exists && !existing.live) remove_stale(file);
+  if (existing.exists && !existing.live) remove_stale(file, existing);
+}
+
+bool ClaimBoard::owns_file(const std::filesystem::path& file) const {
+  const Claim claim = inspect(file);
+  return claim.exists && claim.content.is_object() && claim.content.value("token", std::string()) == token_;
+}
+
+bool ClaimBoard::still_holds(int64_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!held_.count(index)) return false;
+  if (owns_file(path_of(index))) return true;
+  held_.erase(index);  // taken over while this process was stopped: the claim, and the image, are another's
+  return false;
 }
 
 void ClaimBoard::release(int64_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (held_.erase(index)) ::unlink(path_of(index).c_str());
+  if (held_.erase(index) && owns_file(path_of(index))) ::unlink(path_of(index).c_str());
 }
 
 void ClaimBoard::check_live_claims(const std::function<nlohmann::json(int64_t)>& identity_of, int64_t count) {

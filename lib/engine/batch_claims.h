@@ -3,10 +3,14 @@
 // (on one machine or on several sharing the folder) never make the same image
 // twice and a process with other settings is refused while another still works
 // there. Claiming image i creates ".claim.i" with O_EXCL; the file holds its
-// owner (host, process id, a random token) and the image's identity (prompt,
-// model, settings, and what automatic windows read: batch_manifest.h). The owner touches it every heartbeat; a claim is stale --
-// and taken over -- when its process is gone (same host) or it has not been
+// owner (host, process id and start time, a random token) and the image's
+// identity (prompt, model, settings, and what automatic windows read:
+// batch_manifest.h). The owner touches it every heartbeat; a claim is stale --
+// and taken over -- when its process is gone (same host: a zombie, or another
+// process given the owner's pid since, counts as gone) or it has not been
 // touched for `stale_after`. docs/security.md describes the protocol.
+#include <sys/types.h>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -32,6 +36,11 @@ class ClaimBoard {
   // process holds it. A live claim for another identity is an InputError: two
   // runs with other prompts or settings must not share a folder.
   bool try_claim(int64_t index, const nlohmann::json& identity);
+  // Whether the claim of `index` is still this process's. A process stopped past the stale time
+  // (SIGSTOP, a suspended job or VM) finds its claim taken over; it then leaves the image to the
+  // new owner, writing neither the image nor its manifest line.
+  bool still_holds(int64_t index);
+  // Removes the claim, if it is still this process's (never another owner's that took it over).
   void release(int64_t index);
   // Removes a finished image's claim whose owner is gone (a run killed between
   // writing the image and releasing its claim), so no claim outlives its run.
@@ -46,15 +55,21 @@ class ClaimBoard {
     bool exists = false;
     bool live = false;
     nlohmann::json content;  // null while its owner is still writing it
+    // Which file was looked at, and when it was last touched: a take-over removes that file only.
+    dev_t device = 0;
+    ino_t inode = 0;
+    int64_t touched_ns = 0;
   };
   std::filesystem::path path_of(int64_t index) const;
   Claim inspect(const std::filesystem::path& file) const;
-  void remove_stale(const std::filesystem::path& file) const;
+  bool owns_file(const std::filesystem::path& file) const;
+  void remove_stale(const std::filesystem::path& file, const Claim& seen) const;
   void heartbeat();
 
   std::filesystem::path dir_;
   std::chrono::seconds stale_after_;
   std::string host_;
+  std::string pid_namespace_;
   std::string token_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -10,6 +10,7 @@
 #include "engine/batch_manifest.h"
 #include "engine/bundle.h"
 #include "io/atomic_file.h"
+#include "io/input_files.h"
 
 namespace sjd::engine {
 namespace {
@@ -37,6 +38,10 @@ void record_batch_size(const std::filesystem::path& dir, const std::filesystem::
 
 int64_t recorded_batch_size(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / kSizeFile;
+  std::error_code error;
+  if (std::filesystem::exists(std::filesystem::symlink_status(file, error))) {
+    io::require_regular_file(file, "batch record");  // a FIFO would block the read
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw InputError(file.string() + ": not found (sjd batch writes it when it starts); is " + dir.string() +

@@ -1,12 +1,13 @@
 #include "io/atomic_file.h"
 
 #include "io/input_files.h"
+#include "io/process_identity.h"
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,17 @@ void sync_directory(const std::filesystem::path& directory) {
 
 }  // namespace
 
+const std::string& temporary_file_home() {
+  static const std::string home = [] {
+    std::string host;
+    for (const char c : host_name()) {
+      if (host.size() < 40 && (std::isalnum(static_cast<unsigned char>(c)) || c == '-')) host += c;
+    }
+    return host + "~" + pid_namespace();
+  }();
+  return home;
+}
+
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
   check_output_path(target_);
   static std::atomic<unsigned> counter{0};
@@ -57,7 +69,7 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::
   // O_EXCL with a fresh name per attempt: two writers (threads or processes)
   // of the same target never share a temporary file.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    temp_ = directory_of(target_) / (stem + std::to_string(counter++));
+    temp_ = directory_of(target_) / (stem + std::to_string(counter++) + "@" + temporary_file_home());
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) return;
     if (errno != EEXIST) break;
@@ -113,8 +125,9 @@ namespace {
 // leaves the file unlocked: single-line appends stay whole there on local disks.
 int open_locked_for_append(const std::filesystem::path& path) {
   for (;;) {
-    // O_NOFOLLOW: a manifest that is a symlink would send records elsewhere.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    // O_NOFOLLOW: a manifest that is a symlink would send records elsewhere. O_RDWR: append_line reads
+    // the last byte.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0) throw FileError("cannot open " + path.string() + " for appending: " + system_reason());
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -149,6 +162,10 @@ void append_line(const std::filesystem::path& path, std::string_view line) {
   const int fd = open_locked_for_append(path);
   struct stat info {};
   ::fstat(fd, &info);  // the size under the lock, to cut a failed write back to
+  // A file cut mid-line (a truncated copy, an editor) gets its newline first: the record starts a line
+  // of its own, and the cut line stays one damaged line that readers skip, not glued to this one.
+  char last = '\n';
+  if (info.st_size > 0 && ::pread(fd, &last, 1, info.st_size - 1) == 1 && last != '\n') record.insert(0, "\n");
   const bool written = write_fully(fd, record.data(), record.size()) && ::fdatasync(fd) == 0;
   const int error = errno;
   if (!written && ::ftruncate(fd, info.st_size) == 0) ::fdatasync(fd);  // no partial line stays behind
@@ -164,18 +181,20 @@ int remove_stale_temporaries(const std::filesystem::path& dir) {
   int removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    // ".NAME.tmp.PID.N": the writer's process id is the second-to-last field.
+    // ".NAME.tmp.PID.N@HOME" (before 2026-11-28 without "@HOME": taken as this home's).
     const std::string name = entry.path().filename().string();
     const size_t tmp = name.rfind(".tmp.");
     if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
-    const std::string rest = name.substr(tmp + 5);
+    std::string rest = name.substr(tmp + 5);
+    if (const size_t at = rest.find('@'); at != std::string::npos) {
+      if (rest.substr(at + 1) != temporary_file_home()) continue;  // another machine's or container's
+      rest.resize(at);
+    }
     const size_t dot = rest.find('.');
     if (dot == std::string::npos || dot == 0) continue;
     const std::string pid_text = rest.substr(0, dot);
     if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-    // A live process may still be writing it (kill(pid, 0) fails with ESRCH only for a gone one).
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (process_running(std::stol(pid_text), std::nullopt)) continue;  // it may still be writing it
     if (std::filesystem::remove(entry.path(), error)) ++removed;
   }
   return removed;

@@ -74,8 +74,14 @@ class AppendLock {
   int fd_;
 };
 
+// Where this process's temporary files say they were written, as their names' last part: the host
+// name (letters, digits and '-' only) and the pid namespace, "HOST~NS". Another machine's or
+// container's temporaries in a shared folder are not this process's to judge.
+const std::string& temporary_file_home();
+
 // Temporary files an AtomicFileWriter of a killed process left in `dir`
-// (".NAME.tmp.PID.N" whose process PID is gone) are removed; returns how many.
+// (".NAME.tmp.PID.N@HOME" written on this host and pid namespace, whose process PID is gone) are
+// removed; returns how many.
 int remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace sjd::io

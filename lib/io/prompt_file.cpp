@@ -4,6 +4,7 @@
 #include "io/delimited_text.h"
 #include "io/input_files.h"
 #include "text/json_error.h"
+#include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -157,6 +158,16 @@ std::vector<PromptEntry> read_prompts(const std::filesystem::path& file) {
   }
   if (prompts.empty()) throw PromptFileError(file.string() + ": the file holds no prompts");
   return prompts;
+}
+
+std::string prompt_text_problem(const std::string& prompt) {
+  if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
+    return "invalid UTF-8 at byte " + std::to_string(bad + 1);
+  }
+  if (const size_t nul = prompt.find('\0'); nul != std::string::npos) {
+    return "a NUL byte at byte " + std::to_string(nul + 1);
+  }
+  return "";
 }
 
 }  // namespace sjd::io

@@ -37,4 +37,9 @@ struct PromptEntry {
 // without prompts.
 std::vector<PromptEntry> read_prompts(const std::filesystem::path& file);
 
+// Why a prompt cannot be used as it is ("invalid UTF-8 at byte 7", "a NUL byte at byte 6": the
+// manifest's JSON and the PNG's text chunks cannot hold it), or "" when it can. Read prompt files
+// keep such prompts, so that a batch records each as failed on its own line.
+std::string prompt_text_problem(const std::string& prompt);
+
 }  // namespace sjd::io

@@ -4,6 +4,7 @@
 // depend on the thread count.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,61 @@ TEST_CASE("batch: a prompt line of invalid UTF-8 fails alone, on every run", "[c
   const auto again = run_sjd_limited(cmd);
   CHECK(again.exit_code == 1);
   CHECK_THAT(again.out, Catch::Contains("0 generated, 2 already done, 1 failed"));
+}
+
+TEST_CASE("batch: a NUL byte in a prompt fails that prompt before its image is made, compare refuses it",
+          "[cli][batch][robustness]") {
+  TempDir dir("batch_nul");
+  write_file(dir / "prompts.txt", std::string("a red apple\nbad\0 byte\n", 22));
+  const auto r = run_sjd_limited(batch_args(dir / "prompts.txt", dir / "out"));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("prompts.txt:2: a NUL byte at byte 4"));
+  const auto records = manifest_records(dir / "out" / "manifest.jsonl");
+  REQUIRE(records.size() == 2);
+  CHECK(records[1]["status"] == "failed");
+  const auto compare = run_sjd_limited("compare --model " + shell_quoted(default_model()) + " --prompts " +
+                                       shell_quoted(dir / "prompts.txt") + " --methods ar --out-dir " + shell_quoted(dir / "c"));
+  CHECK(compare.exit_code == 2);
+  CHECK_THAT(compare.err, Catch::Contains("prompts.txt:2: a NUL byte at byte 4"));
+  CHECK_FALSE(std::filesystem::exists(dir / "c"));
+}
+
+TEST_CASE("batch: a manifest that is a link, a FIFO or a folder is refused before any image", "[cli][batch][robustness]") {
+  TempDir dir("batch_manifest_kind");
+  write_file(dir / "prompts.txt", "a red apple\n");
+  write_file(dir / "elsewhere.jsonl", "");
+  std::filesystem::create_directories(dir / "link");
+  std::filesystem::create_symlink(dir / "elsewhere.jsonl", dir / "link" / "manifest.jsonl");
+  std::filesystem::create_directories(dir / "fifo");
+  REQUIRE(::mkfifo((dir / "fifo" / "manifest.jsonl").c_str(), 0644) == 0);
+  std::filesystem::create_directories(dir / "folder" / "manifest.jsonl");
+  for (const std::string out : {"link", "fifo", "folder"}) {
+    const auto r = run_sjd_limited(batch_args(dir / "prompts.txt", dir / out));  // a FIFO used to block forever
+    INFO(out << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("manifest.jsonl: not a regular file"));
+    CHECK_FALSE(std::filesystem::exists(dir / out / "00000_a-red-apple.png"));
+  }
+  // sjd manifest reads them the same way.
+  const auto status = run_sjd_limited("manifest " + shell_quoted(dir / "fifo"));
+  CHECK(status.exit_code == 2);
+}
+
+TEST_CASE("batch: a manifest cut mid-line is resumed without gluing records together", "[cli][batch][robustness]") {
+  TempDir dir("batch_manifest_cut");
+  write_file(dir / "prompts.txt", "a red apple\na green ring\n");
+  const std::string cmd = batch_args(dir / "prompts.txt", dir / "out");
+  REQUIRE(run_sjd_limited(cmd).exit_code == 0);
+  const auto manifest = dir / "out" / "manifest.jsonl";
+  const std::string whole = read_file(manifest);
+  write_file(manifest, whole.substr(0, whole.size() - 1));  // the last record loses its newline
+  const auto again = run_sjd_limited(cmd);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.out, Catch::Contains("1 generated, 1 already done"));
+  const auto status = run_sjd_limited("manifest " + shell_quoted(dir / "out"));
+  CHECK_THAT(status.out, Catch::Contains("images: 2, complete"));
 }
 
 TEST_CASE("batch: damaged manifest lines and images are not trusted on resume", "[cli][batch][robustness]") {

@@ -65,6 +65,10 @@ TEST_CASE("append_line appends whole lines", "[io][atomic]") {
   CHECK_THROWS_WITH(io::append_line(manifest, "two\nlines"), Contains(manifest.string()) && Contains("newline"));
   CHECK_THROWS_WITH(io::append_line(dir / "missing" / "m.jsonl", "x"), Contains("missing/m.jsonl"));
   CHECK(sjd::testing::read_file(manifest) == "{\"image\": \"0.png\"}\n{\"image\": \"1.png\"}\n");
+  // A file cut mid-line: the new record starts a line of its own, the cut one is left alone.
+  sjd::testing::write_file(manifest, "{\"image\": \"0.png\"}\n{\"ima");
+  io::append_line(manifest, R"({"image": "1.png"})");
+  CHECK(sjd::testing::read_file(manifest) == "{\"image\": \"0.png\"}\n{\"ima\n{\"image\": \"1.png\"}\n");
 }
 
 TEST_CASE("append_line waits for an AppendLock and then appends to the file that replaced it", "[io][atomic]") {

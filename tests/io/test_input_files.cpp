@@ -91,13 +91,29 @@ TEST_CASE("a full disk during append_line leaves no partial line and is a Storag
 
 TEST_CASE("temporaries of a dead writer are removed, those of a live one kept", "[io][robustness]") {
   TempDir dir("stale_temporaries");
-  const std::string dead = ".00000_a.png.tmp." + std::to_string(dead_pid()) + ".0";
-  const std::string live = ".00001_b.png.tmp." + std::to_string(::getpid()) + ".3";
-  write_file(dir / dead, "half an image");
-  write_file(dir / live, "being written");
+  const std::string home = "@" + io::temporary_file_home();
+  const std::string dead = ".00000_a.png.tmp." + std::to_string(dead_pid()) + ".0" + home;
+  const std::string live = ".00001_b.png.tmp." + std::to_string(::getpid()) + ".3" + home;
+  const std::string old_style = ".00003_d.png.tmp." + std::to_string(dead_pid()) + ".1";  // before homes were named
+  // The same pid on another machine, or in another container of this one, may be alive: not ours to judge.
+  const std::string elsewhere = ".00004_e.png.tmp." + std::to_string(dead_pid()) + ".0@other-host~4026531836";
+  for (const std::string& name : {dead, live, old_style, elsewhere}) write_file(dir / name, "being written");
   write_file(dir / "00002_c.png", "an image");
-  CHECK(io::remove_stale_temporaries(dir.path()) == 1);
+  CHECK(io::remove_stale_temporaries(dir.path()) == 2);
   CHECK_FALSE(std::filesystem::exists(dir / dead));
+  CHECK_FALSE(std::filesystem::exists(dir / old_style));
   CHECK(std::filesystem::exists(dir / live));
+  CHECK(std::filesystem::exists(dir / elsewhere));
   CHECK(std::filesystem::exists(dir / "00002_c.png"));
+  // A writer's temporary carries its home.
+  {
+    io::AtomicFileWriter writer(dir / "f.png");
+    bool found = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      const std::string name = entry.path().filename().string();
+      found = found || (name.rfind(".f.png.tmp.", 0) == 0 && name.size() > home.size() &&
+                        name.compare(name.size() - home.size(), home.size(), home) == 0);
+    }
+    CHECK(found);
+  }
 }
