@@ -37,7 +37,10 @@ using nlohmann::json;
 }
 
 // A whole file mapped private and writable: tensors made from it may be
-// modified in place (copy-on-write) without touching the file.
+// modified in place (copy-on-write) without touching the file. MAP_NORESERVE:
+// only the pages written need memory of their own, so the kernel's heuristic
+// overcommit check does not refuse a file larger than RAM + swap (a 7B model's
+// f32 shards on a small machine) as if all of it were to be copied.
 class MappedFile {
  public:
   explicit MappedFile(const std::filesystem::path& file) {
@@ -54,7 +57,7 @@ class MappedFile {
       ::close(fd);
       fail(file, "file is " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
     }
-    void* mapped = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    void* mapped = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
     const int map_errno = errno;
     ::close(fd);
     if (mapped == MAP_FAILED) fail(file, std::string("cannot map: ") + std::strerror(map_errno));

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
 
 namespace io = sjd::io;
 using Catch::Matchers::Contains;
@@ -257,4 +258,35 @@ TEST_CASE("truncated and corrupted files never crash, only throw WeightError", "
       read_or_weight_error(bytes);
     }
   }
+}
+
+TEST_CASE("a file larger than the machine's memory is mapped, not refused", "[io][safetensors]") {
+  // Under the kernel's heuristic overcommit (mode 0) a private writable mapping larger than RAM + swap
+  // is refused unless it asks for no reservation (MAP_NORESERVE); other modes say nothing about that.
+  std::ifstream mode_file("/proc/sys/vm/overcommit_memory");
+  int mode = -1;
+  mode_file >> mode;
+  if (mode != 0) {
+    WARN("vm.overcommit_memory is " << mode << ", not 0: nothing to check here");
+    return;
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  uint64_t memory_kb = 0;
+  for (std::string key; meminfo >> key;) {
+    uint64_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemTotal:" || key == "SwapTotal:") memory_kb += kb;
+    meminfo.ignore(64, '\n');
+  }
+  REQUIRE(memory_kb > 0);
+  const uint64_t data_bytes = memory_kb * 1024 + (8ull << 30);
+  TempDir dir("safetensors_huge");
+  const auto file = dir / "huge.safetensors";
+  const std::string header = R"({"all":{"dtype":"U8","shape":[)" + std::to_string(data_bytes) +
+                             R"(],"data_offsets":[0,)" + std::to_string(data_bytes) + "]}}";
+  sjd::testing::write_file(file, safetensors_bytes(header, ""));
+  std::filesystem::resize_file(file, 8 + header.size() + data_bytes);  // sparse: no disk is used
+  const auto loaded = io::read_safetensors(file);
+  CHECK(static_cast<uint64_t>(loaded.tensors.at("all").numel()) == data_bytes);
+  CHECK(loaded.tensors.at("all")[12345].item<uint8_t>() == 0);
 }
