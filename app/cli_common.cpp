@@ -120,7 +120,7 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--relax", &values_.relax, &S::relax,
               "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY");
   add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 2.0)");
-  add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.2)");
+  add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.05)");
   add_setting(cmd, o, a, "--lantern-k", &values_.lantern_k, &S::lantern_k, "LOSSY lantern: neighbours (default 10)");
   add_setting(cmd, o, a, "--lantern-lambda", &values_.lantern_lambda, &S::lantern_lambda,
               "LOSSY lantern: mass cap (default 4.0)");

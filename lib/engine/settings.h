@@ -30,7 +30,7 @@ struct GenerationSettings {
   // the default model, with automatic and with 64-token windows (docs/benchmarks.md,
   // "Relaxation defaults"; scripts/sweep_relaxation.py).
   double delta = 2.0;
-  double nu = 0.2;
+  double nu = 0.05;
   int lantern_k = 10;
   double lantern_lambda = 4.0;
   bool lantern_own_residual = false;

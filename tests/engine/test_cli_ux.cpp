@@ -66,7 +66,7 @@ TEST_CASE("stats JSON: exactness, prompt, model, image path and resolved automat
   const auto s = read_json(stats);
   CHECK(s["exactness"] == "lossy");
   CHECK(s["lossless"] == false);
-  CHECK_THAT(s["method"].get<std::string>(), Contains("relax=cool, delta=2, nu=0.2") && Contains("[LOSSY]"));
+  CHECK_THAT(s["method"].get<std::string>(), Contains("relax=cool, delta=2, nu=0.05") && Contains("[LOSSY]"));
   CHECK(s["prompt"] == "a red apple");
   CHECK(s["model"]["name"] == "sjd-default-scenes");
   CHECK(std::filesystem::equivalent(s["model"]["path"].get<std::string>(), default_model()));
