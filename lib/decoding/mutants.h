@@ -14,10 +14,11 @@ struct Mutants {
   sampling::Mutant candidates = sampling::Mutant::kNone;  // e.g. skip residual renormalisation
   bool peeking_window = false;        // end the window before the first draft whose coming accept draw is >= 0.5
   bool relaxed_coupling = false;      // couple the next drafts with the method's relaxation (first weight), q still p
+  bool window_wide_accept = false;    // every chain position's accept uniform from the window's first position
 
   bool any() const {
     return stale_q || longest_sibling || one_hot_random_init || candidates != sampling::Mutant::kNone ||
-           peeking_window || relaxed_coupling;
+           peeking_window || relaxed_coupling || window_wide_accept;
   }
 };
 

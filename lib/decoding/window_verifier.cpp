@@ -129,7 +129,8 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     } else {
       if (!on_spine) break;  // past the tree, only the spine continues as a chain
       const Draft& d = drafts[static_cast<size_t>(k)];
-      const sampling::VerifyKeys keys{key(in.step, position, Purpose::kAccept),
+      const sampling::VerifyKeys keys{key(in.step, mutants_.window_wide_accept ? in.first_position : position,
+                                          Purpose::kAccept),
                                       key(in.step, position, Purpose::kResidual)};
       verdict = sampling::verify_draft(p, d.q.data_ptr<float>(), vocab, d.token, method_.relax, weight, keys,
                                        scratch.data());

@@ -165,6 +165,17 @@ TEST_CASE("mutant: skipping the residual renormalisation between siblings is rej
   CHECK(r.p_value < 1e-6);
 }
 
+TEST_CASE("mutant: one accept draw shared by a window's positions is rejected", "[exactness][mutant]") {
+  // Every position's acceptance test needs a uniform of its own: one for the whole window ties the
+  // positions' verdicts together (a draft passes more often right after one that passed).
+  decoding::Mutants shared;
+  shared.window_wide_accept = true;
+  const Case c{"sjd", 4};
+  const auto r = fit(c, shared);
+  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
+  CHECK(r.p_value < 1e-6);
+}
+
 TEST_CASE("one-hot q for a random initial token stays exact but costs steps", "[exactness][mutant]") {
   // methods.md lists this as a loss of exactness. It is not: MRS with q = point
   // mass at x accepts x with probability p(x) and otherwise draws from p without
