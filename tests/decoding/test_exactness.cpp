@@ -71,6 +71,13 @@ void check_exact(const std::vector<Case>& cases) {
   }
 }
 
+// A broken variant must be rejected at p < 1e-6.
+void check_rejected(const Case& c, const decoding::Mutants& mutants) {
+  const auto r = fit(c, mutants);
+  INFO(describe(c) << ": chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
+  CHECK(r.p_value < 1e-6);
+}
+
 }  // namespace
 
 TEST_CASE("every lossless method samples the exact AR distribution", "[exactness]") {
@@ -132,37 +139,25 @@ TEST_CASE("automatic windows really vary their shape", "[exactness]") {
 TEST_CASE("mutant: a window shaped by the coming step's accept draws is rejected", "[exactness][mutant]") {
   decoding::Mutants peek;
   peek.peeking_window = true;
-  const Case c{"sjd", 4};
-  const auto r = fit(c, peek);
-  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
-  CHECK(r.p_value < 1e-6);
+  check_rejected({"sjd", 4}, peek);
 }
 
 TEST_CASE("mutant: keeping the stale draft q for continued tokens is rejected", "[exactness][mutant]") {
   decoding::Mutants stale;
   stale.stale_q = true;
-  const Case c{"scd-mc", 4, "random", true};
-  const auto r = fit(c, stale);
-  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
-  CHECK(r.p_value < 1e-6);
+  check_rejected({"scd-mc", 4, "random", true}, stale);
 }
 
 TEST_CASE("mutant: choosing the longest accepted sibling path is rejected", "[exactness][mutant]") {
   decoding::Mutants longest;
   longest.longest_sibling = true;
-  const Case c{"sjd-pac", 6, "random", false, 3, 3};
-  const auto r = fit(c, longest);
-  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
-  CHECK(r.p_value < 1e-6);
+  check_rejected({"sjd-pac", 6, "random", false, 3, 3}, longest);
 }
 
 TEST_CASE("mutant: skipping the residual renormalisation between siblings is rejected", "[exactness][mutant]") {
   decoding::Mutants skip;
   skip.candidates = sampling::Mutant::kSkipResidualRenormalisation;
-  const Case c{"sjd-pac", 6, "random", false, 3, 3};
-  const auto r = fit(c, skip);
-  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
-  CHECK(r.p_value < 1e-6);
+  check_rejected({"sjd-pac", 6, "random", false, 3, 3}, skip);
 }
 
 TEST_CASE("mutant: one accept draw shared by a window's positions is rejected", "[exactness][mutant]") {
@@ -170,10 +165,7 @@ TEST_CASE("mutant: one accept draw shared by a window's positions is rejected", 
   // positions' verdicts together (a draft passes more often right after one that passed).
   decoding::Mutants shared;
   shared.window_wide_accept = true;
-  const Case c{"sjd", 4};
-  const auto r = fit(c, shared);
-  INFO("chi2 " << r.chi_square << " p " << r.p_value << " TV " << r.total_variation);
-  CHECK(r.p_value < 1e-6);
+  check_rejected({"sjd", 4}, shared);
 }
 
 TEST_CASE("one-hot q for a random initial token stays exact but costs steps", "[exactness][mutant]") {
