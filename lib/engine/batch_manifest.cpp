@@ -83,7 +83,7 @@ void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progr
   if (!S_ISREG(info.st_mode)) {
     throw InputError(manifest.string() + ": not a regular file (" +
                      (S_ISLNK(info.st_mode) ? "a symbolic link" : S_ISDIR(info.st_mode) ? "a folder" : "a special file") +
-                     "); a batch manifest is a plain file that sjd writes");
+                     "); a manifest is a plain file that sjd writes");
   }
   if (info.st_ino != progress.inode) progress = {0, 0, info.st_ino};  // new, or replaced by `sjd manifest --merge`
   std::ifstream in(manifest, std::ios::binary);
