@@ -20,6 +20,11 @@ enum class Purpose : uint32_t {
   kJacobi = 7,       // redraw of a kept draft position from its fresh p
 };
 
+// The counter packs sequence, sub and purpose into one 32-bit word (sequence << 16 ^ sub << 8 ^
+// purpose), so streams are distinct only while sequence < 2^16 and sub < 2^8, or sequence is 0 (a
+// tree level's sub reaches pd_k, up to 4096). Every caller today passes sequence 0: the images of a
+// batch differ by seed. Giving images sequence numbers would need that word widened first, which
+// changes every image a seed makes.
 struct RngKey {
   uint64_t seed = 0;
   uint32_t sequence = 0;  // which image of a batch / which seed of a compare run
