@@ -140,10 +140,16 @@ void SettingsFlags::add_to(CLI::App& cmd) {
                     "model's acceptance prior alone)");
 }
 
-engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,
-                                                  const std::string& bundle_where) const {
+engine::GenerationSettings SettingsFlags::baseline(const nlohmann::json& bundle_defaults,
+                                                   const std::string& bundle_where) {
   engine::GenerationSettings s;
   engine::apply_settings(s, bundle_defaults, bundle_where + ": defaults");
+  return s;
+}
+
+engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,
+                                                  const std::string& bundle_where) const {
+  engine::GenerationSettings s = baseline(bundle_defaults, bundle_where);
   if (!config_.empty()) {
     const nlohmann::json layer = engine::read_json_input(config_, "config file");
     engine::apply_settings(s, layer, config_);
@@ -177,8 +183,8 @@ void check_prompt_flag(const std::string& prompt) {
   }
 }
 
-void print_settings_note(const engine::GenerationSettings& settings) {
-  std::istringstream notes(engine::ignored_settings_note(settings));
+void print_settings_note(const engine::GenerationSettings& settings, const engine::GenerationSettings& baseline) {
+  std::istringstream notes(engine::ignored_settings_note(settings, baseline));
   for (std::string line; std::getline(notes, line);) std::cerr << "sjd: " << line << "\n";
 }
 

@@ -16,6 +16,8 @@ class SettingsFlags {
   void add_to(CLI::App& command);
   // defaults < bundle defaults < --config < given flags
   engine::GenerationSettings resolve(const nlohmann::json& bundle_defaults, const std::string& bundle_where) const;
+  // The settings before the user's config file and flags: built-in defaults and the bundle's.
+  static engine::GenerationSettings baseline(const nlohmann::json& bundle_defaults, const std::string& bundle_where);
   // --max-memory in bytes (0: the machine's available memory).
   int64_t max_memory() const;
   bool trust_code() const { return trust_code_; }
@@ -36,7 +38,7 @@ class SettingsFlags {
 void check_prompt_flag(const std::string& prompt);
 
 // Prints engine::ignored_settings_note (a setting the method ignores) to stderr, if any.
-void print_settings_note(const engine::GenerationSettings& settings);
+void print_settings_note(const engine::GenerationSettings& settings, const engine::GenerationSettings& baseline);
 
 // Adds --trust-code: TorchScript weights run code when loaded (docs/security.md).
 void add_trust_code_flag(CLI::App& command, bool& trust_code);

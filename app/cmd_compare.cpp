@@ -82,8 +82,9 @@ int run_compare_command(const CompareArgs& args) {
     std::cerr << "sjd: note: compare takes each method's relaxation from its --methods entry, so relax "
               << options.base.relax << " is ignored\n";
   }
-  for (const auto& m : options.methods) {
-    print_settings_note(engine::compare_settings(options.base, m));  // bad names fail before any work
+  const engine::GenerationSettings baseline = SettingsFlags::baseline(bundle.defaults, bundle.json_path.string());
+  for (const auto& m : options.methods) {  // bad names fail before any work
+    print_settings_note(engine::compare_settings(options.base, m), engine::compare_settings(baseline, m));
   }
   if (args.prompt_given) {
     check_prompt_flag(args.prompt);

@@ -62,7 +62,7 @@ int run_generate(const GenerateArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
-  print_settings_note(settings);
+  print_settings_note(settings, SettingsFlags::baseline(bundle.defaults, bundle.json_path.string()));
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   generator.set_memory_limit(args.settings.max_memory());
   generator.set_warning_handler([](const std::string& warning) { std::cerr << "sjd: warning: " << warning << "\n"; });

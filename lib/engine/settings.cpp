@@ -191,10 +191,11 @@ void split_method_entry(GenerationSettings& s) {
   s.method.erase(colon);
 }
 
-std::string ignored_settings_note(const GenerationSettings& s) {
+std::string ignored_settings_note(const GenerationSettings& s, const GenerationSettings& baseline) {
   std::ostringstream note;
   const auto line = [&note]() -> std::ostream& { return note << (note.tellp() > 0 ? "\n" : "") << "note: "; };
-  if (s.method == "jacobi" && s.temperature > 0.0 && s.temperature != GenerationSettings{}.temperature) {
+  if (s.method == "jacobi" && s.temperature > 0.0 && s.temperature != GenerationSettings{}.temperature &&
+      s.temperature != baseline.temperature) {
     line() << "jacobi decodes greedily (argmax), so temperature " << s.temperature << " is ignored";
   }
   decoding::MethodConfig method;
@@ -211,7 +212,7 @@ std::string ignored_settings_note(const GenerationSettings& s) {
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
   }
   // A relaxation's parameters changed from their defaults where the relaxation in use (or none) reads none of them.
-  const GenerationSettings defaults;
+  const GenerationSettings& defaults = baseline;
   const bool reads_delta = s.relax == "uniform" || s.relax == "cool", reads_nu = s.relax == "cool",
              reads_lantern = s.relax == "lantern";
   std::vector<std::string> unread;

@@ -75,7 +75,9 @@ void split_method_entry(GenerationSettings& settings);
 
 // A note line per setting the method ignores ("" when none): jacobi decodes greedily, so a
 // temperature other than the default has no effect; ar takes no window; only sjd-pac takes a tree.
-std::string ignored_settings_note(const GenerationSettings& settings);
+// `baseline` is what the user did not choose (the built-in and the bundle's defaults): a value equal
+// to it is no one's choice and gets no note (the default model's temperature 0.8 under jacobi).
+std::string ignored_settings_note(const GenerationSettings& settings, const GenerationSettings& baseline = {});
 
 // The method pieces the settings select; throws std::invalid_argument for bad values.
 decoding::MethodConfig method_from_settings(const GenerationSettings& settings);

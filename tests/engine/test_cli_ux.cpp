@@ -521,6 +521,12 @@ TEST_CASE("settings a run ignores get a note line each, and compare says it igno
   CHECK_THAT(relax_flag.err, Contains("compare takes each method's relaxation from its --methods entry"));
   const auto quiet = run_sjd(generate_command() + " --method sjd --window 4 --quiet -o " + quoted(dir / "s.png"));
   CHECK(quiet.err.find("note:") == std::string::npos);
+  // The default model's bundle sets temperature 0.8: jacobi notes a temperature only when the user gave one.
+  const auto jacobi = run_sjd(generate_command() + " --method jacobi --quiet -o " + quoted(dir / "j.png"));
+  CHECK(jacobi.exit_code == 0);
+  CHECK(jacobi.err.find("note:") == std::string::npos);
+  const auto given = run_sjd(generate_command() + " --method jacobi --temperature 0.5 --quiet -o " + quoted(dir / "j.png"));
+  CHECK_THAT(given.err, Contains("note: jacobi decodes greedily (argmax), so temperature 0.5 is ignored"));
 }
 
 TEST_CASE("a prompt that runs past the model's trained positions gets a warning, and the image is still made",

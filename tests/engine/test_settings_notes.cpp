@@ -44,6 +44,16 @@ TEST_CASE("a note names each setting the method ignores, and none the method use
   s.temperature = 0.5;
   CHECK(engine::ignored_settings_note(s) == "note: jacobi decodes greedily (argmax), so temperature 0.5 is ignored");
   CHECK(engine::ignored_settings_note(with_method("no-such-method")).empty());  // refused where the method is made
+  // A value the user did not choose (the bundle's default, here 0.5) is nobody's mistake: no note.
+  engine::GenerationSettings bundle_defaults;
+  bundle_defaults.temperature = 0.5;
+  CHECK(engine::ignored_settings_note(s, bundle_defaults).empty());
+  bundle_defaults.delta = 5;
+  s.delta = 5;
+  CHECK(engine::ignored_settings_note(s, bundle_defaults).empty());
+  s.delta = 6;
+  CHECK(engine::ignored_settings_note(s, bundle_defaults) ==
+        "note: jacobi runs without a relaxation (relax none), so delta 6 is ignored");
 }
 
 TEST_CASE("a note names each relaxation parameter that the relaxation in use does not read", "[engine][settings]") {
