@@ -198,6 +198,63 @@ TEST_CASE("relaxed acceptance: exact at delta = 1, bias grows with delta", "[sam
   CHECK(sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 40000, none, 1.0)).p_value > 1e-3);
 }
 
+TEST_CASE("relaxed MRS draws its closed-form law: lossy above weight 1, exact at or below it", "[sampling][lossy]") {
+  // P(y) = q(y) f(y) + (1 - sum q f) G*(y), f = min(1, w p / q), G* = Norm(max(p - q f, 0)) (Li et al.).
+  // Below weight 1 (Cool-SD's late positions) p - q f is never negative, so P = p: stricter, not lossy.
+  const std::vector<float> p = {0.05f, 0.15f, 0.5f, 0.3f};
+  const std::vector<float> q = {0.4f, 0.3f, 0.1f, 0.2f};
+  const auto law = [&](double w) {
+    std::map<int64_t, double> out;
+    double accepted = 0.0, mass = 0.0;
+    std::vector<double> residual(4);
+    for (int y = 0; y < 4; ++y) {
+      const double qf = std::min<double>(q[y], w * p[y]);
+      out[y] = qf;
+      accepted += qf;
+      residual[static_cast<size_t>(y)] = std::max<double>(p[y] - qf, 0.0);
+      mass += residual[static_cast<size_t>(y)];
+    }
+    for (int y = 0; y < 4; ++y) out[y] += (1.0 - accepted) * residual[static_cast<size_t>(y)] / mass;
+    return out;
+  };
+  const auto tv_from_p = [&](const std::map<int64_t, double>& m) {
+    double tv = 0.0;
+    for (int y = 0; y < 4; ++y) tv += std::abs(m.at(y) - p[static_cast<size_t>(y)]);
+    return tv / 2.0;
+  };
+  for (const double w : {2.0, 0.4}) {
+    Relaxation relax;
+    relax.kind = w > 1.0 ? RelaxKind::kUniform : RelaxKind::kCool;
+    const auto fit = sjd::testing::chi_square_fit(law(w), run_mrs(p, q, 40000, relax, w));
+    INFO("weight " << w << ": p " << fit.p_value << " TV " << fit.total_variation);
+    CHECK(fit.p_value > 1e-3);
+    if (w > 1.0) {
+      CHECK(tv_from_p(law(w)) > 0.05);
+    } else {
+      CHECK(tv_from_p(law(w)) < 1e-7);
+    }
+  }
+  // Broken variant: the relaxed acceptance with the lossless residual max(p - q, 0) instead of G*. At weight
+  // 1 or more the two are the same; below 1 the lossless residual misses the p - w p that q > p tokens keep.
+  Relaxation cool;
+  cool.kind = RelaxKind::kCool;
+  std::map<int64_t, long> broken;
+  std::vector<float> residual(4);
+  for (int i = 0; i < 40000; ++i) {
+    const int64_t x = sample_race(q.data(), 4, key_of(i, Purpose::kInit));
+    const double score = relaxed_score(cool, p.data(), x, 0.4);
+    if (uniform01(key_of(i, Purpose::kAccept), 0) * q[static_cast<size_t>(x)] < score) {
+      ++broken[x];
+      continue;
+    }
+    relaxed_residual(Relaxation{}, p.data(), q.data(), 4, x, 1.0, residual.data());
+    ++broken[sample_token(residual.data(), 4, key_of(i, Purpose::kResidual))];
+  }
+  const auto rejected = sjd::testing::chi_square_fit(law(0.4), broken);
+  INFO("lossless residual under weight 0.4: p " << rejected.p_value << " TV " << rejected.total_variation);
+  CHECK(rejected.p_value < 1e-6);
+}
+
 TEST_CASE("Cool-SD weights average to delta and decay along the window", "[sampling][lossy]") {
   Relaxation cool;
   cool.kind = RelaxKind::kCool;
