@@ -1,5 +1,7 @@
 #include "engine/outputs.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -14,17 +16,32 @@ namespace sjd::engine {
 
 namespace {
 
-// The folders prepare_output_dir made in this process.
-std::vector<std::filesystem::path>& created_folders() {
-  static std::vector<std::filesystem::path> folders;
+// A folder prepare_output_dir made in this process, and its modification time when this process last
+// changed it: another process that has since put a file in it, or probed it as its own output folder
+// (prepare_output_dir's writable probe creates and removes a file), changed that time, and the folder
+// is then left to it.
+struct CreatedFolder {
+  std::filesystem::path path;
+  int64_t modified_ns = 0;
+};
+
+std::vector<CreatedFolder>& created_folders() {
+  static std::vector<CreatedFolder> folders;
   return folders;
 }
 
-// `dir` and those of its parents that do not exist yet, deepest first.
+int64_t modified_ns(const std::filesystem::path& folder) {
+  struct stat info {};
+  if (::lstat(folder.c_str(), &info) != 0) return -1;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+}
+
+// `dir` and those of its parents that do not exist yet, deepest first, as the kernel resolves them
+// (weakly_canonical: "link/../out" is the out beside the link's target).
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> missing;
   std::error_code error;
-  std::filesystem::path folder = std::filesystem::absolute(dir, error).lexically_normal();
+  std::filesystem::path folder = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, error), error);
   if (error) return missing;
   if (!folder.has_filename()) folder = folder.parent_path();  // "out/" names the folder "out"
   while (!folder.empty() && !std::filesystem::exists(std::filesystem::symlink_status(folder, error))) {
@@ -46,22 +63,28 @@ void prepare_output_dir(const std::filesystem::path& dir) {
   const std::vector<std::filesystem::path> missing = missing_folders(dir);
   std::filesystem::create_directories(dir, error);
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
-  created_folders().insert(created_folders().end(), missing.begin(), missing.end());
+  for (const std::filesystem::path& folder : missing) created_folders().push_back({folder, 0});
   io::check_folder_writable(dir);
+  for (CreatedFolder& folder : created_folders()) folder.modified_ns = modified_ns(folder.path);  // our changes
 }
 
 void remove_empty_created_folders() {
-  std::vector<std::filesystem::path> folders = std::move(created_folders());
+  std::vector<CreatedFolder> folders = std::move(created_folders());
   created_folders().clear();
   // Longest path first: a folder inside another (compare's runs/ in its --out-dir, -o a/b/x.png's b in a)
   // has the longer absolute path, so it goes before the folder that holds it.
   std::sort(folders.begin(), folders.end(),
-            [](const auto& a, const auto& b) { return a.native().size() > b.native().size(); });
-  for (const std::filesystem::path& folder : folders) {
+            [](const auto& a, const auto& b) { return a.path.native().size() > b.path.native().size(); });
+  for (const CreatedFolder& folder : folders) {
     std::error_code error;
-    const bool empty_folder = std::filesystem::is_directory(std::filesystem::symlink_status(folder, error)) &&
-                              std::filesystem::is_empty(folder, error) && !error;
-    if (empty_folder) std::filesystem::remove(folder, error);  // a folder something was put in meanwhile stays
+    const bool empty_folder = std::filesystem::is_directory(std::filesystem::symlink_status(folder.path, error)) &&
+                              std::filesystem::is_empty(folder.path, error) && !error;
+    // A folder something was put in, or that another process took as its output folder, stays.
+    if (!empty_folder || modified_ns(folder.path) != folder.modified_ns) continue;
+    if (!std::filesystem::remove(folder.path, error)) continue;
+    for (CreatedFolder& parent : folders) {  // removing it changed its parent: this process's change
+      if (parent.path == folder.path.parent_path()) parent.modified_ns = modified_ns(parent.path);
+    }
   }
 }
 

@@ -194,8 +194,7 @@ void split_method_entry(GenerationSettings& s) {
 std::string ignored_settings_note(const GenerationSettings& s, const GenerationSettings& baseline) {
   std::ostringstream note;
   const auto line = [&note]() -> std::ostream& { return note << (note.tellp() > 0 ? "\n" : "") << "note: "; };
-  if (s.method == "jacobi" && s.temperature > 0.0 && s.temperature != GenerationSettings{}.temperature &&
-      s.temperature != baseline.temperature) {
+  if (s.method == "jacobi" && s.temperature > 0.0 && s.temperature != baseline.temperature) {
     line() << "jacobi decodes greedily (argmax), so temperature " << s.temperature << " is ignored";
   }
   decoding::MethodConfig method;

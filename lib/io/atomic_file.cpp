@@ -4,8 +4,8 @@
 #include "io/process_identity.h"
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -52,12 +52,14 @@ void sync_directory(const std::filesystem::path& directory) {
 }  // namespace
 
 const std::string& temporary_file_home() {
+  // A 64-bit FNV-1a hash of "HOST~NS" in hex: short, and different for hosts whose names share a
+  // long prefix.
   static const std::string home = [] {
-    std::string host;
-    for (const char c : host_name()) {
-      if (host.size() < 40 && (std::isalnum(static_cast<unsigned char>(c)) || c == '-')) host += c;
-    }
-    return host + "~" + pid_namespace();
+    uint64_t hash = 1469598103934665603ull;
+    for (const char c : host_name() + "~" + pid_namespace()) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    char text[17];
+    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+    return std::string(text);
   }();
   return home;
 }
@@ -65,7 +67,11 @@ const std::string& temporary_file_home() {
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
   check_output_path(target_);
   static std::atomic<unsigned> counter{0};
-  const std::string stem = "." + target_.filename().string() + ".tmp." + std::to_string(::getpid()) + ".";
+  // The temporary's name keeps to the 255-byte limit a name near it fits: the target's name is cut
+  // to leave room for ".tmp.PID.N@HOME" (at most 45 bytes) and the leading dot.
+  std::string name = target_.filename().string();
+  if (name.size() > 209) name.resize(209);
+  const std::string stem = "." + name + ".tmp." + std::to_string(::getpid()) + ".";
   // O_EXCL with a fresh name per attempt: two writers (threads or processes)
   // of the same target never share a temporary file.
   for (int attempt = 0; attempt < 100; ++attempt) {

@@ -74,9 +74,9 @@ class AppendLock {
   int fd_;
 };
 
-// Where this process's temporary files say they were written, as their names' last part: the host
-// name (letters, digits and '-' only) and the pid namespace, "HOST~NS". Another machine's or
-// container's temporaries in a shared folder are not this process's to judge.
+// Where this process's temporary files say they were written, as their names' last part: a hash of
+// the host name and the pid namespace (16 hex digits). Another machine's or container's temporaries
+// in a shared folder are not this process's to judge.
 const std::string& temporary_file_home();
 
 // Temporary files an AtomicFileWriter of a killed process left in `dir`

@@ -1,5 +1,8 @@
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace sjd::testing {
 
@@ -8,9 +11,11 @@ FitResult chi_square_fit(const std::map<Key, double>& exact, const std::map<Key,
   long n = 0;
   for (const auto& [key, count] : observed) n += count;
   FitResult r;
-  double pooled_expected = 0.0, pooled_observed = 0.0;
-  int cells = 0;
   double tv = 0.0;
+  // (expected, observed) per cell; outcomes expected fewer than 5 times are pooled into one cell, and an
+  // outcome the exact distribution says is impossible is counted in that pool too.
+  std::vector<std::pair<double, double>> cells;
+  double pooled_expected = 0.0, pooled_observed = 0.0;
   for (const auto& [key, p] : exact) {
     const auto it = observed.find(key);
     const double o = it == observed.end() ? 0.0 : static_cast<double>(it->second);
@@ -19,23 +24,31 @@ FitResult chi_square_fit(const std::map<Key, double>& exact, const std::map<Key,
     if (e < 5.0) {
       pooled_expected += e;
       pooled_observed += o;
-      continue;
+    } else {
+      cells.emplace_back(e, o);
     }
-    r.chi_square += (o - e) * (o - e) / e;
-    ++cells;
   }
+  bool impossible = false;
   for (const auto& [key, count] : observed) {
-    if (!exact.count(key)) {  // an outcome the exact distribution says is impossible
+    if (!exact.count(key)) {
       pooled_observed += static_cast<double>(count);
       tv += static_cast<double>(count) / n;
+      impossible = true;
     }
   }
   if (pooled_expected > 0.0 || pooled_observed > 0.0) {
-    const double e = std::max(pooled_expected, 1e-9);
-    r.chi_square += (pooled_observed - e) * (pooled_observed - e) / e;
-    ++cells;
+    if (pooled_expected >= 5.0 || cells.empty() || impossible) {
+      cells.emplace_back(std::max(pooled_expected, 1e-9), pooled_observed);  // an impossible outcome stays glaring
+    } else {
+      // A pool itself expected fewer than 5 times would make one stray sample a huge chi-square term:
+      // it joins the smallest regular cell instead.
+      auto smallest = std::min_element(cells.begin(), cells.end());
+      smallest->first += pooled_expected;
+      smallest->second += pooled_observed;
+    }
   }
-  r.dof = std::max(cells - 1, 1);
+  for (const auto& [e, o] : cells) r.chi_square += (o - e) * (o - e) / e;
+  r.dof = std::max(static_cast<int>(cells.size()) - 1, 1);
   r.p_value = chi_square_upper_tail(r.chi_square, r.dof);
   r.total_variation = tv / 2.0;
   return r;
