@@ -127,7 +127,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     show_progress(true);
   };
   // Whether this process may still record image i: false (and said) when its claim was taken over
-  // while the process was stopped past --claim-timeout; the image is then the new owner's.
+  // while the process was stopped past the claim timeout; the image is then the new owner's.
   const auto still_ours = [&](int64_t i) {
     if (claims.still_holds(i)) return true;
     log << "warning: prompt " << i << ": another process took this image over while this one was stopped for longer "

@@ -56,7 +56,9 @@ const std::string& temporary_file_home() {
   // long prefix.
   static const std::string home = [] {
     uint64_t hash = 1469598103934665603ull;
-    for (const char c : host_name() + "~" + pid_namespace()) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    for (const char c : host_name() + "~" + pid_namespace()) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    }
     char text[17];
     std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
     return std::string(text);
