@@ -43,22 +43,4 @@ double chi_square_upper_tail(double x, double dof) {
   return half < a + 1.0 ? 1.0 - lower_series(a, half) : upper_fraction(a, half);
 }
 
-double two_sample_p(const std::vector<long>& a, const std::vector<long>& b) {
-  double na = 0.0, nb = 0.0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    na += static_cast<double>(a[k]);
-    nb += static_cast<double>(b[k]);
-  }
-  double chi = 0.0;
-  int cells = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const double total = static_cast<double>(a[k] + b[k]);
-    if (total == 0) continue;
-    ++cells;
-    const double ea = total * na / (na + nb), eb = total * nb / (na + nb);
-    chi += (a[k] - ea) * (a[k] - ea) / ea + (b[k] - eb) * (b[k] - eb) / eb;
-  }
-  return cells < 2 ? 1.0 : chi_square_upper_tail(chi, cells - 1);
-}
-
 }  // namespace sjd::testing

@@ -15,12 +15,10 @@ struct FitResult {
   double total_variation = 0.0;  // between the empirical and the exact distribution
 };
 
-// Pearson's two-sample (homogeneity) test of two count vectors over the same outcomes: the p-value that both
-// come from one distribution. Outcomes neither sample holds are left out; fewer than two left give 1.
-double two_sample_p(const std::vector<long>& a, const std::vector<long>& b);
-
-// Pearson's test of observed counts against exact probabilities (cells whose
-// expected count is below 5 are pooled into one cell). Keys are outcomes.
+// Pearson's test of observed counts against exact probabilities. Keys are outcomes. Cells whose
+// expected count is below 5 are pooled into one cell, and that pool joins the smallest other cell when
+// it is itself expected fewer than 5 times, unless it holds an outcome the exact law calls impossible
+// (then it stays a cell of its own).
 template <typename Key>
 FitResult chi_square_fit(const std::map<Key, double>& exact, const std::map<Key, long>& observed);
 
