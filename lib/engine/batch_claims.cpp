@@ -40,7 +40,22 @@ bool other_identity(const nlohmann::json& content, const nlohmann::json& identit
   return content.is_object() && content.contains("identity") && !same_identity(content["identity"], identity);
 }
 
+FileStamp stamp_of(const struct stat& info) {
+  return {info.st_dev, info.st_ino,
+          static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
 }  // namespace
+
+bool remove_if_unchanged(const std::filesystem::path& file, const FileStamp& seen, const std::string& aside) {
+  const std::filesystem::path taken = file.string() + ".stale." + aside;
+  if (::rename(file.c_str(), taken.c_str()) != 0) return false;
+  struct stat info {};
+  const bool same = ::lstat(taken.c_str(), &info) == 0 && stamp_of(info) == seen;
+  if (!same) ::link(taken.c_str(), file.c_str());  // fails, leaving the newer claim, where one is there now
+  ::unlink(taken.c_str());
+  return same;
+}
 
 ClaimBoard::ClaimBoard(std::filesystem::path dir, std::chrono::seconds stale_after)
     : dir_(std::move(dir)),
@@ -93,9 +108,7 @@ ClaimBoard::Claim ClaimBoard::inspect(const std::filesystem::path& file) const {
                                                                  : std::nullopt);
   }
   claim.live = fresh && owner_alive && S_ISREG(info.st_mode);
-  claim.device = info.st_dev;
-  claim.inode = info.st_ino;
-  claim.touched_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+  claim.stamp = stamp_of(info);
   return claim;
 }
 
@@ -108,7 +121,7 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
         if (other_identity(existing.content, identity)) refuse_other_run(file, existing.content, identity);
         return false;
       }
-      remove_stale(file, existing);
+      remove_if_unchanged(file, existing.stamp, token_);
     }
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
@@ -132,23 +145,10 @@ bool ClaimBoard::try_claim(int64_t index, const nlohmann::json& identity) {
   return false;
 }
 
-void ClaimBoard::remove_stale(const std::filesystem::path& file, const Claim& seen) const {
-  // Only the process whose rename succeeds removes it. Between looking at the claim and the rename,
-  // another process may have taken the stale claim over and written its own, or the owner touched it:
-  // a file other than the one judged stale is put back (link() fails where a newer claim is there).
-  const std::filesystem::path taken = file.string() + ".stale." + token_;
-  if (::rename(file.c_str(), taken.c_str()) != 0) return;
-  struct stat info {};
-  const bool same = ::lstat(taken.c_str(), &info) == 0 && info.st_dev == seen.device && info.st_ino == seen.inode &&
-                    static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec == seen.touched_ns;
-  if (!same) ::link(taken.c_str(), file.c_str());
-  ::unlink(taken.c_str());
-}
-
 void ClaimBoard::drop_if_stale(int64_t index) {
   const std::filesystem::path file = path_of(index);
   const Claim existing = inspect(file);
-  if (existing.exists && !existing.live) remove_stale(file, existing);
+  if (existing.exists && !existing.live) remove_if_unchanged(file, existing.stamp, token_);
 }
 
 bool ClaimBoard::owns_file(const std::filesystem::path& file) const {

@@ -25,6 +25,22 @@
 
 namespace sjd::engine {
 
+// Which file a path named when it was looked at, and when that file was last touched.
+struct FileStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  int64_t touched_ns = 0;
+  bool operator==(const FileStamp& other) const {
+    return device == other.device && inode == other.inode && touched_ns == other.touched_ns;
+  }
+};
+
+// A take-over's removal of a stale claim: removes `file` only if it is still the file `seen` stamped,
+// untouched since, and only in the one process whose rename succeeds (`aside` names the process:
+// its token). Another process may meanwhile have taken the stale claim over and written its own, or
+// the owner touched it: a file other than the one judged stale is put back. True when it was removed.
+bool remove_if_unchanged(const std::filesystem::path& file, const FileStamp& seen, const std::string& aside);
+
 class ClaimBoard {
  public:
   ClaimBoard(std::filesystem::path dir, std::chrono::seconds stale_after);
@@ -55,15 +71,11 @@ class ClaimBoard {
     bool exists = false;
     bool live = false;
     nlohmann::json content;  // null while its owner is still writing it
-    // Which file was looked at, and when it was last touched: a take-over removes that file only.
-    dev_t device = 0;
-    ino_t inode = 0;
-    int64_t touched_ns = 0;
+    FileStamp stamp;         // a take-over removes this file only
   };
   std::filesystem::path path_of(int64_t index) const;
   Claim inspect(const std::filesystem::path& file) const;
   bool owns_file(const std::filesystem::path& file) const;
-  void remove_stale(const std::filesystem::path& file, const Claim& seen) const;
   void heartbeat();
 
   std::filesystem::path dir_;

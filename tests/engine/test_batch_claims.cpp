@@ -1,9 +1,12 @@
 // The claim board's judgement of owners on this host, and what a process does when its claim
 // was taken over: docs/security.md, "Batch folders shared by several processes".
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -30,6 +33,12 @@ void write_claim(const std::filesystem::path& dir, int64_t pid, const nlohmann::
 std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+engine::FileStamp stamp(const std::filesystem::path& file) {
+  struct stat info {};
+  REQUIRE(::lstat(file.c_str(), &info) == 0);
+  return {info.st_dev, info.st_ino, static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
 }
 
 }  // namespace
@@ -68,4 +77,33 @@ TEST_CASE("claims: a claim taken over is neither recorded on nor removed by its 
   CHECK_FALSE(board.still_holds(0));
   board.release(0);
   CHECK(nlohmann::json::parse(read_text(dir / ".claim.0"))["token"] == "other");
+}
+
+TEST_CASE("claims: a take-over removes only the claim it judged stale, and puts any other back", "[batch][claims]") {
+  TempDir dir("claims_put_back");
+  const std::filesystem::path claim = dir / ".claim.0";
+  std::ofstream(claim) << "stale";
+  const engine::FileStamp judged = stamp(claim);
+
+  SECTION("the file judged stale goes") {
+    CHECK(engine::remove_if_unchanged(claim, judged, "mine"));
+    CHECK_FALSE(std::filesystem::exists(claim));
+  }
+  SECTION("another process's new claim in its place stays") {
+    std::ofstream(dir / "new") << "taken over";  // written aside and renamed in: another file, same name
+    std::filesystem::rename(dir / "new", claim);
+    CHECK_FALSE(engine::remove_if_unchanged(claim, judged, "mine"));
+    CHECK(read_text(claim) == "taken over");
+  }
+  SECTION("the stale file touched since by its owner stays") {
+    const timespec later[2] = {{0, UTIME_OMIT}, {judged.touched_ns / 1000000000 + 30, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, claim.c_str(), later, 0) == 0);
+    CHECK_FALSE(engine::remove_if_unchanged(claim, judged, "mine"));
+    CHECK(read_text(claim) == "stale");
+  }
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left.push_back(entry.path().filename());
+  CHECK(std::count_if(left.begin(), left.end(), [](const std::string& name) {
+          return name.find(".stale.") != std::string::npos;
+        }) == 0);  // nothing left aside
 }

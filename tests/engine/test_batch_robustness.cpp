@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "cli_runner.h"
+#include "io/process_identity.h"
 #include "testing/test_support.h"
 
 using namespace sjd::testing;
@@ -172,6 +176,45 @@ TEST_CASE("batch: two processes on one folder make every image once", "[cli][bat
   }
   CHECK(made.size() == 8);
   for (const auto& [index, times] : made) CHECK(times == 1);
+}
+
+TEST_CASE("batch: an image held by a process that dies while this one works is made before this one ends",
+          "[cli][batch][robustness]") {
+  TempDir dir("batch_revisit");
+  write_file(dir / "prompts.txt", "a red apple\na blue square\n");
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  // Image 0 is claimed by a live process on this host (a child that waits to be killed) when the cursor
+  // passes it; the owner dies while image 1 is being made.
+  const pid_t owner = ::fork();
+  if (owner == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  REQUIRE(owner > 0);
+  nlohmann::json claim{{"host", host_name()}, {"pid_ns", sjd::io::pid_namespace()}, {"pid", owner}, {"token", "x"}};
+  if (const auto start = sjd::io::process_start_ticks(owner)) claim["start"] = *start;
+  write_file(out / ".claim.0", claim.dump());
+  CommandResult r;
+  std::thread runner([&] { r = run_sjd_limited(batch_args(dir / "prompts.txt", out) + " --batch-size 1"); });
+  bool making_image_1 = false;
+  for (int i = 0; i < 60000 && !making_image_1; ++i) {
+    making_image_1 = std::filesystem::exists(out / ".claim.1");
+    if (!making_image_1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  runner.join();
+  REQUIRE(making_image_1);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 generated"));
+  const auto records = manifest_records(out / "manifest.jsonl");
+  REQUIRE(records.size() == 2);
+  for (int64_t i = 0; i < 2; ++i) {
+    CHECK(records[static_cast<size_t>(i)]["index"] == i);
+    CHECK(records[static_cast<size_t>(i)]["status"] == "ok");
+  }
 }
 
 TEST_CASE("batch: a second process with other settings is refused while the first works", "[cli][batch][robustness]") {
