@@ -97,6 +97,14 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
 
 }  // namespace
 
+template <typename T>
+CLI::Option* add_integer_option(CLI::App& command, const std::string& flag, T& value, const std::string& help) {
+  return command.add_option(flag, value, help)->check(integer_text_problem<T>);
+}
+template CLI::Option* add_integer_option(CLI::App&, const std::string&, int&, const std::string&);
+template CLI::Option* add_integer_option(CLI::App&, const std::string&, int64_t&, const std::string&);
+template CLI::Option* add_integer_option(CLI::App&, const std::string&, uint64_t&, const std::string&);
+
 void SettingsFlags::add_to(CLI::App& cmd) {
   auto& o = options_;
   auto& a = appliers_;

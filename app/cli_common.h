@@ -33,6 +33,11 @@ class SettingsFlags {
   std::vector<CLI::Option*> options_;
 };
 
+// Adds an integer flag whose text must be a whole decimal integer of its type: CLI11 alone reads ''
+// as 0, "0x10" as 16, and a number past the type's range as the nearest end of it.
+template <typename T>
+CLI::Option* add_integer_option(CLI::App& command, const std::string& flag, T& value, const std::string& help);
+
 // A prompt given with -p: refused (InputError) when blank, as a prompt file's blank prompt is, or
 // when it is not valid UTF-8 (the byte counted in the prompt, not the family's template around it).
 void check_prompt_flag(const std::string& prompt);

@@ -21,6 +21,7 @@ struct BatchArgs {
   bool quiet = false;
   std::string shard;        // "I/N"; empty: from a Slurm array or Kubernetes Indexed Job, else unsharded
   int64_t shard_count = 0;  // the shard count of a Kubernetes Indexed Job
+  int64_t claim_timeout = engine::BatchOptions().claim_timeout_seconds;
   SettingsFlags settings;
 };
 
@@ -37,6 +38,12 @@ int run_batch_command(const BatchArgs& args) {
       args.shard, args.shard_count, [](const char* name) { return std::getenv(name); }, std::cerr);
   options.progress = show_progress(args.quiet);
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
+  // Owners touch their claims every 20 s; past a week the clock arithmetic in nanoseconds would overflow.
+  if (args.claim_timeout < 60 || args.claim_timeout > 7 * 24 * 3600) {
+    throw engine::InputError("--claim-timeout must be in [60, 604800] seconds (got " +
+                             std::to_string(args.claim_timeout) + ")");
+  }
+  options.claim_timeout_seconds = args.claim_timeout;
   const std::string unread = engine::prompt_file_settings_warning(io::read_prompts(options.prompts),  // a bad prompt
                                                                    options.prompts.string());  // file fails now
   if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
@@ -75,12 +82,16 @@ void add_batch_command(CLI::App& app) {
                   "prompt file: .txt (one per line), .tsv/.csv with a Prompt column, .jsonl with a prompt field")
       ->required();
   cmd->add_option("--out-dir", args->out_dir, "output folder (PNGs + manifest.jsonl)")->required();
-  cmd->add_option("--limit", args->limit, "only the first N prompts (0 = all)");
+  add_integer_option(*cmd, "--limit", args->limit, "only the first N prompts (0 = all)");
   cmd->add_option("--shard", args->shard,
                   "I/N: only the prompts whose index i has i mod N == I (default: from a Slurm job array or "
                   "a Kubernetes Indexed Job, else all)");
-  cmd->add_option("--shard-count", args->shard_count,
+  add_integer_option(*cmd, "--shard-count", args->shard_count,
                   "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT)");
+  add_integer_option(*cmd, "--claim-timeout", args->claim_timeout,
+                     "seconds another process's claim on an image may go untouched before this one takes the image "
+                     "over (60..604800; owners touch theirs every 20 s); give every process of a folder the same")
+      ->capture_default_str();
   add_quiet_flag(*cmd, args->quiet);
   args->settings.add_to(*cmd);
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_batch_command(*args); }); });

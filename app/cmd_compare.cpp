@@ -149,9 +149,9 @@ void add_compare_command(CLI::App& app) {
   CLI::Option* prompt = cmd->add_option("--prompt,-p", args->prompt, "text prompt");
   cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)")
       ->excludes(prompt);
-  cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
+  add_integer_option(*cmd, "--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
   cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
-  cmd->add_option("--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
+  add_integer_option(*cmd, "--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
   cmd->add_option("--out-dir", args->out_dir,
                   "where compare.json, compare.png and runs/ (an image per run) go; re-running resumes")
       ->capture_default_str();

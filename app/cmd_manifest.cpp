@@ -51,7 +51,7 @@ void add_manifest_command(CLI::App& app) {
                 "write one manifest.jsonl ordered by index from every manifest of the folder (replaces the shards' "
                 "manifests)");
   cmd->add_option("--prompts", args->prompts, "count the images from this prompt file (default: DIR/batch.json)");
-  cmd->add_option("--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
+  add_integer_option(*cmd, "--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
   cmd->callback([args]() { command_exit_code() = run_guarded([&] { return run_manifest_command(*args); }); });
 }
 

@@ -131,7 +131,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   const auto still_ours = [&](int64_t i) {
     if (claims.still_holds(i)) return true;
     log << "warning: prompt " << i << ": another process took this image over while this one was stopped for longer "
-        << "than the claim timeout (10 minutes); left to it\n";
+        << "than the claim timeout (" << options.claim_timeout_seconds << " s, --claim-timeout); left to it\n";
     in_flight.erase(i);
     ++summary.elsewhere;
     return false;

@@ -97,6 +97,28 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
   });
 }
 
+TEST_CASE("integer flags outside the settings take whole decimal integers only", "[cli][robustness]") {
+  TempDir dir("bad_integer_flags");
+  write_file(dir / "prompts.txt", "a red circle\n");
+  const std::string b = "batch --model " + quoted(default_model()) + " --prompts " + quoted(dir / "prompts.txt") +
+                        " --out-dir " + quoted(dir / "out");
+  const std::string c = "compare --model " + quoted(default_model()) + " --prompts " + quoted(dir / "prompts.txt") +
+                        " --out-dir " + quoted(dir / "cmp");
+  expect_refused({
+      {b + " --limit ''", "--limit: must be an integer"},  // CLI11 read it as 0: every prompt
+      {b + " --limit 0x10", "(got 0x10)"},
+      {b + " --shard-count 99999999999999999999", "--shard-count: must be an integer"},
+      {b + " --claim-timeout 59", "--claim-timeout must be in [60, 604800] seconds (got 59)"},
+      {b + " --claim-timeout 99999999999", "--claim-timeout must be in [60, 604800]"},
+      {b + " --claim-timeout ''", "--claim-timeout: must be an integer"},
+      {c + " --seeds 0x2", "--seeds: must be an integer"},
+      {"manifest " + quoted(dir.path()) + " --limit 1e3", "--limit: must be an integer"},
+      {"bench --preset tiny --iterations ''", "--iterations: must be an integer"},
+      {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer"},
+  });
+  CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST_CASE("settings in a config file must have the right type and range", "[cli][robustness]") {
   TempDir dir("bad_config");
   const std::string g = generate(default_model(), dir);

@@ -212,6 +212,21 @@ TEST_CASE("batch: a stale claim of another machine is taken over, a live one lef
   CHECK(run_sjd("manifest " + shell_quoted(out)).exit_code == 0);
 }
 
+TEST_CASE("batch: --claim-timeout sets how long another machine's untouched claim is left to it", "[cli][batch][scale]") {
+  TempDir dir("batch_claim_timeout");
+  write_file(dir / "prompts.txt", scene_prompts(1));
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  write_file(out / ".claim.0", nlohmann::json{{"host", "a-node-gone-quiet"}, {"pid", 4242}, {"token", "t"}}.dump());
+  std::filesystem::last_write_time(out / ".claim.0",
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::minutes(2));
+  const std::string batch = batch_args(dir / "prompts.txt", out);
+  // Untouched for 2 minutes: within the default 10, its owner may still be at work.
+  check_result(run_sjd_limited(batch), 0, "0 generated, 0 already done, 0 failed, 1 made by another process");
+  check_result(run_sjd_limited(batch + " --claim-timeout 60"), 0, "1 generated, 0 already done, 0 failed");
+  CHECK_FALSE(std::filesystem::exists(out / ".claim.0"));
+}
+
 TEST_CASE("manifest: a folder that is no batch folder is refused", "[cli][batch][scale]") {
   TempDir dir("manifest_bad");
   check_result(run_sjd("manifest " + shell_quoted(dir / "nothing")), 2, "nothing: no such folder");
