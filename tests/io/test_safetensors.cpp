@@ -267,8 +267,7 @@ TEST_CASE("a file larger than the machine's memory is mapped, not refused", "[io
   int mode = -1;
   mode_file >> mode;
   if (mode != 0) {
-    WARN("vm.overcommit_memory is " << mode << ", not 0: nothing to check here");
-    return;
+    SJD_SKIP_TEST("vm.overcommit_memory is " << mode << ", not 0: nothing to check here");
   }
   std::ifstream meminfo("/proc/meminfo");
   uint64_t memory_kb = 0;

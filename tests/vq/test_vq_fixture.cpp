@@ -21,8 +21,7 @@ using namespace sjd;
 TEST_CASE("chameleon-vqgan matches the PyTorch reference fixture", "[.][fixture]") {
   const char* dir_env = std::getenv("SJD_VQ_FIXTURE_DIR");
   if (dir_env == nullptr || *dir_env == '\0') {
-    WARN("SJD_VQ_FIXTURE_DIR is not set: skipped (tests/python/test_vq_decoder.py sets it)");
-    return;
+    SJD_SKIP_TEST("SJD_VQ_FIXTURE_DIR is not set (tests/python/test_vq_decoder.py sets it)");
   }
   const std::filesystem::path dir(dir_env);
   const auto config_path = dir / "vq.json";
