@@ -21,6 +21,8 @@ class SettingsFlags {
   // --max-memory in bytes (0: the machine's available memory).
   int64_t max_memory() const;
   bool trust_code() const { return trust_code_; }
+  // The --config file ("" when not given).
+  const std::string& config_file() const { return config_; }
   // Whether the user gave this flag ("--method") on the command line.
   bool given(const std::string& flag) const;
 

@@ -48,6 +48,11 @@ int run_batch_command(const BatchArgs& args) {
                                                                    options.prompts.string());  // file fails now
   if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
   engine::check_run_folder(options.out_dir, engine::RunFolder::kBatch);
+  engine::check_run_folder_apart(options.out_dir, {engine::manifest_name(options.shard), "batch.json"},
+                                 {{"--prompts", options.prompts},
+                                  {"--config", args.settings.config_file()},
+                                  {"--cost-profile", options.settings.cost_profile}},
+                                 args.model);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings));
   generator.set_memory_limit(args.settings.max_memory());
   install_stop_signals();  // from here a Ctrl-C lets the images in flight finish (stop_signals.h)

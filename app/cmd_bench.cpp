@@ -115,6 +115,7 @@ int run_bench_command(const BenchArgs& args) {
   // Outputs are checked before minutes of timing, not after.
   if (!args.json.empty()) engine::prepare_output_file(args.json, "--json", ".json");
   if (!args.out.empty()) engine::prepare_output_file(args.out, "--out", ".json");
+  engine::check_outputs_apart({{"--json", args.json}, {"--out", args.out}}, {}, args.calibrate ? args.model : "");
   if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
   // On a GPU a shape's first forward captures its graph (and cuDNN plans its attention): untimed, always.
   if (args.warmup < 1 && args.device.rfind("cuda", 0) == 0) throw engine::InputError("--warmup must be >= 1 on a GPU");

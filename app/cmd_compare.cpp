@@ -105,6 +105,11 @@ int run_compare_command(const CompareArgs& args) {
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
+  engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png"},
+                                 {{"--prompts", args.prompts_file},
+                                  {"--config", args.settings.config_file()},
+                                  {"--cost-profile", options.base.cost_profile}},
+                                 args.model);
   engine::prepare_output_dir(args.out_dir);
   options.out_dir = args.out_dir;
   options.progress = show_progress(args.quiet);

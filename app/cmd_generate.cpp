@@ -57,11 +57,12 @@ int run_generate(const GenerateArgs& args) {
   }
   if (!args.stats.empty()) engine::prepare_output_file(args.stats, "--stats");
   if (!args.tokens.empty()) engine::prepare_output_file(args.tokens, "--tokens");
-  engine::check_distinct_outputs({{"-o", args.output}, {"--heatmap", args.heatmap}, {"--stats", args.stats},
-                                  {"--tokens", args.tokens}});
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  engine::check_outputs_apart(
+      {{"-o", args.output}, {"--heatmap", args.heatmap}, {"--stats", args.stats}, {"--tokens", args.tokens}},
+      {{"--config", args.settings.config_file()}, {"--cost-profile", settings.cost_profile}}, args.model);
   print_settings_note(settings, SettingsFlags::baseline(bundle.defaults, bundle.json_path.string()));
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   generator.set_memory_limit(args.settings.max_memory());

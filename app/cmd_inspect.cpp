@@ -123,6 +123,8 @@ int run_inspect(const InspectArgs& args) {
     throw engine::InputError("--out keeps what --logits or --decode computes; without either, inspect prints the bundle");
   }
   if (!args.out.empty()) engine::prepare_output_file(args.out, "--out");
+  engine::check_outputs_apart({{"--out", args.out}}, {{"--logits", args.logits_request}, {"--decode", args.decode_request}},
+                              args.model);
   engine::Generator generator(bundle);
   if (!args.logits_request.empty()) {
     const nlohmann::json request = engine::read_json_input(args.logits_request, "logits request");

@@ -129,23 +129,66 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
   io::check_output_path(file);
 }
 
-void check_distinct_outputs(const std::vector<std::pair<std::string, std::filesystem::path>>& outputs) {
-  std::vector<std::pair<std::string, std::filesystem::path>> seen;
+namespace {
+
+std::filesystem::path resolved_path(const std::filesystem::path& file) {
+  std::error_code error;
+  // Absolute first: weakly_canonical leaves a relative path whose first part does not exist as it is,
+  // so "c.png" and "./c.png" would not meet.
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(file), error);
+  if (error) resolved = std::filesystem::absolute(file).lexically_normal();
+  return resolved;
+}
+
+bool inside(const std::filesystem::path& file, const std::filesystem::path& dir) {
+  const auto [dir_end, file_at] = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
+  return dir_end == dir.end() && file_at != file.end();
+}
+
+}  // namespace
+
+void check_outputs_apart(const NamedPaths& outputs, const NamedPaths& inputs, const std::filesystem::path& model_dir) {
+  NamedPaths resolved_inputs;
+  for (const auto& [flag, file] : inputs) {
+    if (!file.empty()) resolved_inputs.emplace_back(flag, resolved_path(file));
+  }
+  const std::filesystem::path bundle = model_dir.empty() ? model_dir : resolved_path(model_dir);
+  NamedPaths seen;
   for (const auto& [flag, file] : outputs) {
     if (file.empty()) continue;
-    std::error_code error;
-    // Absolute first: weakly_canonical leaves a relative path whose first part does not exist as it is,
-    // so "c.png" and "./c.png" would not meet.
-    std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(file), error);
-    if (error) resolved = std::filesystem::absolute(file).lexically_normal();
+    const std::filesystem::path resolved = resolved_path(file);
     for (const auto& [other_flag, other] : seen) {
       if (other == resolved) {
         throw InputError(other_flag + " and " + flag + " name the same file, " + file.string() +
                          ": each output needs a path of its own");
       }
     }
+    for (const auto& [input_flag, input] : resolved_inputs) {
+      if (input == resolved) {
+        throw InputError(flag + " names " + file.string() + ", the file " + input_flag +
+                         " reads: an output must not replace the run's input");
+      }
+    }
+    std::error_code error;
+    if (!bundle.empty() && inside(resolved, bundle) && std::filesystem::exists(resolved, error)) {
+      throw InputError(flag + " names " + file.string() + ", a file of the model bundle " + model_dir.string() +
+                       ": sjd never replaces a bundle's files; give another path");
+    }
     seen.emplace_back(flag, resolved);
   }
+}
+
+void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<std::string>& kept,
+                            const NamedPaths& inputs, const std::filesystem::path& model_dir) {
+  const std::filesystem::path resolved = resolved_path(dir);
+  const std::filesystem::path bundle = resolved_path(model_dir);
+  if (resolved == bundle || inside(resolved, bundle)) {
+    throw InputError("--out-dir " + dir.string() + " is in the model bundle's folder " + model_dir.string() +
+                     ": a run's images and records go in a folder of their own");
+  }
+  NamedPaths outputs;
+  for (const std::string& name : kept) outputs.emplace_back("--out-dir's " + name, dir / name);
+  check_outputs_apart(outputs, inputs);
 }
 
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,

@@ -34,9 +34,19 @@ void check_run_folder(const std::filesystem::path& dir, RunFolder wanted);
 void prepare_output_file(const std::filesystem::path& file, const std::string& flag,
                          const std::string& extension = "");
 
-// Refuses two flags that name one file (-o x.png --stats x.png would leave only the stats):
-// InputError naming both. Each entry is (flag, path); empty paths are flags not given.
-void check_distinct_outputs(const std::vector<std::pair<std::string, std::filesystem::path>>& outputs);
+// Refuses an output that would replace another output or something the run reads, before any work:
+// two flags naming one file (-o x.png --stats x.png would leave only the stats); an output naming an
+// input file (--stats c.json --config c.json replaced the config); an output naming a file that exists
+// in the model bundle's folder (--stats m/model.safetensors replaced the weights and exited 0). Paths
+// are compared resolved, however they are written. InputError naming the flags. Each entry is (flag,
+// path); empty paths are flags not given, and an empty model_dir is no bundle.
+using NamedPaths = std::vector<std::pair<std::string, std::filesystem::path>>;
+void check_outputs_apart(const NamedPaths& outputs, const NamedPaths& inputs = {},
+                         const std::filesystem::path& model_dir = {});
+// A run's --out-dir (batch, compare) must be neither the model bundle's folder nor inside it, and the
+// files the run keeps at its top (`kept`: "manifest.jsonl", "compare.json", ...) must not be its inputs.
+void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<std::string>& kept,
+                            const NamedPaths& inputs, const std::filesystem::path& model_dir);
 
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,

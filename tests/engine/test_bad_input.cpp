@@ -354,6 +354,37 @@ TEST_CASE("outputs that are not regular files or share a path, and both -p and -
   CHECK(read_file(dir / "elsewhere.png") == "keep me");
 }
 
+TEST_CASE("no output replaces a file of the model bundle or an input of the run", "[cli][robustness]") {
+  TempDir dir("outputs_spare_inputs");
+  const auto model = model_copy(dir, "m");
+  const std::string weights_before = read_file(model / "model.safetensors");
+  const std::string bundle_before = read_file(model / "bundle.json");
+  write_file(dir / "c.json", "{\"seed\": 3}");
+  write_file(dir / "prompts.txt", "a red circle\n");
+  write_file(dir / "req.json", "{\"rows\": [{\"text\": \"a red circle\"}], \"window\": []}");
+  const std::string g = "generate --model " + quoted(model) + " -p 'a red circle' -o " + quoted(dir / "x.png");
+  const std::string on_prompts = " --prompts " + quoted(dir / "prompts.txt");
+  write_file(dir / "cmp" / "keep.txt", "");  // compare's folder, with the config where compare.json goes
+  write_file(dir / "cmp" / "compare.json", "{\"seed\": 3}");
+  expect_refused({
+      {g + " --stats " + quoted(model / "model.safetensors"), "a file of the model bundle"},
+      {g + " --tokens " + quoted(model / "." / "bundle.json"), "a file of the model bundle"},
+      {g + " --stats " + quoted(dir / "c.json") + " --config " + quoted(dir / "c.json"), "the file --config reads"},
+      {"inspect --model " + quoted(model) + " --logits " + quoted(dir / "req.json") + " --out " + quoted(dir / "req.json"),
+       "the file --logits reads"},
+      {"inspect --model " + quoted(model) + " --logits " + quoted(dir / "req.json") + " --out " +
+           quoted(model / "model.safetensors"), "a file of the model bundle"},
+      {"batch --model " + quoted(model) + on_prompts + " --out-dir " + quoted(model), "in the model bundle's folder"},
+      {"compare --model " + quoted(model) + on_prompts + " --methods ar --out-dir " + quoted(dir / "cmp") +
+           " --config " + quoted(dir / "cmp" / "compare.json"), "the file --config reads"},
+  });
+  CHECK(read_file(model / "model.safetensors") == weights_before);
+  CHECK(read_file(model / "bundle.json") == bundle_before);
+  CHECK(read_file(dir / "req.json").find("rows") != std::string::npos);
+  CHECK(read_file(dir / "cmp" / "compare.json") == "{\"seed\": 3}");
+  CHECK_FALSE(std::filesystem::exists(model / "manifest.jsonl"));
+}
+
 TEST_CASE("a weight file that is a FIFO is refused without waiting for a writer", "[cli][robustness]") {
   TempDir dir("fifo_weights");
   const auto model = model_copy(dir, "m");
