@@ -34,6 +34,25 @@ std::vector<size_t> prefix_ends(const std::string& valid) {
   return ends;
 }
 
+// stb_truetype trusts its input: it reads wherever the table directory points, past the end of the
+// bytes too, so a truncated font file crashed sjd. The directory and every table it lists must lie
+// within the file. (Offsets inside the tables are still the font's to get right: fonts are the
+// system's or the user's own files, not untrusted input; docs/security.md.)
+bool tables_inside(const std::string& bytes, int64_t offset) {
+  const auto byte = [&](int64_t at) { return static_cast<uint64_t>(static_cast<unsigned char>(bytes[at])); };
+  const auto u16 = [&](int64_t at) { return byte(at) << 8 | byte(at + 1); };
+  const auto u32 = [&](int64_t at) { return u16(at) << 16 | u16(at + 2); };
+  const auto size = static_cast<int64_t>(bytes.size());
+  if (offset < 0 || offset + 12 > size) return false;
+  const int64_t count = static_cast<int64_t>(u16(offset + 4));
+  if (offset + 12 + 16 * count > size) return false;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t entry = offset + 12 + 16 * i;
+    if (u32(entry + 8) + u32(entry + 12) > static_cast<uint64_t>(size)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TextRenderer::TextRenderer(const std::filesystem::path& font_file) : font_(std::make_unique<stbtt_fontinfo>()) {
@@ -48,9 +67,11 @@ TextRenderer::TextRenderer(const std::filesystem::path& font_file) : font_(std::
   font_bytes_ = content.str();
   const auto* data = reinterpret_cast<const unsigned char*>(font_bytes_.data());
   const int offset = font_bytes_.size() >= 12 ? stbtt_GetFontOffsetForIndex(data, 0) : -1;
-  if (offset < 0 || !stbtt_InitFont(font_.get(), data, offset)) {
-    throw FontError(font_file.string() + ": not a TrueType font");
+  if (offset < 0 || !tables_inside(font_bytes_, offset)) {
+    throw FontError(font_file.string() + ": not a TrueType font, or a truncated or damaged one (its tables run past its " +
+                    std::to_string(font_bytes_.size()) + " bytes)");
   }
+  if (!stbtt_InitFont(font_.get(), data, offset)) throw FontError(font_file.string() + ": not a TrueType font");
   stbtt_GetFontVMetrics(font_.get(), &ascent_, &descent_, &line_gap_);
 }
 

@@ -109,4 +109,15 @@ TEST_CASE("text renderer: a missing or bad font is a clear error", "[io][figure]
   sjd::testing::TempDir dir("bad_font");
   sjd::testing::write_file(dir / "font.ttf", "not a font at all");
   CHECK_THROWS_WITH(TextRenderer(dir / "font.ttf"), Catch::Contains("font.ttf: not a TrueType font"));
+  // A truncated copy of a real font, and one whose table count was damaged, crashed the renderer.
+  const std::string font = sjd::testing::read_file(TextRenderer::find_font());
+  for (const size_t cut : {size_t{12}, size_t{400}, size_t{1000}, font.size() / 2, font.size() - 1}) {
+    sjd::testing::write_file(dir / "cut.ttf", font.substr(0, cut));
+    INFO("cut at " << cut);
+    CHECK_THROWS_WITH(TextRenderer(dir / "cut.ttf"), Catch::Contains("cut.ttf: not a TrueType font"));
+  }
+  std::string many_tables = font;
+  many_tables[4] = many_tables[5] = '\xff';
+  sjd::testing::write_file(dir / "many.ttf", many_tables);
+  CHECK_THROWS_WITH(TextRenderer(dir / "many.ttf"), Catch::Contains("truncated or damaged"));
 }
