@@ -29,6 +29,7 @@ struct InspectArgs {
 // Ids a request names must be rows of the model's tables; lists must be short
 // enough to fit (a request is a test fixture, not a generation).
 constexpr size_t kMaxRequestTokens = 8192;
+constexpr size_t kMaxRequestRows = 256;
 
 std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const std::string& where) {
   if (!value.is_array() || value.size() > kMaxRequestTokens) {
@@ -130,8 +131,10 @@ int run_inspect(const InspectArgs& args) {
     const nlohmann::json request = engine::read_json_input(args.logits_request, "logits request");
     const std::string where = args.logits_request;
     check_request_keys(request, {"rows", "window"}, where);
-    if (!request.is_object() || !request.contains("rows") || !request["rows"].is_array() || request["rows"].empty()) {
-      throw engine::InputError(where + ": expected {\"rows\": [at least one row], \"window\": [ids]}");
+    if (!request.is_object() || !request.contains("rows") || !request["rows"].is_array() || request["rows"].empty() ||
+        request["rows"].size() > kMaxRequestRows) {
+      throw engine::InputError(where + ": expected {\"rows\": [1 to " + std::to_string(kMaxRequestRows) +
+                               " rows], \"window\": [ids]}");
     }
     std::vector<model::RowPrompt> rows;
     try {
@@ -145,6 +148,17 @@ int run_inspect(const InspectArgs& args) {
     model::DraftTree window;
     for (int64_t token : ids_in(request.value("window", nlohmann::json::array()), vocab, where + ": window")) {
       window.push(token, static_cast<int>(window.size()) - 1);
+    }
+    // The forward's memory, as a generation's is held to it: 256 rows of 8192 tokens would take tens of GB.
+    engine::GenerationShape shape;
+    shape.rows = shape.sequences = static_cast<int64_t>(rows.size());
+    for (const auto& r : rows) shape.longest_prompt = std::max(shape.longest_prompt, static_cast<int64_t>(r.tokens.size()));
+    shape.image_tokens = shape.window_nodes = static_cast<int64_t>(window.size()) + 1;
+    const engine::MemoryEstimate estimate = engine::estimate_generation_memory(bundle.transformer, shape, at::kFloat);
+    const int64_t available = engine::available_host_memory();
+    if (available >= 0 && estimate.total() > available) {
+      throw engine::InputError(where + ": the forward of these rows and window needs about " + estimate.describe() +
+                               ", more than the " + engine::format_bytes(available) + " of memory available");
     }
     model::Transformer& transformer = generator.transformer();
     transformer.start(rows, 0, static_cast<int64_t>(window.size()) + 1);

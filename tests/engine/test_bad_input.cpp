@@ -290,6 +290,15 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
   for (int r = 0; r < 64; ++r) huge["codes"].push_back(std::vector<int>(1024, 1));
   write_file(dir / "huge.json", huge.dump());
   cases.push_back({base + " --decode " + quoted(dir / "huge.json"), "decoding a 64x1024 grid of codes needs about"});
+  // Rows without end, and a forward too large for the memory (it aborted in the allocator), refused before it.
+  nlohmann::json many_rows = {{"rows", nlohmann::json::array()}};
+  for (int r = 0; r < 257; ++r) many_rows["rows"].push_back({{"tokens", {1}}});
+  write_file(dir / "many_rows.json", many_rows.dump());
+  cases.push_back({base + " --logits " + quoted(dir / "many_rows.json"), "1 to 256 rows"});
+  nlohmann::json long_rows = {{"rows", nlohmann::json::array()}, {"window", std::vector<int>(8000, 5)}};
+  for (int r = 0; r < 64; ++r) long_rows["rows"].push_back({{"tokens", std::vector<int>(8000, 5)}});
+  write_file(dir / "long_rows.json", long_rows.dump());
+  cases.push_back({base + " --logits " + quoted(dir / "long_rows.json"), "memory"});
   expect_refused(cases);
 }
 
