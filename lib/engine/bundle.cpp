@@ -119,6 +119,14 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     b.transformer_weights = file_list(t, dir, where + ": transformer");
     b.layout = section(j, "layout", where);
     b.tokenizer = section(j, "tokenizer", where);
+    // Both are read before the model loads (a number for kind was an exception from the JSON library, a
+    // missing file an empty path).
+    if (!b.tokenizer.contains("kind") || !b.tokenizer["kind"].is_string()) {
+      throw InputError(where + ": tokenizer.kind: expected the tokenizer's kind as a string (bpe, tiktoken, spm, byte)");
+    }
+    if (!b.tokenizer.contains("file") && b.tokenizer["kind"] != "byte") {
+      throw InputError(where + ": tokenizer.file: missing (the tokenizer file, relative to the bundle)");
+    }
     if (b.tokenizer.contains("file")) {
       b.tokenizer["file"] = bundle_file(dir, b.tokenizer["file"], where + ": tokenizer.file").string();
     }

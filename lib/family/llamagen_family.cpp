@@ -77,6 +77,7 @@ LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
   LlamaGenConfig c;
   const int64_t grid_height = integer(layout, "grid_height", where, 1);
   c.grid_size = integer(layout, "grid_width", where, 1);
+  check_grid_side(c.grid_size, where + ".grid_width");
   if (grid_height != c.grid_size) {
     throw std::invalid_argument(where + ": LlamaGen's grid is square (its 2D RoPE table is grid x grid), got " +
                                 std::to_string(grid_height) + "x" + std::to_string(c.grid_size));

@@ -44,6 +44,8 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
     throw std::invalid_argument(where + ": grid_height, grid_width and codebook_size must be positive, "
                                 "image_token_first not negative");
   }
+  check_grid_side(c.grid_height, where + ".grid_height");
+  check_grid_side(c.grid_width, where + ".grid_width");
   c.size_token_unit_px = j.contains("size_token_unit_px") ? need(j, "size_token_unit_px", where) : 32;
   if (j.contains("max_positions")) {
     c.max_positions = need(j, "max_positions", where);

@@ -7,6 +7,13 @@
 
 namespace sjd::family {
 
+void check_grid_side(int64_t side, const std::string& where) {
+  if (side > kMaxGridSide) {
+    throw std::invalid_argument(where + ": " + std::to_string(side) + " codes is past the " +
+                                std::to_string(kMaxGridSide) + " an image side may have");
+  }
+}
+
 TokenLayout::TokenLayout(int64_t vocab_size, std::vector<int64_t> forced, int64_t grid_height, int64_t grid_width,
                          int64_t first_code_id, int64_t codebook_size)
     : vocab_size_(vocab_size),

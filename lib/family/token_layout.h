@@ -5,11 +5,19 @@
 // spatial draft initialisations and code extraction all read it.
 #include <ATen/ATen.h>
 
+#include <string>
 #include <vector>
 
 #include "sampling/logits_pipeline.h"
 
 namespace sjd::family {
+
+// The most codes an image's side may have: 16384 px (--resolution's limit) in 8-px cells. A bundle's
+// grid past it is refused before the layout's tables are made (a grid side of 2^62 multiplied past
+// int64 and was allocated until the machine ran out).
+constexpr int64_t kMaxGridSide = 2048;
+// Throws std::invalid_argument naming `where` (a bundle key) when side is past kMaxGridSide.
+void check_grid_side(int64_t side, const std::string& where);
 
 class TokenLayout {
  public:

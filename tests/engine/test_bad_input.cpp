@@ -182,6 +182,10 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["transformer"]["weights"] = "/etc/passwd"; }, "must be a file name relative"},
       {[](J& j) { j["vq"]["weights"] = J::array({"../default/vqgan.safetensors"}); }, "climbs out"},
       {[](J& j) { j["tokenizer"]["file"] = 7; }, "tokenizer.file"},
+      {[](J& j) { j["tokenizer"].erase("file"); }, "tokenizer.file: missing"},
+      {[](J& j) { j["tokenizer"]["kind"] = 5; }, "tokenizer.kind: expected"},
+      {[](J& j) { j["layout"]["grid_height"] = int64_t{1} << 62; }, "layout.grid_height: 4611686018427387904 codes"},
+      {[](J& j) { j["layout"]["grid_width"] = int64_t{1} << 62; }, "layout.grid_width: 4611686018427387904 codes"},
       {[](J& j) { j["defaults"] = J::array(); }, "defaults"},
       {[](J& j) { j["defaults"]["cfg"] = -3; }, "defaults: /cfg"},
   };
