@@ -27,6 +27,9 @@ std::string random_token() {
 }
 
 constexpr auto kHeartbeat = std::chrono::seconds(20);
+// A claim's owner writes it right after creating it: one still empty or unreadable this long after its
+// last touch was left by a process killed in between (its image would otherwise wait the claim timeout).
+constexpr auto kUnwritten = std::chrono::seconds(60);
 
 // A live claim of another run: refuse, naming the claim, its owner and what differs.
 [[noreturn]] void refuse_other_run(const std::filesystem::path& claim, const nlohmann::json& content,
@@ -96,7 +99,8 @@ ClaimBoard::Claim ClaimBoard::inspect(const std::filesystem::path& file) const {
     }
   }
   const auto touched = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
-  const bool fresh = std::chrono::system_clock::now() - touched < stale_after_;
+  const auto age = std::chrono::system_clock::now() - touched;
+  const bool fresh = age < stale_after_ && (claim.content.is_object() || age < kUnwritten);
   bool owner_alive = true;
   // Its owner's pid means something only on this host, in this pid namespace (a claim from before
   // namespaces were recorded is taken as this one's).

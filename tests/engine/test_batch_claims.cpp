@@ -107,3 +107,14 @@ TEST_CASE("claims: a take-over removes only the claim it judged stale, and puts 
           return name.find(".stale.") != std::string::npos;
         }) == 0);  // nothing left aside
 }
+
+TEST_CASE("claims: an empty claim is its owner's for a minute, then stale", "[batch][claims]") {
+  TempDir dir("claims_empty");
+  engine::ClaimBoard board(dir.path(), std::chrono::seconds(600));
+  std::ofstream(dir / ".claim.0").flush();  // what a process killed between creating and writing it leaves
+  CHECK_FALSE(board.try_claim(0, kIdentity));  // its owner may be writing it right now
+  std::filesystem::last_write_time(dir / ".claim.0",
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::minutes(2));
+  CHECK(board.try_claim(0, kIdentity));
+  CHECK(nlohmann::json::parse(read_text(dir / ".claim.0"))["pid"] == ::getpid());
+}
