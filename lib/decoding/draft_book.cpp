@@ -37,8 +37,12 @@ int64_t DraftBook::token_at(const std::vector<int64_t>& committed, int64_t posit
 
 sampling::RngKey DraftBook::init_key(int64_t position, uint32_t step) const {
   // scd-gs draws every draft of a position with the same Gumbel noise, initial ones included.
-  return method_.tail == TailUpdate::kGumbelShared ? key(0, position, Purpose::kGumbel)
-                                                   : key(step, position, Purpose::kInit);
+  return method_.tail == TailUpdate::kGumbelShared ? gumbel_key(position) : key(step, position, Purpose::kInit);
+}
+
+sampling::RngKey DraftBook::gumbel_key(int64_t position) const {
+  // No step: a position's noise is shared across iterations, so its draft changes only as its p does.
+  return key(0, mutants_.shared_gumbel ? 0 : position, Purpose::kGumbel);
 }
 
 int64_t DraftBook::neighbour_of(int64_t position) const {
@@ -147,8 +151,7 @@ Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft*
     case TailUpdate::kGreedy:
       return {sampling::argmax(pp, n), p};
     case TailUpdate::kGumbelShared: {
-      sampling::RngKey gumbel = key(0, position, Purpose::kGumbel);  // no step: shared across iterations
-      return {sampling::sample_token(pp, n, gumbel), p};
+      return {sampling::sample_token(pp, n, gumbel_key(position)), p};
     }
     case TailUpdate::kMaximalCoupling:
       if (old != nullptr) {

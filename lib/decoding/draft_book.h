@@ -94,6 +94,7 @@ class DraftBook {
   // The remembered p an initial draft at `position` is drawn from (sample-left/up), or null.
   const at::Tensor* stale_source(int64_t position) const;
   sampling::RngKey init_key(int64_t position, uint32_t step) const;
+  sampling::RngKey gumbel_key(int64_t position) const;  // scd-gs's noise of a position
   int64_t token_at(const std::vector<int64_t>& committed, int64_t position) const;
   sampling::RngKey key(uint32_t step, int64_t position, sampling::Purpose purpose) const;
   at::Tensor one_hot(int64_t token) const;

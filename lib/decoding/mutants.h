@@ -15,10 +15,11 @@ struct Mutants {
   bool peeking_window = false;        // end the window before the first draft whose coming accept draw is >= 0.5
   bool relaxed_coupling = false;      // couple the next drafts with the method's relaxation (first weight), q still p
   bool window_wide_accept = false;    // every chain position's accept uniform from the window's first position
+  bool shared_gumbel = false;         // scd-gs: one Gumbel noise for every position, not one per position
 
   bool any() const {
     return stale_q || longest_sibling || one_hot_random_init || candidates != sampling::Mutant::kNone ||
-           peeking_window || relaxed_coupling || window_wide_accept;
+           peeking_window || relaxed_coupling || window_wide_accept || shared_gumbel;
   }
 };
 

@@ -189,18 +189,6 @@ def test_scenes_drawn_by_several_processes_encode_to_the_same_codes(stages, tmp_
     assert all(np.array_equal(image, scenes.render(s, 64)) for image, s in zip(drawn, some[:20]))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_both_stages_train_on_a_gpu(stages, tmp_path):
-    assert train_vq.main(["--out-dir", str(tmp_path / "vq"), "--steps", "2", "--batch-size", "2",
-                          "--device", "cuda"]) == 0
-    assert train_default_model.main(["--vq-dir", str(tmp_path / "vq"), "--text-dir", str(stages / "text"),
-                                     "--out-dir", str(tmp_path / "hf"), "--scenes", "24", "--steps", "2",
-                                     "--batch-size", "2", "--device", "cuda"]) == 0
-    weights = load_file(str(tmp_path / "hf" / "model.safetensors"))
-    assert all(t.device.type == "cpu" and torch.isfinite(t.float()).all() for t in weights.values())
-    assert json.loads((tmp_path / "vq" / "vq_report.json").read_text())["device"] == "cuda"
-
-
 @pytest.mark.parametrize("size", [64, 128])
 def test_export_script_turns_the_run_into_a_bundle_sjd_generates_with(stages, hf_dir, tmp_path, size):
     """At 64 px the shipped layout; at 128 px the same 64 px VQGAN (convolutional) gives 32 x 32 codes."""

@@ -1,9 +1,10 @@
 // The verification primitives against their exact output distributions.
 #include <catch2/catch.hpp>
 
-#include <limits>
-
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "sampling/categorical.h"
@@ -47,9 +48,35 @@ std::map<int64_t, long> run_mrs(const std::vector<float>& p, const std::vector<f
 
 }  // namespace
 
+TEST_CASE("Philox4x32-10 gives the published known-answer blocks", "[sampling]") {
+  // Random123's kat_vectors for philox4x32_10: counter words (c0..c3), key words (k0, k1), result. Our
+  // counter is (block, position, step, sequence << 16 ^ sub << 8 ^ purpose) and the key the seed's halves.
+  struct Vector {
+    uint32_t block, position, step, sequence, sub, purpose, k0, k1;
+    std::array<uint32_t, 4> expected;
+  };
+  const Vector vectors[] = {
+      {0, 0, 0, 0, 0, 0, 0, 0, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},
+      {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffu, 0xffu, 0xffu, 0xffffffffu, 0xffffffffu,
+       {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}},
+      {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x0370u, 0x73u, 0x44u, 0xa4093822u, 0x299f31d0u,  // digits of pi
+       {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}},
+  };
+  for (const Vector& v : vectors) {
+    RngKey key;
+    key.seed = static_cast<uint64_t>(v.k1) << 32 | v.k0;
+    key.position = v.position;
+    key.step = v.step;
+    key.sequence = v.sequence;
+    key.sub = v.sub;
+    key.purpose = static_cast<Purpose>(v.purpose);
+    CHECK(philox_block(key, v.block) == v.expected);
+  }
+}
+
 TEST_CASE("Philox draws are reproducible and separated by every key field", "[sampling]") {
   RngKey a = key_of(7, Purpose::kSample);
-  CHECK(uniform01(a, 3) == uniform01(a, 3));
+  CHECK(uniform01(a, 3) == uniform01(RngKey(a), 3));  // no state: the same key gives the same number again
   RngKey b = a;
   b.position = 1;
   RngKey c = a;
@@ -72,14 +99,27 @@ TEST_CASE("Philox draws are reproducible and separated by every key field", "[sa
   CHECK(std::abs(sum / u.size() - 0.5) < 0.005);
 }
 
+// The statistical tests below fix their seeds (the keys' seeds 0..N-1) and pass a correct sampler at
+// p > 1e-3; each keeps a broken variant that the same test, on the same keys, rejects at p < 1e-6.
+
 TEST_CASE("exponential race samples p (chi-square, fixed seeds, p > 1e-3)", "[sampling]") {
   const std::vector<float> p = {0.05f, 0.3f, 0.0f, 0.15f, 0.5f};
-  std::map<int64_t, long> counts;
-  for (int i = 0; i < 50000; ++i) ++counts[sample_race(p.data(), 5, key_of(i, Purpose::kSample))];
+  std::map<int64_t, long> counts, broken;
+  for (int i = 0; i < 50000; ++i) {
+    const RngKey key = key_of(i, Purpose::kSample);
+    ++counts[sample_race(p.data(), 5, key)];
+    // Broken: the largest p_i * u_i, a race whose scores are not exponential.
+    int64_t best = 0;
+    for (int64_t t = 1; t < 5; ++t) {
+      if (p[t] * uniform01(key, static_cast<uint32_t>(t)) > p[best] * uniform01(key, static_cast<uint32_t>(best))) best = t;
+    }
+    ++broken[best];
+  }
   CHECK(counts.count(2) == 0);
   const auto fit = sjd::testing::chi_square_fit(as_map(p), counts);
   INFO("chi2 " << fit.chi_square << " p " << fit.p_value);
   CHECK(fit.p_value > 1e-3);
+  CHECK(sjd::testing::chi_square_fit(as_map(p), broken).p_value < 1e-6);
   const std::vector<float> zero(4, 0.0f);
   CHECK(sample_race(zero.data(), 4, key_of(1, Purpose::kSample)) == -1);
 }
@@ -101,15 +141,24 @@ TEST_CASE("draws without replacement have the sequential law", "[sampling]") {
       if (a != b) exact[{a, b}] = q[a] * q[b] / (1.0 - q[a]);
     }
   }
-  std::map<std::pair<int64_t, int64_t>, long> counts;
+  std::map<std::pair<int64_t, int64_t>, long> counts, broken;
   for (int i = 0; i < 40000; ++i) {
     const auto d = draw_without_replacement(q.data(), 4, 2, key_of(i, Purpose::kCandidates));
     REQUIRE(d.size() == 2);
     ++counts[{d[0], d[1]}];
+    // Broken: pairs of independent draws from q until the two differ, the law q_a q_b / (1 - sum q^2) (redrawing
+    // only the second would be the sequential law itself).
+    int64_t a = 0, b = 0;
+    for (uint32_t attempt = 1; a == b; attempt += 2) {
+      a = sample_race(q.data(), 4, key_of(i, Purpose::kCandidates, attempt));
+      b = sample_race(q.data(), 4, key_of(i, Purpose::kCandidates, attempt + 1));
+    }
+    ++broken[{a, b}];
   }
   const auto fit = sjd::testing::chi_square_fit(exact, counts);
   INFO("p " << fit.p_value);
   CHECK(fit.p_value > 1e-3);
+  CHECK(sjd::testing::chi_square_fit(exact, broken).p_value < 1e-6);
   const std::vector<float> two = {0.5f, 0.0f, 0.5f, 0.0f};
   CHECK(draw_without_replacement(two.data(), 4, 3, key_of(0, Purpose::kCandidates)).size() == 2);
 }
@@ -120,6 +169,14 @@ TEST_CASE("MRS output is distributed as p", "[sampling]") {
   const auto fit = sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 60000));
   INFO("p " << fit.p_value);
   CHECK(fit.p_value > 1e-3);
+  // Broken: a rejected draft replaced by a draw from p itself instead of the residual max(p - q, 0).
+  std::map<int64_t, long> broken;
+  for (int i = 0; i < 60000; ++i) {
+    const int64_t x = sample_race(q.data(), 4, key_of(i, Purpose::kInit));
+    const bool accept = uniform01(key_of(i, Purpose::kAccept), 0) < std::min(1.0, double{p[x]} / q[x]);
+    ++broken[accept ? x : sample_race(p.data(), 4, key_of(i, Purpose::kResidual))];
+  }
+  CHECK(sjd::testing::chi_square_fit(as_map(p), broken).p_value < 1e-6);
 }
 
 TEST_CASE("MRS edge cases: p == q, point-mass q, top-k excluding the draft", "[sampling]") {

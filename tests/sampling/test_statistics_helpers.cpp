@@ -1,0 +1,35 @@
+// The goodness-of-fit helpers every statistical test's significance rests on (tests/testing/statistics.h),
+// against values of the chi-square law from tables (scipy.stats.chi2.sf gives the same to 1e-12).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+
+#include "testing/statistics.h"
+
+using sjd::testing::chi_square_fit;
+using sjd::testing::chi_square_upper_tail;
+
+TEST_CASE("chi-square upper tail: the tabled critical values", "[testing][statistics]") {
+  CHECK(chi_square_upper_tail(3.841458820694124, 1) == Approx(0.05).epsilon(1e-9));
+  CHECK(chi_square_upper_tail(10.827566170662733, 1) == Approx(0.001).epsilon(1e-9));
+  CHECK(chi_square_upper_tail(18.307038053275146, 10) == Approx(0.05).epsilon(1e-9));
+  CHECK(chi_square_upper_tail(2.0, 2) == Approx(std::exp(-1.0)).epsilon(1e-9));  // two dof: exp(-x / 2)
+  CHECK(chi_square_upper_tail(250.0, 200) == Approx(0.009379131668826098).epsilon(1e-7));
+  CHECK(chi_square_upper_tail(0.0, 3) == Approx(1.0));
+}
+
+TEST_CASE("chi-square fit: Pearson's statistic, its degrees of freedom and p-value", "[testing][statistics]") {
+  const std::map<int, double> fair = {{0, 0.5}, {1, 0.5}};
+  const auto off = chi_square_fit(fair, std::map<int, long>{{0, 60}, {1, 40}});
+  CHECK(off.chi_square == Approx(4.0));  // (60 - 50)^2 / 50 + (40 - 50)^2 / 50
+  CHECK(off.dof == 1);
+  CHECK(off.p_value == Approx(0.04550026389635857).epsilon(1e-9));
+  CHECK(off.total_variation == Approx(0.1));
+  const auto exact = chi_square_fit(fair, std::map<int, long>{{0, 50}, {1, 50}});
+  CHECK(exact.chi_square == Approx(0.0).margin(1e-12));
+  CHECK(exact.p_value == Approx(1.0));
+  // An outcome the exact law does not list (it is impossible) fails the fit outright.
+  const auto impossible = chi_square_fit(std::map<int, double>{{0, 1.0}}, std::map<int, long>{{0, 99}, {1, 1}});
+  CHECK(impossible.p_value < 1e-6);
+}
