@@ -97,6 +97,19 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
 
 }  // namespace
 
+void refuse_empty_values(CLI::App& command) {
+  command.parse_complete_callback([&command] {
+    for (const CLI::Option* option : command.get_options()) {
+      if (option->count() == 0 || !option->nonpositional() || option->get_name() == "--prompt") continue;
+      for (const std::string& value : option->results()) {
+        if (value.empty()) {
+          throw CLI::ValidationError(option->get_name(), "an empty value (an unset shell variable?); leave the flag out instead");
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 CLI::Option* add_integer_option(CLI::App& command, const std::string& flag, T& value, const std::string& help) {
   return command.add_option(flag, value, help)->check(integer_text_problem<T>);

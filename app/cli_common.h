@@ -40,6 +40,11 @@ class SettingsFlags {
 template <typename T>
 CLI::Option* add_integer_option(CLI::App& command, const std::string& flag, T& value, const std::string& help);
 
+// After `command` is parsed, a flag given an empty value ("--stats ''", an unset shell variable) is
+// refused (CLI11 left it as if the flag were absent: no stats written, no config read), except -p,
+// whose blank prompt check_prompt_flag names, and positional arguments.
+void refuse_empty_values(CLI::App& command);
+
 // A prompt given with -p: refused (InputError) when blank, as a prompt file's blank prompt is, or
 // when it is not valid UTF-8 (the byte counted in the prompt, not the family's template around it).
 void check_prompt_flag(const std::string& prompt);

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   sjd::app::add_tokenize_command(app);
   sjd::app::add_inspect_command(app);
   sjd::app::add_bench_command(app);
+  for (CLI::App* command : app.get_subcommands({})) sjd::app::refuse_empty_values(*command);
   const std::string unknown = sjd::app::unknown_argument_problem(app, argc, argv);
   if (!unknown.empty()) {
     std::cerr << "sjd: " << unknown << "\n";

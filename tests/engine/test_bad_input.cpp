@@ -115,6 +115,11 @@ TEST_CASE("integer flags outside the settings take whole decimal integers only",
       {"manifest " + quoted(dir.path()) + " --limit 1e3", "--limit: must be an integer"},
       {"bench --preset tiny --iterations ''", "--iterations: must be an integer"},
       {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer"},
+      // An empty value (an unset shell variable) left the flag as if absent: no stats, no shard, no config.
+      {b + " --shard ''", "--shard: an empty value"},
+      {b + " --config ''", "--config: an empty value"},
+      {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --stats ''",
+       "--stats: an empty value"},
   });
   CHECK_FALSE(std::filesystem::exists(dir / "out"));
 }
