@@ -26,7 +26,11 @@ int count_lines(const std::filesystem::path& file) {
 
 TEST_CASE("generate: fixed seed gives the golden token ids and a PNG with its settings", "[cli]") {
   // The golden file holds the prompt, seed and the token ids `sjd generate --method ar` drew
-  // with the trained default model; it changes only when the model or the sampler does.
+  // with the trained default model: a regression snapshot of the program's own output, not an
+  // independent derivation (the sampler's law is the chi-square tests', the forward's the logits
+  // parity in tests/python/test_vq_default_model.py). It changes only when the model or the sampler
+  // does; remade by `build/sjd generate --model models/default -p PROMPT --seed 7 --method ar
+  // --tokens FILE` with the file's prompt, and the ids put under "tokens".
   const auto golden = nlohmann::json::parse(read_file(source_dir() / "tests/golden/default_model_ar_tokens.json"));
   const std::string prompt = golden.at("prompt");
   const std::string seed = std::to_string(golden.at("seed").get<int>());
