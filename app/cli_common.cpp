@@ -103,7 +103,8 @@ void refuse_empty_values(CLI::App& command) {
       if (option->count() == 0 || !option->nonpositional() || option->get_name() == "--prompt") continue;
       for (const std::string& value : option->results()) {
         if (value.empty()) {
-          throw CLI::ValidationError(option->get_name(), "an empty value (an unset shell variable?); leave the flag out instead");
+          throw CLI::ValidationError(option->get_name(),
+                                     "an empty value (an unset shell variable?); leave the flag out instead");
         }
       }
     }

@@ -124,8 +124,8 @@ int run_inspect(const InspectArgs& args) {
     throw engine::InputError("--out keeps what --logits or --decode computes; without either, inspect prints the bundle");
   }
   if (!args.out.empty()) engine::prepare_output_file(args.out, "--out");
-  engine::check_outputs_apart({{"--out", args.out}}, {{"--logits", args.logits_request}, {"--decode", args.decode_request}},
-                              args.model);
+  engine::check_outputs_apart({{"--out", args.out}},
+                              {{"--logits", args.logits_request}, {"--decode", args.decode_request}}, args.model);
   engine::Generator generator(bundle);
   if (!args.logits_request.empty()) {
     const nlohmann::json request = engine::read_json_input(args.logits_request, "logits request");
@@ -152,7 +152,9 @@ int run_inspect(const InspectArgs& args) {
     // The forward's memory, as a generation's is held to it: 256 rows of 8192 tokens would take tens of GB.
     engine::GenerationShape shape;
     shape.rows = shape.sequences = static_cast<int64_t>(rows.size());
-    for (const auto& r : rows) shape.longest_prompt = std::max(shape.longest_prompt, static_cast<int64_t>(r.tokens.size()));
+    for (const auto& r : rows) {
+      shape.longest_prompt = std::max(shape.longest_prompt, static_cast<int64_t>(r.tokens.size()));
+    }
     shape.image_tokens = shape.window_nodes = static_cast<int64_t>(window.size()) + 1;
     const engine::MemoryEstimate estimate = engine::estimate_generation_memory(bundle.transformer, shape, at::kFloat);
     const int64_t available = engine::available_host_memory();

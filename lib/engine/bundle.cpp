@@ -122,7 +122,8 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     // Both are read before the model loads (a number for kind was an exception from the JSON library, a
     // missing file an empty path).
     if (!b.tokenizer.contains("kind") || !b.tokenizer["kind"].is_string()) {
-      throw InputError(where + ": tokenizer.kind: expected the tokenizer's kind as a string (bpe, tiktoken, spm, byte)");
+      throw InputError(where +
+                       ": tokenizer.kind: expected the tokenizer's kind as a string (bpe, tiktoken, spm, byte)");
     }
     if (!b.tokenizer.contains("file") && b.tokenizer["kind"] != "byte") {
       throw InputError(where + ": tokenizer.file: missing (the tokenizer file, relative to the bundle)");

@@ -68,8 +68,8 @@ TextRenderer::TextRenderer(const std::filesystem::path& font_file) : font_(std::
   const auto* data = reinterpret_cast<const unsigned char*>(font_bytes_.data());
   const int offset = font_bytes_.size() >= 12 ? stbtt_GetFontOffsetForIndex(data, 0) : -1;
   if (offset < 0 || !tables_inside(font_bytes_, offset)) {
-    throw FontError(font_file.string() + ": not a TrueType font, or a truncated or damaged one (its tables run past its " +
-                    std::to_string(font_bytes_.size()) + " bytes)");
+    throw FontError(font_file.string() + ": not a TrueType font, or a truncated or damaged one (its tables run " +
+                    "past its " + std::to_string(font_bytes_.size()) + " bytes)");
   }
   if (!stbtt_InitFont(font_.get(), data, offset)) throw FontError(font_file.string() + ": not a TrueType font");
   stbtt_GetFontVMetrics(font_.get(), &ascent_, &descent_, &line_gap_);
