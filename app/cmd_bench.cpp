@@ -116,7 +116,11 @@ int run_bench_command(const BenchArgs& args) {
   if (!args.json.empty()) engine::prepare_output_file(args.json, "--json", ".json");
   if (!args.out.empty()) engine::prepare_output_file(args.out, "--out", ".json");
   engine::check_outputs_apart({{"--json", args.json}, {"--out", args.out}}, {}, args.calibrate ? args.model : "");
-  if (args.iterations < 1 || args.warmup < 0) throw engine::InputError("--iterations must be >= 1 and --warmup >= 0");
+  // Bounded so that a slip of the keyboard (--iterations 50000000) does not hold the machine for days.
+  if (args.iterations < 1 || args.iterations > 10000 || args.warmup < 0 || args.warmup > 1000) {
+    throw engine::InputError("--iterations must be from 1 to 10000 and --warmup from 0 to 1000 (got " +
+                             std::to_string(args.iterations) + " and " + std::to_string(args.warmup) + ")");
+  }
   // On a GPU a shape's first forward captures its graph (and cuDNN plans its attention): untimed, always.
   if (args.warmup < 1 && args.device.rfind("cuda", 0) == 0) throw engine::InputError("--warmup must be >= 1 on a GPU");
   if (args.calibrate) return run_calibrate(args);

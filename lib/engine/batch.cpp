@@ -40,6 +40,26 @@ std::string batch_file_name(int64_t index, const std::string& prompt) {
   return name.str();
 }
 
+namespace {
+
+// The image count batch.json is to record for a run of `count` prompts: a run of fewer (a --limit, or a
+// shortened prompt file) keeps the larger count of an earlier run, which `sjd manifest` would otherwise
+// call complete with that run's later images still missing.
+int64_t images_of_folder(const std::filesystem::path& dir, int64_t count, std::ostream& log) {
+  int64_t recorded = 0;
+  try {
+    recorded = recorded_batch_size(dir);
+  } catch (const std::runtime_error&) {  // none yet, or damaged: this run's count replaces it
+    return count;
+  }
+  if (recorded <= count) return count;
+  log << "note: " << (dir / "batch.json").string() << " keeps the " << recorded << " images of an earlier run (this "
+      << "run has " << count << "); `sjd manifest` counts them all (--prompts FILE counts another number)\n";
+  return recorded;
+}
+
+}  // namespace
+
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log) {
   const std::vector<io::PromptEntry> prompts = io::read_prompts(options.prompts);
   prepare_output_dir(options.out_dir);
@@ -81,7 +101,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
   }
   ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
   claims.check_live_claims(identity_of, count);
-  record_batch_size(options.out_dir, options.prompts, count);  // for `sjd manifest`
+  record_batch_size(options.out_dir, options.prompts, images_of_folder(options.out_dir, count, log));
 
   BatchSummary summary;
   const auto start = std::chrono::steady_clock::now();

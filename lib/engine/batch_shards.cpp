@@ -99,7 +99,14 @@ std::optional<DetectedShard> shard_from_environment(const EnvLookup& env, int64_
 
 Shard choose_shard(const std::string& flag, int64_t count_flag, const EnvLookup& env, std::ostream& log) {
   if (count_flag < 0) throw InputError("--shard-count must be positive");
-  if (!flag.empty()) return parse_shard(flag);
+  if (!flag.empty()) {
+    const Shard shard = parse_shard(flag);
+    if (count_flag > 0 && count_flag != shard.count) {  // one of them is a mistake; which is not ours to guess
+      throw InputError("--shard " + flag + " and --shard-count " + std::to_string(count_flag) +
+                       " give different numbers of shards");
+    }
+    return shard;
+  }
   const auto detected = shard_from_environment(env, count_flag);
   if (!detected) {
     if (count_flag > 0) {

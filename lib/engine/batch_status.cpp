@@ -11,21 +11,12 @@
 #include "engine/bundle.h"
 #include "io/atomic_file.h"
 #include "io/input_files.h"
+#include "io/prompt_file.h"
 
 namespace sjd::engine {
 namespace {
 
 constexpr const char* kSizeFile = "batch.json";
-
-void count_image(ShardStatus& row, bool done, bool failed) {
-  if (done) {
-    ++row.done;
-  } else if (failed) {
-    ++row.failed;
-  } else {
-    ++row.missing;
-  }
-}
 
 }  // namespace
 
@@ -40,7 +31,7 @@ int64_t recorded_batch_size(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / kSizeFile;
   std::error_code error;
   if (std::filesystem::exists(std::filesystem::symlink_status(file, error))) {
-    io::require_regular_file(file, "batch record");  // a FIFO would block the read
+    io::require_file_at_most(file, "batch record", 1 << 20);  // a FIFO would block the read
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
@@ -53,8 +44,11 @@ int64_t recorded_batch_size(const std::filesystem::path& dir) {
   } catch (const nlohmann::json::exception&) {
     throw InputError(file.string() + ": not valid JSON; pass --prompts FILE");
   }
-  if (!j.is_object() || !j.contains("images") || !j["images"].is_number_unsigned()) {
-    throw InputError(file.string() + ": \"images\" is not a non-negative integer; pass --prompts FILE");
+  // A prompt takes at least a byte of its file, so no run has more images than its prompt file has bytes.
+  if (!j.is_object() || !j.contains("images") || !j["images"].is_number_unsigned() ||
+      j["images"].get<uint64_t>() > io::kMaxPromptFileBytes) {
+    throw InputError(file.string() + ": \"images\" is not an integer from 0 to " +
+                     std::to_string(io::kMaxPromptFileBytes) + " (no prompt file holds more); pass --prompts FILE");
   }
   return j["images"].get<int64_t>();
 }
@@ -70,20 +64,41 @@ BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::
     const Shard shard = *shard_of_manifest(manifest.filename().string());
     if (shard.count > 1) layouts.insert(shard.count);
   }
+  // Every image starts missing; the finished ones then move to done or failed.
+  status.overall.missing = images;
   for (int64_t count : layouts) {
-    for (int64_t index = 0; index < count; ++index) status.shards.push_back({{index, count}});
+    for (int64_t index = 0; index < count; ++index) {
+      ShardStatus row{{index, count}};
+      row.missing = row.shard.owned_in(0, images);
+      status.shards.push_back(row);
+    }
   }
-  // Each layout's rows are contiguous, so shard I of layout N is row offset[N] + I.
+  // Each layout's rows are contiguous, so shard I of layout N is row first_row[N] + I.
   std::map<int64_t, size_t> first_row;
   for (size_t row = 0; row < status.shards.size(); ++row) first_row.emplace(status.shards[row].shard.count, row);
-  for (int64_t i = 0; i < images; ++i) {
-    const bool is_done = done.count(i) > 0;
-    const bool is_failed = !is_done && failures.count(i) > 0;
-    count_image(status.overall, is_done, is_failed);
-    for (const auto& [count, row] : first_row) count_image(status.shards[row + i % count], is_done, is_failed);
-    if (is_failed) status.failed.push_back(i);
-    if (!is_done && !is_failed) status.missing.push_back(i);
+  const auto move_out_of_missing = [&](int64_t i, int64_t ShardStatus::*to) {
+    --status.overall.missing;
+    ++(status.overall.*to);
+    for (const auto& [count, row] : first_row) {
+      ShardStatus& shard = status.shards[row + i % count];
+      --shard.missing;
+      ++(shard.*to);
+    }
+  };
+  std::map<int64_t, bool> finished;  // index -> done (a done image wins over an earlier failure)
+  for (const auto& entry : done) finished.emplace(entry.first, true);
+  for (const auto& entry : failures) finished.emplace(entry.first, false);
+  std::vector<int64_t> failed;
+  int64_t next = 0;  // the first index not yet placed in a range
+  for (const auto& [i, is_done] : finished) {
+    if (i < 0 || i >= images) continue;
+    move_out_of_missing(i, is_done ? &ShardStatus::done : &ShardStatus::failed);
+    if (!is_done) failed.push_back(i);
+    if (i > next) status.missing.push_back({next, i - 1});
+    next = i + 1;
   }
+  if (next < images) status.missing.push_back({next, images - 1});
+  status.failed = ranges_of(failed);
   return status;
 }
 
@@ -101,15 +116,24 @@ void print_batch_status(const BatchStatus& status, std::ostream& out) {
   if (!status.missing.empty()) out << "missing: " << index_ranges(status.missing) << "\n";
 }
 
-std::string index_ranges(const std::vector<int64_t>& indices) {
+std::vector<IndexRange> ranges_of(const std::vector<int64_t>& sorted_indices) {
+  std::vector<IndexRange> ranges;
+  for (int64_t i : sorted_indices) {
+    if (!ranges.empty() && ranges.back().last + 1 == i) {
+      ranges.back().last = i;
+    } else {
+      ranges.push_back({i, i});
+    }
+  }
+  return ranges;
+}
+
+std::string index_ranges(const std::vector<IndexRange>& ranges) {
   std::string text;
-  for (size_t i = 0; i < indices.size();) {
-    size_t j = i;
-    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+  for (const IndexRange& range : ranges) {
     if (!text.empty()) text += ", ";
-    text += std::to_string(indices[i]);
-    if (j > i) text += "-" + std::to_string(indices[j]);
-    i = j + 1;
+    text += std::to_string(range.first);
+    if (range.last > range.first) text += "-" + std::to_string(range.last);
   }
   return text;
 }

@@ -29,21 +29,32 @@ struct ShardStatus {
   int64_t missing = 0;
 };
 
+// Indices first..last, both included.
+struct IndexRange {
+  int64_t first = 0;
+  int64_t last = 0;
+  bool operator==(const IndexRange& other) const { return first == other.first && last == other.last; }
+};
+
 struct BatchStatus {
   int64_t images = 0;                // the run's image count
   std::vector<ShardStatus> shards;   // one row per shard of every layout (N) whose manifests are in the folder
   ShardStatus overall;               // Shard{0, 1}
-  std::vector<int64_t> failed;       // indices whose latest attempt failed
-  std::vector<int64_t> missing;      // indices neither done nor failed (or whose image is damaged)
+  std::vector<IndexRange> failed;    // indices whose latest attempt failed
+  std::vector<IndexRange> missing;   // indices neither done nor failed (or whose image is damaged)
   bool complete() const { return failed.empty() && missing.empty(); }
 };
 
 // Reads every manifest of `dir` (an image counts as done only while its PNG is intact).
+// Its time and memory grow with the images finished, not with `images`: a
+// batch.json naming two billion images costs what its manifests cost.
 BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log);
 void print_batch_status(const BatchStatus& status, std::ostream& out);
 
-// "3, 7-9, 12": sorted indices as ranges.
-std::string index_ranges(const std::vector<int64_t>& indices);
+// Sorted, distinct indices as runs of consecutive ones.
+std::vector<IndexRange> ranges_of(const std::vector<int64_t>& sorted_indices);
+// "3, 7-9, 12".
+std::string index_ranges(const std::vector<IndexRange>& ranges);
 
 struct MergeResult {
   int64_t done = 0;

@@ -56,7 +56,10 @@ bool is_folder(const std::filesystem::path& dir) {
 }  // namespace
 
 nlohmann::json read_json_input(const std::filesystem::path& file, const std::string& what) {
-  io::require_regular_file(file, what);
+  // Parsed JSON takes several times its text's bytes; no settings file, bundle, profile or request
+  // comes near this.
+  constexpr uint64_t kMaxBytes = 16 << 20;
+  io::require_file_at_most(file, what, kMaxBytes);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string() + ": cannot open the " + what);
   // A key given twice in one object would leave the last silently ({"window": 4, "window": 8}).

@@ -42,6 +42,25 @@ void check_prompt_tokens(const std::vector<model::RowPrompt>& rows, int64_t voca
   }
 }
 
+// The longer of a request's rows, in tokens (Emu3's unconditional row is its negative prompt, which may be
+// the longer one).
+int64_t longest_row(const std::vector<model::RowPrompt>& rows) {
+  int64_t longest = 0;
+  for (const model::RowPrompt& row : rows) longest = std::max(longest, static_cast<int64_t>(row.tokens.size()));
+  return longest;
+}
+
+// A prompt that fills every position the model was trained for leaves none for the image; its prefill
+// alone would run for minutes on a CPU (60022 tokens of the default model: 212 s), to make noise.
+void check_prompt_length(const std::vector<model::RowPrompt>& rows, int64_t limit, const std::string& where) {
+  const int64_t tokens = longest_row(rows);
+  if (limit > 0 && tokens >= limit) {
+    throw InputError("the prompt takes " + std::to_string(tokens) + " tokens, at least the " + std::to_string(limit) +
+                     " positions the model was trained for (" + where +
+                     ": layout.max_positions), which leaves none for the image: shorten the prompt");
+  }
+}
+
 bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity& capacity) {
   for (const auto& row : request.rows) {
     if (static_cast<int64_t>(row.tokens.size()) > capacity.prompt_tokens) return false;
@@ -126,6 +145,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   const char* on_host = std::getenv("SJD_VERIFY_ON_HOST");
   request.verify_on_host = on_host != nullptr && std::string(on_host) == "1";
   check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
+  check_prompt_length(request.rows, glue.max_positions(), bundle_.json_path.string());
   return request;
 }
 
@@ -134,12 +154,12 @@ std::string Generator::context_warning(const std::string& prompt, const Generati
   if (std::string dropped = glue.prompt_warning(prompt); !dropped.empty()) return dropped;
   const int64_t limit = glue.max_positions();
   if (limit <= 0) return "";
-  int64_t prompt_tokens = static_cast<int64_t>(glue.conditional(prompt).tokens.size());
-  if (settings.cfg != 1.0) {  // Emu3's unconditional row is its negative prompt, which may be the longer one
-    prompt_tokens = std::max(prompt_tokens, static_cast<int64_t>(glue.unconditional(prompt).tokens.size()));
-  }
+  std::vector<model::RowPrompt> rows{glue.conditional(prompt)};
+  if (settings.cfg != 1.0) rows.push_back(glue.unconditional(prompt));
+  const int64_t prompt_tokens = longest_row(rows);
   const int64_t image_tokens = glue.layout().length();
-  if (prompt_tokens + image_tokens <= limit) return "";
+  // A prompt at or past the limit is refused by make_request, with its own message.
+  if (prompt_tokens + image_tokens <= limit || prompt_tokens >= limit) return "";
   return "the prompt takes " + std::to_string(prompt_tokens) + " tokens and the image " +
          std::to_string(image_tokens) + ", " + std::to_string(prompt_tokens + image_tokens - limit) +
          " past the " + std::to_string(limit) + " positions the model was trained for (" +

@@ -73,7 +73,8 @@ class Generator {
   // A warning when the model will not see all of `prompt` (family::ImageFamily::prompt_warning), or
   // when it and the image need more positions than the model was trained for (max_positions): the
   // model still runs there, as the reference code does, but what it draws past its training is not
-  // to be trusted. Empty when it fits or is unknown.
+  // to be trusted. Empty when it fits or is unknown, and when the prompt alone fills the positions
+  // (a generation refuses that prompt, exit code 2).
   std::string context_warning(const std::string& prompt, const GenerationSettings& settings);
 
   // Where generate() sends context_warning's line, once the run is known to fit in memory (a prompt

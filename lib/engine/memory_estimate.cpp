@@ -85,8 +85,12 @@ std::string format_bytes(int64_t bytes) {
     out << "more than 4 EB";
   } else if (bytes >= 1000LL * 1000 * 1000) {
     out << std::fixed << static_cast<double>(bytes) / 1e9 << " GB";
-  } else {
+  } else if (bytes >= 1000 * 1000) {
     out << std::fixed << static_cast<double>(bytes) / 1e6 << " MB";
+  } else if (bytes >= 1000) {  // --max-memory 1K: "0.00 MB" would say nothing
+    out << std::fixed << static_cast<double>(bytes) / 1e3 << " kB";
+  } else {
+    out << bytes << " bytes";
   }
   return out.str();
 }

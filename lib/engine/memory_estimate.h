@@ -81,6 +81,6 @@ void check_weights_fit(int64_t bytes, int64_t available, const at::Device& devic
 // "8G", "512M", "1.5GB", "1000000" -> bytes; throws std::invalid_argument naming --max-memory.
 int64_t parse_memory_size(const std::string& text);
 
-std::string format_bytes(int64_t bytes);  // "1.2 GB", "340 MB"
+std::string format_bytes(int64_t bytes);  // "1.20 GB", "340.00 MB", "1.02 kB", "512 bytes"
 
 }  // namespace sjd::engine

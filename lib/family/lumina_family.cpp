@@ -15,6 +15,31 @@ int64_t need(const nlohmann::json& j, const char* key, const std::string& where)
   return j[key].get<int64_t>();
 }
 
+// layout.resolutions: the image sides in pixels the model draws at besides its grid's (the release
+// lists 512, 768 and 1024). Each names its entry when it is wrong: a side past what a grid can be
+// once sized a grid of a billion codes.
+std::vector<int64_t> parse_resolutions(const nlohmann::json& j, int64_t downsample, const std::string& where) {
+  std::vector<int64_t> sides;
+  if (!j.contains("resolutions")) return sides;
+  const std::string key = where + ".resolutions";
+  if (!j["resolutions"].is_array()) throw std::invalid_argument(key + ": expected an array of image sides in pixels");
+  for (size_t i = 0; i < j["resolutions"].size(); ++i) {
+    const nlohmann::json& value = j["resolutions"][i];
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
+      throw std::invalid_argument(at + ": expected a positive integer (pixels), found " + value.dump());
+    }
+    const int64_t side = value.get<int64_t>();
+    if (side % downsample != 0) {
+      throw std::invalid_argument(at + ": " + std::to_string(side) + " px is not a multiple of the VQ's downsample (" +
+                                  std::to_string(downsample) + ")");
+    }
+    check_grid_side(side / downsample, at);
+    sides.push_back(side);
+  }
+  return sides;
+}
+
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -62,9 +87,9 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   c.where = where;
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ's downsample must be positive");
   if (c.size_token_unit_px <= 0) throw std::invalid_argument(where + ".size_token_unit_px: must be positive");
+  const std::vector<int64_t> allowed = parse_resolutions(j, downsample, where);
   if (resolution > 0 && resolution != c.grid_height * downsample) {
-    const std::vector<int64_t> allowed = j.value("resolutions", std::vector<int64_t>{});
-    if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end() || resolution % downsample != 0) {
+    if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end()) {
       std::string list;
       for (int64_t r : allowed) list += (list.empty() ? "" : ", ") + std::to_string(r);
       throw std::invalid_argument(where + ": resolution " + std::to_string(resolution) +

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,6 +23,13 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
+// "16.8 MB": a size in the unit files are usually counted in.
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
 }  // namespace
 
 void require_regular_file(const std::filesystem::path& path, const std::string& what) {
@@ -32,6 +41,16 @@ void require_regular_file(const std::filesystem::path& path, const std::string& 
   }
   if (!S_ISREG(info.st_mode)) {
     throw FileError(path.string() + ": " + what + " is " + kind_of(info.st_mode) + ", not a regular file");
+  }
+}
+
+void require_file_at_most(const std::filesystem::path& path, const std::string& what, uint64_t max_bytes) {
+  require_regular_file(path, what);
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (!error && size > max_bytes) {
+    throw FileError(path.string() + ": " + what + " of " + megabytes(size) + ", more than one can be (at most " +
+                    megabytes(max_bytes) + "): is this the right file?");
   }
 }
 
@@ -56,7 +75,16 @@ void check_folder_writable(const std::filesystem::path& dir) {
 }
 
 void check_output_path(const std::filesystem::path& path) {
+  // Said before the work: the write itself would fail only once the image is made.
+  const size_t name_bytes = path.filename().string().size();
+  if (name_bytes > NAME_MAX) {
+    throw FileError(path.string() + ": the output's name is " + std::to_string(name_bytes) +
+                    " bytes, more than the " + std::to_string(NAME_MAX) + " a file name can have");
+  }
   struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 && errno != ENOENT) {
+    throw FileError(path.string() + ": cannot write the output there: " + std::strerror(errno));
+  }
   if (::lstat(path.c_str(), &info) == 0) {
     if (!S_ISREG(info.st_mode)) {
       throw FileError(path.string() + ": the output exists and is " + kind_of(info.st_mode) +

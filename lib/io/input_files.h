@@ -5,6 +5,7 @@
 // anywhere on disk, and writing an image through a symlink or onto a device
 // node would replace something that is not the user's image. Every error is a
 // FileError (bad input, exit code 2) naming the path.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -13,6 +14,10 @@ namespace sjd::io {
 // `path` exists and is a regular file (symlinks followed); `what` names its role
 // in the message ("prompt file", "config file"). Throws FileError otherwise.
 void require_regular_file(const std::filesystem::path& path, const std::string& what);
+
+// require_regular_file, and no longer than `max_bytes`: for a file read whole into memory, whose size
+// is bounded before it is read (a 300 MB file given as --config ran out of memory as JSON).
+void require_file_at_most(const std::filesystem::path& path, const std::string& what, uint64_t max_bytes);
 
 // `dir / name` for a file name taken from a bundle or an index: the name must be
 // relative and must not climb out of `dir` ("..") -- a downloaded bundle.json may

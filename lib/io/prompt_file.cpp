@@ -24,7 +24,7 @@ enum class PromptFormat { kText, kTsv, kCsv, kJsonLines };
 
 std::string read_contents(const std::filesystem::path& file) {
   try {
-    require_regular_file(file, "prompt file");
+    require_file_at_most(file, "prompt file", kMaxPromptFileBytes);
   } catch (const FileError& error) {
     throw PromptFileError(error.what());
   }
@@ -34,6 +34,11 @@ std::string read_contents(const std::filesystem::path& file) {
   contents << in.rdbuf();
   std::string text = contents.str();
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark
+  // A CR alone ends a line, as in files saved with classic Mac OS line endings (or pasted from one):
+  // a prompt never holds one, and read as text it merged a whole file into one prompt.
+  for (size_t at = text.find('\r'); at != std::string::npos; at = text.find('\r', at + 1)) {
+    if (at + 1 == text.size() || text[at + 1] != '\n') text[at] = '\n';
+  }
   return text;
 }
 
@@ -89,11 +94,18 @@ std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::fi
   for_each_line(text, [&](std::string_view line, int number) {
     if (is_blank(line)) return;
     nlohmann::json record;
+    int prompt_keys = 0;  // {"prompt": "a", "prompt": "b"} would keep the last without a word
+    const nlohmann::json::parser_callback_t count_prompt_keys = [&](int depth, nlohmann::json::parse_event_t event,
+                                                                    nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed == "prompt") ++prompt_keys;
+      return true;
+    };
     try {
-      record = nlohmann::json::parse(line);
+      record = nlohmann::json::parse(line, count_prompt_keys);
     } catch (const nlohmann::json::exception& error) {
       fail(file, number, "not valid JSON: " + text::json_error_message(error));
     }
+    if (prompt_keys > 1) fail(file, number, "\"prompt\" appears " + std::to_string(prompt_keys) + " times");
     if (!record.is_object()) fail(file, number, "not a JSON object");
     auto prompt = record.find("prompt");
     if (prompt == record.end()) fail(file, number, "no \"prompt\" field");
@@ -123,6 +135,10 @@ std::vector<PromptEntry> column_prompts(const std::vector<DelimitedRecord>& reco
     fail(file, records.front().line, "the header has no 'Prompt' column (columns: " + columns + ")");
   }
   const size_t index = static_cast<size_t>(column - header.begin());
+  if (const auto second = std::find_if(column + 1, header.end(), is_prompt); second != header.end()) {
+    fail(file, records.front().line, "the header has two 'Prompt' columns (" + std::to_string(index + 1) + " and " +
+                                          std::to_string(second - header.begin() + 1) + "): which holds the prompts?");
+  }
   const bool prompt_is_last = index + 1 == header.size();
 
   std::vector<PromptEntry> prompts;

@@ -2,6 +2,7 @@
 // Prompt lists for `sjd batch` and benchmarks, in the formats the usual
 // evaluation sets come in (PartiPrompts .tsv, COCO caption .csv, GenEval .txt,
 // .jsonl records).
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -21,11 +22,16 @@ struct PromptEntry {
   std::vector<std::string> other_fields;  // a .jsonl record's keys besides "prompt" (not read)
 };
 
-// The prompts of `file`, in file order, by extension (in any case: .TXT is .txt):
+// The largest prompt file read (COCO's 2014 validation captions, 200k of them, are about 10 MB). A file is
+// held whole, then as prompts: about twice its size in memory.
+constexpr uint64_t kMaxPromptFileBytes = uint64_t{256} << 20;
+
+// The prompts of `file`, in file order, by extension (in any case: .TXT is .txt).
+// Lines end with LF, CRLF or a CR alone, in every format.
 //  .txt   one prompt per line; blank lines and comments (lines whose first
 //         non-blank character is '#') are skipped;
-//  .tsv   a header line with a "Prompt" column (any case), tab-separated, no quoting;
-//  .csv   a header with a "Prompt" column, RFC 4180 quoting (see delimited_text.h);
+//  .tsv   a header line with one "Prompt" column (any case), tab-separated, no quoting;
+//  .csv   a header with one "Prompt" column, RFC 4180 quoting (see delimited_text.h);
 //  .jsonl one JSON object per line with a string "prompt" field.
 // A .json file is refused (one JSON value is not a list of lines; the error
 // names .jsonl). Other extensions are read as .jsonl if the first non-blank

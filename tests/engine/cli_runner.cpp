@@ -80,6 +80,18 @@ CommandResult run_sjd_on_terminal(const std::string& args) {
 
 std::filesystem::path default_model() { return source_dir() / "models" / "default"; }
 
+std::filesystem::path default_model_copy(const std::filesystem::path& folder, const std::string& name,
+                                         const std::function<void(nlohmann::json&)>& edit) {
+  const auto copy = folder / name;
+  std::filesystem::copy(default_model(), copy, std::filesystem::copy_options::recursive);
+  if (edit) {
+    auto j = nlohmann::json::parse(read_file(copy / "bundle.json"));
+    edit(j);
+    write_file(copy / "bundle.json", j.dump(2));
+  }
+  return copy;
+}
+
 std::string shell_quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
 std::vector<nlohmann::json> manifest_records(const std::filesystem::path& manifest) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ int signal_after_manifest_lines(const std::string& sjd_command, const std::files
 
 // The bundled default model.
 std::filesystem::path default_model();
+
+// A copy of the default model at `folder / name`, with `edit` applied to its bundle.json.
+std::filesystem::path default_model_copy(const std::filesystem::path& folder, const std::string& name,
+                                         const std::function<void(nlohmann::json&)>& edit = {});
 
 // A path in single quotes, for a shell command line.
 std::string shell_quoted(const std::filesystem::path& path);

@@ -36,19 +36,6 @@ void expect_refused(const std::vector<BadCase>& cases, int memory_mb = 1500) {
   }
 }
 
-// A copy of the default model, with `edit` applied to its bundle.json.
-std::filesystem::path model_copy(const TempDir& dir, const std::string& name,
-                                 const std::function<void(nlohmann::json&)>& edit = {}) {
-  const auto copy = dir / name;
-  std::filesystem::copy(default_model(), copy, std::filesystem::copy_options::recursive);
-  if (edit) {
-    auto j = nlohmann::json::parse(read_file(copy / "bundle.json"));
-    edit(j);
-    write_file(copy / "bundle.json", j.dump(2));
-  }
-  return copy;
-}
-
 // Rewrites one weight file of a model copy with `edit` applied to its tensors.
 void edit_weights(const std::filesystem::path& file, const std::function<void(std::map<std::string, at::Tensor>&)>& edit) {
   std::map<std::string, at::Tensor> tensors;
@@ -156,11 +143,39 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
   expect_refused(cases);
 }
 
+TEST_CASE("input files read whole are bounded before they are read, and a value quoted back is cut short",
+          "[cli][robustness]") {
+  TempDir dir("input_sizes");
+  // Sparse files: their size is what counts, and it takes no disk.
+  const auto sparse = [&](const std::string& name, uintmax_t bytes) {
+    write_file(dir / name, "{");
+    std::filesystem::resize_file(dir / name, bytes);
+    return dir / name;
+  };
+  const std::string g = generate(default_model(), dir);
+  write_file(dir / "long_method.json", "{\"method\": \"" + std::string(100000, 'x') + "\"}");
+  expect_refused({
+      {g + " --config " + quoted(sparse("huge.json", 300000000)),
+       "huge.json: config file of 300.0 MB, more than one can be (at most 16.8 MB): is this the right file?"},
+      {"batch --model " + quoted(default_model()) + " --prompts " + quoted(sparse("huge.txt", 300000000)) +
+           " --out-dir " + quoted(dir / "b"),
+       "huge.txt: prompt file of 300.0 MB, more than one can be (at most 268.4 MB)"},
+      {g + " --cost-profile " + quoted(sparse("profile.json", 20000000)), "step-cost profile of 20.0 MB"},
+      // The whole 100 kB name came back in the message (and a 60 MB one, 60 MB of it).
+      {g + " --config " + quoted(dir / "long_method.json"), "bytes left out ...]"},
+  });
+  const auto r = run_sjd_limited(g + " --config " + quoted(dir / "long_method.json"));
+  CHECK(r.err.size() < 5000);
+  CHECK_THAT(r.err, Catch::Contains("/method: unknown method 'xxxx"));
+}
+
 TEST_CASE("a prompt too long for the memory is refused with the estimate, before allocating", "[cli][robustness]") {
   TempDir dir("long_prompt");
   std::string prompt;
   while (prompt.size() < 100000) prompt += "a red circle ";
-  const std::string g = "generate --model " + quoted(default_model()) + " -o " + quoted(dir / "out.png") + " -p '" +
+  // Without layout.max_positions (it is optional for Lumina-mGPT) only the memory bounds the prompt.
+  const auto model = default_model_copy(dir.path(), "model", [](nlohmann::json& j) { j["layout"].erase("max_positions"); });
+  const std::string g = "generate --model " + quoted(model) + " -o " + quoted(dir / "out.png") + " -p '" +
                         prompt + "'";
   // It needs about 1.45 GB: 1 GB of address space above the libraries refuses it by the machine's own limit;
   // --max-memory refuses it anywhere.
@@ -196,17 +211,17 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
   };
   std::vector<BadCase> cases;
   for (size_t i = 0; i < edits.size(); ++i) {
-    const auto model = model_copy(dir, "m" + std::to_string(i), edits[i].first);
+    const auto model = default_model_copy(dir.path(), "m" + std::to_string(i), edits[i].first);
     cases.push_back({generate(model, dir), edits[i].second});
   }
   // A huge number in bundle.json is not valid JSON for a double.
-  const auto overflow = model_copy(dir, "overflow");
+  const auto overflow = default_model_copy(dir.path(), "overflow");
   std::string text = read_file(overflow / "bundle.json");
   text.replace(text.find("\"norm_eps\": 1e-05"), 17, "\"norm_eps\": 1e999");
   write_file(overflow / "bundle.json", text);
   cases.push_back({generate(overflow, dir), "bundle.json"});
   // Shard names in the index are confined to the bundle too.
-  const auto shard = model_copy(dir, "shard");
+  const auto shard = default_model_copy(dir.path(), "shard");
   std::string index = read_file(shard / "model.safetensors.index.json");
   const std::string listed = "\"model.safetensors\"";
   for (size_t at = index.find(listed); at != std::string::npos; at = index.find(listed, at)) {
@@ -221,7 +236,7 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
   std::filesystem::create_symlink(dir / "loop_a", dir / "loop_b");
   cases.push_back({generate(dir / "loop_a", dir), "loop_a"});
   // inspect reads every step-cost profile, a GPU's on a CPU machine too (falling points here).
-  const auto profile = model_copy(dir, "profile", [](J& j) {
+  const auto profile = default_model_copy(dir.path(), "profile", [](J& j) {
     j["step_cost"]["cuda-bf16"] = {{"name", "bad"}, {"rows", 2}, {"points", J::array({J::array({4, 1.0}), J::array({1, 2.0})})}};
   });
   cases.push_back({"inspect --model " + quoted(profile), "/step_cost/cuda-bf16"});
@@ -246,7 +261,7 @@ TEST_CASE("unusable weights are refused naming the tensor", "[cli][robustness]")
   std::vector<BadCase> cases;
   for (size_t i = 0; i < edits.size(); ++i) {
     const auto& [file, edit, named] = edits[i];
-    const auto model = model_copy(dir, "w" + std::to_string(i));
+    const auto model = default_model_copy(dir.path(), "w" + std::to_string(i));
     edit_weights(model / file, edit);
     cases.push_back({generate(model, dir), named});
   }
@@ -255,7 +270,7 @@ TEST_CASE("unusable weights are refused naming the tensor", "[cli][robustness]")
 
 TEST_CASE("a tokenizer whose ids run past the model's vocabulary is refused", "[cli][robustness]") {
   TempDir dir("bad_tokenizer");
-  const auto model = model_copy(dir, "m");
+  const auto model = default_model_copy(dir.path(), "m");
   auto tokenizer = nlohmann::json::parse(read_file(model / "tokenizer.json"));
   for (auto& [piece, id] : tokenizer["model"]["vocab"].items()) {
     if (id.get<int64_t>() > 100) id = id.get<int64_t>() + 5000;  // ids beyond the 1024 rows
@@ -348,6 +363,10 @@ TEST_CASE("outputs that are not regular files or share a path, and both -p and -
       {"batch --model " + quoted(default_model()) + " --prompts " + quoted(dir / "fifo.png") + " --out-dir " +
            quoted(dir / "o"),
        "FIFO"},
+      // Once refused at the rename, after the image was made.
+      {g + quoted(dir / (std::string(260, 'n') + ".png")), "the output's name is 264 bytes, more than the 255"},
+      {g + quoted(dir / "x.png") + " --stats " + quoted(dir / (std::string(256, 's') + ".json")),
+       "the output's name is 261 bytes"},
   });
   // Two outputs on one path: the second write would replace the image (or the stats) without a word.
   write_file(dir / "made.png", "an image made before");
@@ -374,7 +393,7 @@ TEST_CASE("outputs that are not regular files or share a path, and both -p and -
 
 TEST_CASE("no output replaces a file of the model bundle or an input of the run", "[cli][robustness]") {
   TempDir dir("outputs_spare_inputs");
-  const auto model = model_copy(dir, "m");
+  const auto model = default_model_copy(dir.path(), "m");
   const std::string weights_before = read_file(model / "model.safetensors");
   const std::string bundle_before = read_file(model / "bundle.json");
   write_file(dir / "c.json", "{\"seed\": 3}");
@@ -405,11 +424,11 @@ TEST_CASE("no output replaces a file of the model bundle or an input of the run"
 
 TEST_CASE("a weight file that is a FIFO is refused without waiting for a writer", "[cli][robustness]") {
   TempDir dir("fifo_weights");
-  const auto model = model_copy(dir, "m");
+  const auto model = default_model_copy(dir.path(), "m");
   std::filesystem::remove(model / "model.safetensors");
   REQUIRE(::mkfifo((model / "model.safetensors").c_str(), 0644) == 0);
   expect_refused({{generate(model, dir), "not a regular file"}});
-  const auto vq = model_copy(dir, "v");
+  const auto vq = default_model_copy(dir.path(), "v");
   std::filesystem::remove(vq / "vqgan.safetensors");
   REQUIRE(::mkfifo((vq / "vqgan.safetensors").c_str(), 0644) == 0);
   expect_refused({{generate(vq, dir), "FIFO"}});

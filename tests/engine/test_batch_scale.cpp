@@ -233,10 +233,47 @@ TEST_CASE("manifest: a folder that is no batch folder is refused", "[cli][batch]
   check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "batch.json: not found");
   write_file(dir / "batch.json", "{\"images\": -3}");
   check_result(run_sjd("manifest " + shell_quoted(dir / "batch.json")), 2, "batch.json: not a folder");
-  check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "\"images\" is not a non-negative integer");
+  check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "\"images\" is not an integer from 0 to 268435456");
+  // Past what a prompt file can hold (it once wrapped to a negative count and read "complete").
+  write_file(dir / "batch.json", "{\"images\": 9300000000000000000}");
+  check_result(run_sjd("manifest " + shell_quoted(dir.path())), 2, "(no prompt file holds more); pass --prompts FILE");
   write_file(dir / "prompts.txt", "a red circle\na blue ring\n");
   check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --prompts " + shell_quoted(dir / "prompts.txt")), 1,
                "missing: 0-1");
+}
+
+TEST_CASE("batch: a run of fewer prompts into a folder keeps the earlier run's image count", "[cli][batch][scale]") {
+  TempDir dir("batch_fewer");
+  write_file(dir / "prompts.txt", scene_prompts(3));
+  const auto out = dir / "out";
+  const std::string batch = batch_args(dir / "prompts.txt", out);
+  check_result(run_sjd_limited(batch + " --limit 2"), 0, "2 generated");
+  // --limit 1 on the way back used to rewrite batch.json to 1 image, and the manifest read "complete".
+  check_result(run_sjd_limited(batch + " --limit 1"), 0,
+               "batch.json keeps the 2 images of an earlier run (this run has 1)");
+  check_result(run_sjd("manifest " + shell_quoted(out)), 0, "images: 2, complete");
+  check_result(run_sjd_limited(batch), 0, "1 generated, 2 already done");
+  check_result(run_sjd("manifest " + shell_quoted(out)), 0, "images: 3, complete");
+  write_file(dir / "prompts.txt", scene_prompts(1));  // shortened
+  run_sjd_limited(batch);
+  check_result(run_sjd("manifest " + shell_quoted(out)), 0, "images: 3, complete");
+}
+
+TEST_CASE("manifest: the status of a batch of many images costs what its finished images cost", "[cli][batch][scale]") {
+  // 200 million missing images used to be listed one by one: 1.6 GB, and two billion ran out of memory.
+  TempDir dir("manifest_many");
+  write_file(dir / "batch.json", "{\"images\": 200000000}");
+  write_file(dir / "manifest.0-of-3.jsonl",
+             nlohmann::json{{"index", 6}, {"status", "failed"}, {"error", "x"}}.dump() + "\n" +
+                 nlohmann::json{{"index", 7}, {"status", "failed"}, {"error", "x"}}.dump() + "\n");
+  const auto status = run_sjd_limited("manifest " + shell_quoted(dir.path()));
+  check_result(status, 1, "missing: 0-5, 8-199999999");
+  CHECK_THAT(status.out, Catch::Contains("failed: 6-7") && Catch::Contains("images: 200000000\n"));
+  // Shards of 3: 66666667 images for shard 0, 66666667 for 1 and 66666666 for 2; 6 is shard 0's, 7 shard 1's.
+  CHECK_THAT(status.out, Catch::Contains("0/3                0       1 66666666") &&
+                             Catch::Contains("1/3                0       1 66666666") &&
+                             Catch::Contains("2/3                0       0 66666666") &&
+                             Catch::Contains("all                0       2199999998"));
 }
 
 TEST_CASE("batch: a shard with other settings than its sibling shards is refused", "[cli][batch][scale]") {

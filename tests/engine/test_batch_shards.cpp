@@ -121,6 +121,10 @@ TEST_CASE("shards: --shard wins over the environment, which is said in the log",
   CHECK(choose_shard("", 0, environment({}), log).count == 1);
   CHECK_THROWS_WITH(choose_shard("", 4, environment({}), log), Catch::Contains("needs JOB_COMPLETION_INDEX"));
   CHECK_THROWS_WITH(choose_shard("", -1, environment({}), log), Catch::Contains("--shard-count must be positive"));
+  // Both flags: they must agree (a silent --shard 0/2 beside --shard-count 3 ran half the prompts, not a third).
+  CHECK(choose_shard("1/3", 3, environment({}), log).describe() == "1/3");
+  CHECK_THROWS_WITH(choose_shard("0/2", 3, environment({}), log),
+                    Catch::Contains("--shard 0/2 and --shard-count 3 give different numbers of shards"));
 }
 
 TEST_CASE("shards: manifest names round-trip, and only canonical ones count", "[batch][shards]") {
@@ -148,7 +152,8 @@ TEST_CASE("shards: manifest names round-trip, and only canonical ones count", "[
 }
 
 TEST_CASE("manifest status: index ranges", "[batch][status]") {
-  CHECK(index_ranges({}).empty());
-  CHECK(index_ranges({4}) == "4");
-  CHECK(index_ranges({1, 2, 3, 7, 9, 10}) == "1-3, 7, 9-10");
+  CHECK(index_ranges(ranges_of({})).empty());
+  CHECK(index_ranges(ranges_of({4})) == "4");
+  CHECK(index_ranges(ranges_of({1, 2, 3, 7, 9, 10})) == "1-3, 7, 9-10");
+  CHECK(index_ranges({{0, 1}, {5, 5}, {7, 9}}) == "0-1, 5, 7-9");
 }

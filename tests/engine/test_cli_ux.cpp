@@ -558,3 +558,31 @@ TEST_CASE("a prompt that runs past the model's trained positions gets a warning,
              Contains("1061 generated tokens per image (trained for 2048 positions: prompts up to 987 tokens "
                       "with the template, as tokenize --template counts them)"));
 }
+
+TEST_CASE("a prompt that alone fills the model's trained positions is refused, in a batch on its own line",
+          "[cli][ux][robustness]") {
+  // 300 copies take more than the 2048 positions (layout.max_positions); its prefill alone used to run for
+  // minutes before making noise.
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += (i > 0 ? " " : "") + std::string("a large red triangle on the left");
+  TempDir dir("ux_positions_full");
+  const std::string model = " --model " + quoted(default_model()) + " --method ar --quiet";
+  const auto r = run_sjd("generate" + model + " -p '" + long_prompt + "' -o " + quoted(dir / "long.png"));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("tokens, at least the 2048 positions the model was trained for") &&
+                        Contains("layout.max_positions), which leaves none for the image: shorten the prompt") &&
+                        !Contains("warning"));
+  CHECK_FALSE(std::filesystem::exists(dir / "long.png"));
+  write_file(dir / "p.jsonl", "{\"prompt\": \"" + long_prompt + "\"}\n{\"prompt\": \"a red circle\"}\n");
+  const auto b = run_sjd("batch" + model + " --prompts " + quoted(dir / "p.jsonl") + " --out-dir " + quoted(dir / "b"));
+  INFO(b.err);
+  CHECK(b.exit_code == 1);  // one image failed
+  const auto records = manifest_records(dir / "b" / "manifest.jsonl");
+  REQUIRE(records.size() == 2);
+  for (const auto& record : records) {
+    const bool is_long = record["index"] == 0;
+    CHECK(record["status"] == (is_long ? "failed" : "ok"));
+    if (is_long) CHECK_THAT(record["error"].get<std::string>(), Contains("which leaves none for the image"));
+  }
+}

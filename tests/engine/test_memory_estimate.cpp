@@ -122,3 +122,10 @@ TEST_CASE("the transformer's weights are counted in the run's dtype and refused 
                         Catch::Contains("more than the 2.00 MB of memory available (--dtype bf16 takes half)"));
   CHECK_THROWS_WITH(engine::check_weights_fit(f32, 10, at::kCPU, at::kBFloat16), !Catch::Contains("takes half"));
 }
+
+TEST_CASE("sizes are written in a unit that shows them, down to single bytes", "[engine][memory]") {
+  CHECK(engine::format_bytes(1200000000) == "1.20 GB");
+  CHECK(engine::format_bytes(340000000) == "340.00 MB");
+  CHECK(engine::format_bytes(1024) == "1.02 kB");  // --max-memory 1K once read "0.00 MB"
+  CHECK(engine::format_bytes(512) == "512 bytes");
+}

@@ -197,4 +197,18 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
   CHECK(lumina.make(0, layout)->max_positions() == 10240);
   layout["max_positions"] = 0;
   REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.max_positions: must be positive"));
+  // resolutions: checked whether or not a resolution is asked for, each entry by its place.
+  const std::vector<std::pair<nlohmann::json, std::string>> bad_resolutions = {
+      {"512", "layout.resolutions: expected an array of image sides in pixels"},
+      {{512, "768"}, "layout.resolutions[1]: expected a positive integer (pixels), found \"768\""},
+      {{512, -16}, "layout.resolutions[1]: expected a positive integer"},
+      {{512, 700}, "layout.resolutions[1]: 700 px is not a multiple of the VQ's downsample (16)"},
+      {nlohmann::json::array({int64_t{1} << 40}), "layout.resolutions[0]: 68719476736 codes is past the 2048 an image side may have"},
+  };
+  for (const auto& [resolutions, message] : bad_resolutions) {
+    layout = release_layout();
+    layout["resolutions"] = resolutions;
+    INFO(resolutions.dump());
+    REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains(message));
+  }
 }

@@ -58,6 +58,11 @@ TEST_CASE("outputs may replace regular files only", "[io][robustness]") {
   CHECK_THROWS_WITH(io::write_file_atomic(dir / "fifo", "new"), Contains("FIFO"));
   CHECK_THROWS_WITH(io::write_file_atomic(dir / "link", "new"), Contains("symbolic link"));
   CHECK_THROWS_WITH(io::write_file_atomic(dir / "no" / "such" / "x", "new"), Contains("does not exist"));
+  // Names the file system cannot hold fail before the work, not at the rename after it.
+  CHECK_THROWS_WITH(io::check_output_path(dir / (std::string(300, 'n') + ".png")),
+                    Contains("the output's name is 304 bytes, more than the 255 a file name can have"));
+  CHECK_THROWS_WITH(io::check_output_path(dir / "target" / "x.png"),
+                    Contains("cannot write the output there: Not a directory"));
   CHECK(read_file(dir / "target") == "old");
   CHECK(std::filesystem::is_symlink(dir / "link"));
   io::write_file_atomic(dir / "target", "new");

@@ -49,6 +49,21 @@ TEST_CASE("txt: one prompt per non-empty line", "[io][prompts]") {
   CHECK(lines_of(entries) == std::vector<int>{1, 4});
 }
 
+TEST_CASE("a CR alone ends a line in every format, as in files saved on classic Mac OS", "[io][prompts]") {
+  TempDir dir("prompts_cr");
+  // Read as before, these were one prompt holding the CRs (and one .tsv record, one broken JSON line).
+  const auto text = read_written(dir, "mac.txt", "a red apple\ra green ring\r\ra blue cube\r");
+  CHECK(prompts_of(text) == std::vector<std::string>{"a red apple", "a green ring", "a blue cube"});
+  CHECK(lines_of(text) == std::vector<int>{1, 2, 4});
+  CHECK(prompts_of(read_written(dir, "mac.tsv", "Prompt\tNote\ra cat\tx\ra dog\ty")) ==
+        std::vector<std::string>{"a cat", "a dog"});
+  CHECK(prompts_of(read_written(dir, "mac.jsonl", "{\"prompt\": \"a cat\"}\r{\"prompt\": \"a dog\"}")) ==
+        std::vector<std::string>{"a cat", "a dog"});
+  // CRLF is one line ending, also inside a quoted CSV field.
+  CHECK(prompts_of(read_written(dir, "crlf.csv", "Prompt\r\n\"two\r\nlines\"\r\nthird\r")) ==
+        std::vector<std::string>{"two\r\nlines", "third"});
+}
+
 TEST_CASE("txt: lines whose first non-blank character is # are comments", "[io][prompts]") {
   TempDir dir("prompts_txt_comments");
   const auto entries = read_written(dir, "c.txt", "# GenEval-style header\na red apple\n  # indented note\nprompt #2 keeps its hash\n");
@@ -142,6 +157,14 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "i.csv", "Prompt,Note\na,b,c\n"), Contains("i.csv:2") && Contains("3 fields"));
   CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("empty"));
   CHECK_THAT(error_of(dir, "k.txt", "\n  \n"), Contains("k.txt") && Contains("no prompts"));
+  // Two prompts where one was meant: the reader would have taken one of them without a word.
+  CHECK_THAT(error_of(dir, "l.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"a\", \"id\": {\"prompt\": 1}, \"prompt\": \"b\"}\n"),
+             Contains("l.jsonl:2") && Contains("\"prompt\" appears 2 times"));
+  CHECK(prompts_of(read_written(dir, "nested.jsonl", "{\"meta\": {\"prompt\": \"x\"}, \"prompt\": \"y\"}\n")) ==
+        std::vector<std::string>{"y"});
+  CHECK_THAT(error_of(dir, "m.csv", "prompt,id,Prompt\na,1,b\n"),
+             Contains("m.csv:1") && Contains("two 'Prompt' columns (1 and 3)"));
+  CHECK_THAT(error_of(dir, "n.tsv", "Prompt\tPROMPT\na\tb\n"), Contains("n.tsv:1") && Contains("(1 and 2)"));
   CHECK_THROWS_WITH(io::read_prompts(dir / "absent.txt"), Contains("absent.txt") && Contains("not found"));
 }
 
