@@ -174,7 +174,8 @@ TEST_CASE("a prompt too long for the memory is refused with the estimate, before
   std::string prompt;
   while (prompt.size() < 100000) prompt += "a red circle ";
   // Without layout.max_positions (it is optional for Lumina-mGPT) only the memory bounds the prompt.
-  const auto model = default_model_copy(dir.path(), "model", [](nlohmann::json& j) { j["layout"].erase("max_positions"); });
+  const auto model =
+      default_model_copy(dir.path(), "model", [](nlohmann::json& j) { j["layout"].erase("max_positions"); });
   const std::string g = "generate --model " + quoted(model) + " -o " + quoted(dir / "out.png") + " -p '" +
                         prompt + "'";
   // It needs about 1.45 GB: 1 GB of address space above the libraries refuses it by the machine's own limit;

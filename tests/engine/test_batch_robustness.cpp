@@ -268,10 +268,12 @@ TEST_CASE("batch: a prompt too long for the memory is recorded as failed, the ot
   write_file(dir / "prompts.txt", long_prompt + "\na blue square\n");
   // Without layout.max_positions (optional for Lumina-mGPT) only the memory bounds the prompt. The long
   // prompt needs about 1.45 GB; 1 GB of address space above the libraries is enough for the other.
-  const auto model = default_model_copy(dir.path(), "model", [](nlohmann::json& j) { j["layout"].erase("max_positions"); });
-  const auto r = run_sjd_limited("batch --model " + shell_quoted(model) + " --prompts " + shell_quoted(dir / "prompts.txt") +
-                                     " --out-dir " + shell_quoted(dir / "out"),
-                                 1000);
+  const auto model =
+      default_model_copy(dir.path(), "model", [](nlohmann::json& j) { j["layout"].erase("max_positions"); });
+  const auto r = run_sjd_limited(
+      "batch --model " + shell_quoted(model) + " --prompts " + shell_quoted(dir / "prompts.txt") + " --out-dir " +
+          shell_quoted(dir / "out"),
+      1000);
   INFO(r.err);
   CHECK(r.exit_code == 1);
   const auto records = manifest_records(dir / "out" / "manifest.jsonl");

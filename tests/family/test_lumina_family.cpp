@@ -203,7 +203,8 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
       {{512, "768"}, "layout.resolutions[1]: expected a positive integer (pixels), found \"768\""},
       {{512, -16}, "layout.resolutions[1]: expected a positive integer"},
       {{512, 700}, "layout.resolutions[1]: 700 px is not a multiple of the VQ's downsample (16)"},
-      {nlohmann::json::array({int64_t{1} << 40}), "layout.resolutions[0]: 68719476736 codes is past the 2048 an image side may have"},
+      {nlohmann::json::array({int64_t{1} << 40}),
+       "layout.resolutions[0]: 68719476736 codes is past the 2048 an image side may have"},
   };
   for (const auto& [resolutions, message] : bad_resolutions) {
     layout = release_layout();

@@ -158,7 +158,8 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("empty"));
   CHECK_THAT(error_of(dir, "k.txt", "\n  \n"), Contains("k.txt") && Contains("no prompts"));
   // Two prompts where one was meant: the reader would have taken one of them without a word.
-  CHECK_THAT(error_of(dir, "l.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"a\", \"id\": {\"prompt\": 1}, \"prompt\": \"b\"}\n"),
+  CHECK_THAT(error_of(dir, "l.jsonl",
+                      "{\"prompt\": \"ok\"}\n{\"prompt\": \"a\", \"id\": {\"prompt\": 1}, \"prompt\": \"b\"}\n"),
              Contains("l.jsonl:2") && Contains("\"prompt\" appears 2 times"));
   CHECK(prompts_of(read_written(dir, "nested.jsonl", "{\"meta\": {\"prompt\": \"x\"}, \"prompt\": \"y\"}\n")) ==
         std::vector<std::string>{"y"});
