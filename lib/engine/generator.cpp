@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "io/png_chunks.h"
 #include "io/weight_checks.h"
 #include "io/weights.h"
+#include "sampling/categorical.h"
 #include "sampling/relaxation.h"
 #include "text/json_error.h"
 
@@ -59,6 +61,18 @@ void check_prompt_length(const std::vector<model::RowPrompt>& rows, int64_t limi
                      " positions the model was trained for (" + where +
                      ": layout.max_positions), which leaves none for the image: shorten the prompt");
   }
+}
+
+// No token of positive probability, with every weight finite (checked when the model loaded) and the
+// settings checked: the weights overflow the run's arithmetic. That is the bundle's fault, bad input
+// (exit code 2), and the tensor of the largest magnitude is the likeliest culprit.
+InputError overflow_error(const Bundle& bundle, const io::WeightMap& weights, at::ScalarType dtype) {
+  const io::LargestWeight largest = io::largest_weight(weights);
+  char magnitude[32];
+  std::snprintf(magnitude, sizeof magnitude, "%.1e", largest.magnitude);
+  return InputError(bundle.json_path.string() + ": the model's logits are not finite although every weight is: the " +
+                    "weights overflow " + dtype_name(dtype) + " arithmetic (the largest is tensor '" + largest.name +
+                    "' of " + largest.source + ", up to " + magnitude + ")");
 }
 
 bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity& capacity) {
@@ -195,7 +209,13 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   }
   request.sequence = sequence;
   request.on_step = on_step;
-  GenerationOutput out = finish(settings, method, decoding::decode(*model_, layout, request));
+  decoding::DecodeResult result;
+  try {
+    result = decoding::decode(*model_, layout, request);
+  } catch (const sampling::NonFiniteLogits&) {
+    throw overflow_error(bundle_, weights_, placement_.dtype);
+  }
+  GenerationOutput out = finish(settings, method, std::move(result));
   out.total_seconds = since(start);
   return out;
 }
@@ -275,38 +295,42 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
   };
   std::map<int64_t, Started> started;  // by request id
   int64_t request_id = 0;
-  decoding::decode_batch(
-      *model_, layout, capacity,
-      [&]() -> std::optional<decoding::DecodeRequest> {
-        while (std::optional<BatchItem> item = next()) {
-          Started entry{std::move(*item), {}, Clock::now()};
-          try {
-            decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
-            if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
-              check_fits(estimate_memory(request, layout, 1));
-              throw InputError("the prompt is longer than the batch was sized for");
+  try {
+    decoding::decode_batch(
+        *model_, layout, capacity,
+        [&]() -> std::optional<decoding::DecodeRequest> {
+          while (std::optional<BatchItem> item = next()) {
+            Started entry{std::move(*item), {}, Clock::now()};
+            try {
+              decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
+              if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
+                check_fits(estimate_memory(request, layout, 1));
+                throw InputError("the prompt is longer than the batch was sized for");
+              }
+              request.id = request_id++;
+              if (plan.on_step) {
+                request.on_step = [&plan, id = entry.item.id](const decoding::StepProgress& p) { plan.on_step(id, p); };
+              }
+              started.emplace(request.id, std::move(entry));
+              return request;
+            } catch (const io::StorageError&) {
+              throw;
+            } catch (const std::exception& e) {
+              failed(entry.item, e.what());
             }
-            request.id = request_id++;
-            if (plan.on_step) {
-              request.on_step = [&plan, id = entry.item.id](const decoding::StepProgress& p) { plan.on_step(id, p); };
-            }
-            started.emplace(request.id, std::move(entry));
-            return request;
-          } catch (const io::StorageError&) {
-            throw;
-          } catch (const std::exception& e) {
-            failed(entry.item, e.what());
           }
-        }
-        return std::nullopt;
-      },
-      [&](const decoding::DecodeRequest& request, decoding::DecodeResult result) {
-        Started entry = std::move(started.at(request.id));
-        started.erase(request.id);
-        GenerationOutput out = finish(entry.item.settings, entry.method, std::move(result));
-        out.total_seconds = since(entry.start);
-        done(entry.item, std::move(out));
-      });
+          return std::nullopt;
+        },
+        [&](const decoding::DecodeRequest& request, decoding::DecodeResult result) {
+          Started entry = std::move(started.at(request.id));
+          started.erase(request.id);
+          GenerationOutput out = finish(entry.item.settings, entry.method, std::move(result));
+          out.total_seconds = since(entry.start);
+          done(entry.item, std::move(out));
+        });
+  } catch (const sampling::NonFiniteLogits&) {  // every row shares the weights: no image of the batch can be made
+    throw overflow_error(bundle_, weights_, placement_.dtype);
+  }
 }
 
 void Generator::check_memory(const GenerationShape& shape) const {

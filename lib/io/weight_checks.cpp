@@ -15,6 +15,18 @@ bool all_finite(const at::Tensor& tensor) {
   return true;
 }
 
+// max |w|, in the same slices.
+double largest_magnitude(const at::Tensor& tensor) {
+  const at::Tensor flat = tensor.reshape({-1});
+  constexpr int64_t kSlice = int64_t{1} << 24;
+  double largest = 0.0;
+  for (int64_t begin = 0; begin < flat.numel(); begin += kSlice) {
+    const int64_t length = std::min(kSlice, flat.numel() - begin);
+    largest = std::max(largest, flat.narrow(0, begin, length).abs().max().item<double>());
+  }
+  return largest;
+}
+
 }  // namespace
 
 void check_weights_usable(const WeightMap& weights, bool floating_only) {
@@ -29,6 +41,17 @@ void check_weights_usable(const WeightMap& weights, bool floating_only) {
       throw WeightError(weights.source_of(name) + ": tensor '" + name + "' holds NaN or infinite values");
     }
   }
+}
+
+LargestWeight largest_weight(const WeightMap& weights) {
+  LargestWeight largest;
+  for (const std::string& name : weights.names()) {
+    const at::Tensor& tensor = weights.get(name);
+    if (!at::isFloatingType(tensor.scalar_type()) || tensor.numel() == 0) continue;
+    const double magnitude = largest_magnitude(tensor);
+    if (magnitude > largest.magnitude) largest = {name, weights.source_of(name), magnitude};
+  }
+  return largest;
 }
 
 void refuse_code_archives(const std::vector<std::filesystem::path>& files) {

@@ -8,6 +8,7 @@
 // opened only when the user trusts the bundle. Errors are WeightError naming the
 // tensor or file.
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "io/weights.h"
@@ -17,6 +18,15 @@ namespace sjd::io {
 // Every floating-point tensor is finite; with `floating_only`, every tensor must
 // be floating point (a transformer or text encoder has no integer weights).
 void check_weights_usable(const WeightMap& weights, bool floating_only);
+
+// The tensor whose largest magnitude is the largest of all, for naming a culprit when the model's
+// output overflows though every weight is finite.
+struct LargestWeight {
+  std::string name;
+  std::string source;      // its file
+  double magnitude = 0.0;  // max |w|
+};
+LargestWeight largest_weight(const WeightMap& weights);
 
 // Throws for the first TorchScript archive (.pt, .ts) among `files`: called for
 // every weight file of a bundle unless the user passed --trust-code.

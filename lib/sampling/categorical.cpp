@@ -28,7 +28,7 @@ int64_t sample_race(const float* w, int64_t n, const RngKey& key) {
 }
 
 void throw_no_positive_probability() {
-  throw std::runtime_error("sampling: no token has a positive probability (the logits are not finite)");
+  throw NonFiniteLogits("sampling: no token has a positive probability (the logits are not finite)");
 }
 
 int64_t sample_token(const float* w, int64_t n, const RngKey& key) {

@@ -258,6 +258,11 @@ TEST_CASE("unusable weights are refused naming the tensor", "[cli][robustness]")
        "layers.4"},
       {"model.safetensors",
        [](Tensors& t) { t["model.norm.weight"] = t["model.norm.weight"].view(at::kInt); }, "floating point"},
+      // Finite, but past what the arithmetic holds: found once the logits overflow (it was exit code 1, naming
+      // no tensor).
+      {"model.safetensors",
+       [](Tensors& t) { t["model.layers.0.mlp.down_proj.weight"].mul_(1e37); },
+       "the weights overflow f32 arithmetic (the largest is tensor 'model.layers.0.mlp.down_proj.weight'"},
   };
   std::vector<BadCase> cases;
   for (size_t i = 0; i < edits.size(); ++i) {
@@ -267,6 +272,12 @@ TEST_CASE("unusable weights are refused naming the tensor", "[cli][robustness]")
     cases.push_back({generate(model, dir), named});
   }
   expect_refused(cases);
+  // A batch stops there too: every image shares the weights.
+  write_file(dir / "prompts.txt", "a red circle\na blue ring\n");
+  const auto batch = run_sjd_limited("batch --model " + quoted(dir / ("w" + std::to_string(edits.size() - 1))) +
+                                     " --prompts " + quoted(dir / "prompts.txt") + " --out-dir " + quoted(dir / "b"));
+  CHECK(batch.exit_code == 2);
+  CHECK_THAT(batch.err, Catch::Contains("the weights overflow f32 arithmetic"));
 }
 
 TEST_CASE("a tokenizer whose ids run past the model's vocabulary is refused", "[cli][robustness]") {
