@@ -157,11 +157,8 @@ int run_inspect(const InspectArgs& args) {
     }
     shape.image_tokens = shape.window_nodes = static_cast<int64_t>(window.size()) + 1;
     const engine::MemoryEstimate estimate = engine::estimate_generation_memory(bundle.transformer, shape, at::kFloat);
-    const int64_t available = engine::available_host_memory();
-    if (available >= 0 && estimate.total() > available) {
-      throw engine::InputError(where + ": the forward of these rows and window needs about " + estimate.describe() +
-                               ", more than the " + engine::format_bytes(available) + " of memory available");
-    }
+    engine::check_host_memory_fits(estimate.total(),
+                                   where + ": the forward of these rows and window needs about " + estimate.describe());
     model::Transformer& transformer = generator.transformer();
     transformer.start(rows, 0, static_cast<int64_t>(window.size()) + 1);
     std::vector<int64_t> roots;
@@ -181,13 +178,9 @@ int run_inspect(const InspectArgs& args) {
     const vq::VQConfig& vq = bundle.vq;
     const int64_t needed = engine::vq_decode_bytes(codes.size(0), codes.size(1), vq.downsample,
                                                    vq.ch * (vq.ch_mult.empty() ? 1 : vq.ch_mult.front()));
-    const int64_t available = engine::available_host_memory();
-    if (available >= 0 && needed > available) {
-      throw engine::InputError(args.decode_request + ": decoding a " + std::to_string(codes.size(0)) + "x" +
-                               std::to_string(codes.size(1)) + " grid of codes needs about " +
-                               engine::format_bytes(needed) + ", more than the " + engine::format_bytes(available) +
-                               " of memory available");
-    }
+    engine::check_host_memory_fits(needed, args.decode_request + ": decoding a " + std::to_string(codes.size(0)) + "x" +
+                                               std::to_string(codes.size(1)) + " grid of codes needs about " +
+                                               engine::format_bytes(needed));
     const at::Tensor image = generator.vq_decoder().decode_float(codes);
     io::write_safetensors(args.out, {{"image", image}});
     std::cout << "wrote decoded image [" << image.size(0) << ", " << image.size(1) << ", " << image.size(2) << "] to "

@@ -201,6 +201,13 @@ void check_weights_fit(int64_t bytes, int64_t available, const at::Device& devic
                    (dtype == at::kFloat ? " (--dtype bf16 takes half)" : ""));
 }
 
+void check_host_memory_fits(int64_t bytes, const std::string& needs) {
+  const int64_t available = available_host_memory();
+  if (available >= 0 && bytes > available) {
+    throw InputError(needs + ", more than the " + format_bytes(available) + " of memory available");
+  }
+}
+
 void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::Device& device, int64_t reusable) {
   std::string against = "--max-memory " + format_bytes(limit);
   if (limit <= 0) {

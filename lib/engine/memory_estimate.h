@@ -59,6 +59,11 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config
 // (ulimit -v) leaves; -1 when neither is known.
 int64_t available_host_memory();
 
+// Throws InputError "<needs>, more than the <available> of memory available" when `bytes` exceed
+// available_host_memory() (unknown: no check). `needs` says what needs them ("X: decoding a 64x64
+// grid of codes needs about 1.20 GB").
+void check_host_memory_fits(int64_t bytes, const std::string& needs);
+
 // Bytes a generation may still allocate on a GPU: the device's free memory and what
 // PyTorch's allocator holds unused, less a margin for what is allocated outside it (the
 // CUDA context's kernels, loaded as they are first used); -1 where unknown (no CUDA).
