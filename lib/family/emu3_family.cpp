@@ -52,7 +52,7 @@ Emu3Config parse_emu3_config(const nlohmann::json& j, int64_t downsample, int64_
                              const std::string& where) {
   if (!j.is_object()) throw std::invalid_argument(where + ": expected an object");
   reject_unknown(j, kLayoutKeys, where);
-  if (j.value("kind", std::string("emu3")) != "emu3") {
+  if (j.contains("kind") && j["kind"] != "emu3") {
     throw std::invalid_argument(where + ".kind: expected \"emu3\", found " + j["kind"].dump());
   }
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ decoder's downsample factor is not set");

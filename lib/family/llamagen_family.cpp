@@ -71,7 +71,7 @@ LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
   for (const auto& item : layout.items()) {
     if (!kLayoutKeys.count(item.key())) throw std::invalid_argument(where + "." + item.key() + ": unknown key");
   }
-  if (layout.value("kind", std::string("llamagen")) != "llamagen") {
+  if (layout.contains("kind") && layout["kind"] != "llamagen") {
     throw std::invalid_argument(where + ".kind: expected \"llamagen\", found " + layout["kind"].dump());
   }
   LlamaGenConfig c;
@@ -84,6 +84,7 @@ LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
   }
   c.first_code_id = integer(layout, "image_token_first", where, 0);
   c.codebook_size = integer(layout, "codebook_size", where, 1);
+  check_codes_in_vocabulary(c.first_code_id, c.codebook_size, context.vocab_size, where);
   c.downsample = context.downsample;
   if (c.downsample <= 0) throw std::invalid_argument(where + ": the VQ decoder's downsample factor is not set");
 

@@ -122,6 +122,7 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
                                   std::to_string(vocab_size) + ")");
     }
   }
+  check_codes_in_vocabulary(c.image_token_first, c.codebook_size, vocab_size, c.where);
   const LuminaIds ids{c.begin_image_id, c.end_image_id, c.newline_id, c.end_of_turn_id, height_token, width_token};
   return make_lumina_layout(vocab_size, c.grid_height, c.grid_width, c.image_token_first, c.codebook_size, ids);
 }

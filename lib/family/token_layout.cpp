@@ -14,6 +14,18 @@ void check_grid_side(int64_t side, const std::string& where) {
   }
 }
 
+void check_codes_in_vocabulary(int64_t first_code_id, int64_t codebook_size, int64_t vocab_size,
+                               const std::string& where) {
+  // Compared without adding, which could overflow for values read from a bundle.
+  if (first_code_id < 0 || codebook_size < 1 || first_code_id >= vocab_size ||
+      codebook_size > vocab_size - first_code_id) {
+    throw std::invalid_argument(where + ".image_token_first and codebook_size: " + std::to_string(codebook_size) +
+                                " image tokens from id " + std::to_string(first_code_id) +
+                                " do not fit the vocabulary of " + std::to_string(vocab_size) +
+                                " (transformer.vocab_size)");
+  }
+}
+
 TokenLayout::TokenLayout(int64_t vocab_size, std::vector<int64_t> forced, int64_t grid_height, int64_t grid_width,
                          int64_t first_code_id, int64_t codebook_size)
     : vocab_size_(vocab_size),
@@ -22,11 +34,7 @@ TokenLayout::TokenLayout(int64_t vocab_size, std::vector<int64_t> forced, int64_
       grid_width_(grid_width),
       first_code_id_(first_code_id),
       codebook_size_(codebook_size) {
-  if (first_code_id + codebook_size > vocab_size) {
-    throw std::invalid_argument("layout: image tokens " + std::to_string(first_code_id) + ".." +
-                                std::to_string(first_code_id + codebook_size - 1) + " exceed the vocabulary of " +
-                                std::to_string(vocab_size));
-  }
+  check_codes_in_vocabulary(first_code_id, codebook_size, vocab_size, "layout");
   for (int64_t t = 0; t < length(); ++t) {
     if (forced_[static_cast<size_t>(t)] >= 0) {
       cell_.push_back(-1);

@@ -18,6 +18,10 @@ namespace sjd::family {
 constexpr int64_t kMaxGridSide = 2048;
 // Throws std::invalid_argument naming `where` (a bundle key) when side is past kMaxGridSide.
 void check_grid_side(int64_t side, const std::string& where);
+// Throws std::invalid_argument naming `where` (the layout's section) when the image tokens
+// first_code_id .. first_code_id + codebook_size - 1 do not lie within the vocabulary.
+void check_codes_in_vocabulary(int64_t first_code_id, int64_t codebook_size, int64_t vocab_size,
+                               const std::string& where);
 
 class TokenLayout {
  public:

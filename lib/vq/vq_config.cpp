@@ -64,7 +64,7 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
       "attn_resolutions", "out_channels", "downsample", "resolution"};
   ConfigReader reader(j, where);
   // Other kinds add their own keys (read from `raw` by their decoders, which check them).
-  if (j.value("kind", std::string()) == "chameleon-vqgan") {
+  if (j.contains("kind") && j["kind"] == "chameleon-vqgan") {
     for (const auto& item : j.items())
       if (!known.count(item.key())) reader.fail(item.key(), "unknown key");
   }

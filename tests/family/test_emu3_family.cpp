@@ -209,6 +209,10 @@ TEST_CASE("emu3 layout errors name the key", "[family][emu3]") {
   CHECK_THAT(error_of(t, layout), Contains("layout.grid_height: unknown key"));
 
   layout = release_layout();
+  layout["kind"] = 5;  // was the JSON library's "type must be string", naming no key
+  CHECK_THAT(error_of(t, layout), Contains("layout.kind: expected \"emu3\", found 5"));
+
+  layout = release_layout();
   layout["tokens"]["bos"] = "<|extra_999|>";
   CHECK_THAT(error_of(t, layout), Contains("layout.tokens.bos") && Contains("<|extra_999|>"));
 

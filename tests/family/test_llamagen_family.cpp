@@ -236,6 +236,16 @@ TEST_CASE("llamagen bundle errors name the key or tensor", "[family][llamagen][e
     f.bundle["layout"]["grid_height"] = 3;
     CHECK_THROWS_WITH(sjd::family::make_family(f.context()), Catch::Contains("square"));
   }
+  SECTION("a kind that is no string") {  // was the JSON library's "type must be string", naming no key
+    f.bundle["layout"]["kind"] = 5;
+    CHECK_THROWS_WITH(sjd::family::make_family(f.context()), Catch::Contains("layout.kind: expected \"llamagen\""));
+  }
+  SECTION("image tokens past the vocabulary") {
+    f.bundle["layout"]["codebook_size"] = 1000000000000000;
+    CHECK_THROWS_WITH(sjd::family::make_family(f.context()),
+                      Catch::Contains("layout.image_token_first and codebook_size: 1000000000000000 image tokens "
+                                      "from id 0 do not fit the vocabulary"));
+  }
   SECTION("unknown layout key") {
     f.bundle["layout"]["newline_id"] = 3;
     CHECK_THROWS_WITH(sjd::family::make_family(f.context()), Catch::Contains("layout.newline_id: unknown key"));

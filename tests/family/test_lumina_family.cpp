@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,13 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
   layout = release_layout();
   layout.erase("end_of_turn_id");
   REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.end_of_turn_id"));
+  layout = release_layout();
+  layout["codebook_size"] = 1000000000000000;  // named no file or key
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("lumina/bundle.json: layout.image_token_first and codebook_size: "
+                                                       "1000000000000000 image tokens from id"));
+  layout = release_layout();
+  layout["image_token_first"] = std::numeric_limits<int64_t>::max();  // first + size would overflow
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("do not fit the vocabulary of 65536 (transformer.vocab_size)"));
   layout = release_layout();
   layout["size_token_unit_px"] = 40;
   REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("768 px is not a multiple of size_token_unit_px (40)"));

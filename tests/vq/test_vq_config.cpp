@@ -64,6 +64,11 @@ TEST_CASE("parse_vq_config errors name the key", "[vq][config]") {
     j["ch"] = "32";
     CHECK_THAT(error_of(j), Contains("vq.ch:") && Contains("positive integer"));
   }
+  SECTION("a kind that is no string") {  // was the JSON library's "type must be string", naming no key
+    auto j = schema_example();
+    j["kind"] = 5;
+    CHECK_THAT(error_of(j), Contains("vq.kind"));
+  }
   SECTION("non-positive") {
     auto j = schema_example();
     j["codebook_size"] = 0;
