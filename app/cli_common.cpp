@@ -271,6 +271,8 @@ int exit_code_of(const std::function<int()>& body) {
     return input_error(e.what());
   } catch (const std::invalid_argument& e) {
     return input_error(e.what());
+  } catch (const std::bad_alloc&) {  // past every estimate: still one line, not "std::bad_alloc"
+    return run_error("out of memory");
   } catch (const c10::Error& e) {  // LibTorch appends a multi-line backtrace to what()
     return run_error(e.what_without_backtrace());
   } catch (const std::exception& e) {

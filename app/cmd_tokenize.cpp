@@ -67,7 +67,8 @@ int run_tokenize(const TokenizeArgs& args) {
                              "or give --json-lines FILE");
   }
   if (!args.json_lines.empty()) {
-    io::require_regular_file(args.json_lines, "JSON lines file");
+    // Read a line at a time, but a line is tokenized whole: bounded as a tokenizer file is.
+    io::require_file_at_most(args.json_lines, "JSON lines file", uint64_t{64} << 20);
     std::ifstream in(args.json_lines);
     if (!in) throw engine::InputError(args.json_lines + ": cannot open");
     for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);

@@ -1,13 +1,13 @@
 #include "engine/bundle.h"
 
 #include <fstream>
-#include <set>
 #include <vector>
 
 #include "io/atomic_file.h"
 #include "io/input_files.h"
 #include "text/tokenizer.h"
 #include "text/json_error.h"
+#include "text/strict_json.h"
 
 namespace sjd::engine {
 namespace {
@@ -62,35 +62,11 @@ nlohmann::json read_json_input(const std::filesystem::path& file, const std::str
   io::require_file_at_most(file, what, kMaxBytes);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string() + ": cannot open the " + what);
-  // A key given twice in one object would leave the last silently ({"window": 4, "window": 8}).
-  std::vector<std::set<std::string>> keys_of_open_objects;
-  std::string repeated;
-  // Nesting is bounded too: copying or printing a value nested a million deep recurses as deep (a 2 MB
-  // bundle.json crashed sjd); no settings file, bundle or profile needs more than a few levels.
-  constexpr int kMaxDepth = 64;
-  const nlohmann::json::parser_callback_t no_repeated_keys = [&](int depth, nlohmann::json::parse_event_t event,
-                                                                 nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxDepth) {
-      throw InputError(file.string() + ": values nested more than " + std::to_string(kMaxDepth) +
-                       " levels deep (is this the right file?)");
-    }
-    if (event == Event::object_start) keys_of_open_objects.emplace_back();
-    if (event == Event::object_end && !keys_of_open_objects.empty()) keys_of_open_objects.pop_back();
-    if (event == Event::key && !keys_of_open_objects.empty() &&
-        !keys_of_open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty()) {
-      repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in, no_repeated_keys);
-  } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range (1e999)
-    throw InputError(file.string() + ": invalid JSON: " + text::json_error_message(e));
+    return text::parse_strict_json(in, file.string());
+  } catch (const text::StrictJsonError& e) {
+    throw InputError(e.what());
   }
-  if (!repeated.empty()) throw InputError(file.string() + ": key \"" + repeated + "\" appears twice in one object");
-  return j;
 }
 
 Bundle load_bundle(const std::filesystem::path& dir) {
@@ -160,7 +136,7 @@ std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
   const std::string file = options.value("file", std::string());
   options.erase("kind");
   options.erase("file");
-  return text::load_tokenizer(kind, file, options);
+  return text::load_tokenizer(kind, file, options, b.json_path.string() + ": tokenizer");
 }
 
 family::FamilyContext family_context(const Bundle& b, const text::Tokenizer& tokenizer, const io::WeightMap* weights,

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "text/utf8.h"
-#include "text/json_error.h"
+#include "text/strict_json.h"
 
 namespace sjd::text {
 namespace {
@@ -13,9 +13,9 @@ nlohmann::json read_json(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw TokenizerError(file.string() + ": cannot open the tokenizer file");
   try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw TokenizerError(file.string() + ": not valid JSON: " + json_error_message(error));
+    return parse_strict_json(in, file.string());
+  } catch (const StrictJsonError& error) {
+    throw TokenizerError(error.what());
   }
 }
 

@@ -182,10 +182,15 @@ std::unique_ptr<Decoder> parse_decoder(const JsonNode& node) {
   if (type == "Metaspace") {
     bool strip_first = node.string_or("prepend_scheme", "always") != "never";
     if (const auto legacy = node.find("add_prefix_space"); legacy && !legacy->as_bool()) strip_first = false;
-    return std::make_unique<Metaspace>(node.at("replacement").as_string(), strip_first);
+    // An empty replacement or Strip content matches everywhere without moving on: decoding never ended.
+    const std::string replacement = node.at("replacement").as_string();
+    if (replacement.empty()) node.at("replacement").fail("must not be empty");
+    return std::make_unique<Metaspace>(replacement, strip_first);
   }
   if (type == "Strip") {
-    return std::make_unique<Strip>(node.at("content").as_string(), non_negative(node.at("start")),
+    const std::string content = node.at("content").as_string();
+    if (content.empty()) node.at("content").fail("must not be empty");
+    return std::make_unique<Strip>(content, non_negative(node.at("start")),
                                    non_negative(node.at("stop")));
   }
   if (type == "Replace") {

@@ -11,13 +11,32 @@
 
 namespace sjd::text {
 
+namespace {
+
+// Tokenizer files are read whole, and tokenizer.json is parsed into several times its size: the largest
+// released ones are a few MB (Llama 3's tokenizer.json 9 MB, Qwen's vocabulary 2.5 MB).
+constexpr std::uintmax_t kMaxTokenizerFileBytes = std::uintmax_t{64} << 20;
+
+void check_file_size(const std::filesystem::path& file) {
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(file, error);
+  if (!error && size > kMaxTokenizerFileBytes) {
+    throw TokenizerError(file.string() + ": a tokenizer file of " + std::to_string(size >> 20) +
+                         " MiB, more than one can be (at most " + std::to_string(kMaxTokenizerFileBytes >> 20) +
+                         " MiB): is this the right file?");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::filesystem::path& file,
-                                          const nlohmann::json& options) {
+                                          const nlohmann::json& options, const std::string& options_where) {
   const nlohmann::json no_options = nlohmann::json::object();
   // The options may be the bundle's whole tokenizer section, so its "kind" and "file" are allowed in it.
-  const JsonNode node(options.is_null() ? no_options : options, "tokenizer options");
+  const JsonNode node(options.is_null() ? no_options : options, options_where);
   node.expect_object();
   if (kind == "byte") return std::make_unique<ByteTokenizer>(node);
+  check_file_size(file);
   if (kind == "tiktoken") return std::make_unique<TiktokenTokenizer>(file, node);
   if (kind == "bpe") return std::make_unique<HfBpeTokenizer>(file, node);
   if (kind == "spm") return std::make_unique<SpmTokenizer>(file, node);

@@ -43,9 +43,11 @@ class Tokenizer {
 //  "bpe"       `file` is a Hugging Face tokenizer.json with a BPE model; its added tokens
 //              are matched in the text. No options.
 //  "spm"       `file` is a SentencePiece model. No options.
-// Throws TokenizerError naming the file and key for unreadable or malformed input.
+// Throws TokenizerError naming the file and key for unreadable or malformed input;
+// `options_where` names where the options come from in its messages.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::filesystem::path& file,
-                                          const nlohmann::json& options);
+                                          const nlohmann::json& options,
+                                          const std::string& options_where = "tokenizer options");
 
 // The kind of a bare tokenizer file: by its name (.json -> bpe, .tiktoken ->
 // tiktoken, .model -> spm), else by its start ('{' -> bpe, a "base64 rank"

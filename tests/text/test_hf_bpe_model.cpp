@@ -129,8 +129,29 @@ TEST_CASE("malformed tokenizer.json files give errors naming the file and key", 
 
   write_file(dir / "not_json.json", "{\"model\": ");
   CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "not_json.json", {}),
-                    Catch::Contains("not_json.json: not valid JSON"));
+                    Catch::Contains("not_json.json: invalid JSON"));
   CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "absent.json", {}), Catch::Contains("absent.json: cannot open"));
+  // Decoders that matched everywhere without moving on: decode() never returned.
+  document = good;
+  document["decoder"] = {{"type", "Metaspace"}, {"replacement", ""}};
+  fails_with(document, "decoder.replacement: must not be empty");
+  document["decoder"] = {{"type", "Strip"}, {"content", ""}, {"start", int64_t{1} << 62}, {"stop", 0}};
+  fails_with(document, "decoder.content: must not be empty");
+  // A second "model" replaced the first without a word (a whole vocabulary lost).
+  write_file(dir / "twice.json", "{\"model\": " + good["model"].dump() + ", \"model\": {}}");
+  CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "twice.json", {}),
+                    Catch::Contains("twice.json: key \"model\" appears twice in one object"));
+  // Nested steps took memory quadratic in the depth (8000 levels: 1.8 GB).
+  std::string nested = R"({"type": "Whitespace"})";
+  for (int i = 0; i < 100; ++i) nested = R"({"type": "Sequence", "pretokenizers": [)" + nested + "]}";
+  write_file(dir / "deep.json", "{\"pre_tokenizer\": " + nested + ", \"model\": " + good["model"].dump() + "}");
+  CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "deep.json", {}),
+                    Catch::Contains("deep.json: values nested more than 64 levels deep"));
+  // Files are bounded before they are read (a 275 MB tokenizer.json aborted sjd).
+  write_file(dir / "huge.json", "{");
+  std::filesystem::resize_file(dir / "huge.json", std::uintmax_t{100} << 20);
+  CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "huge.json", {}),
+                    Catch::Contains("huge.json: a tokenizer file of 100 MiB, more than one can be (at most 64 MiB)"));
   write_file(dir / "good.json", good.dump());
   CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "good.json", {{"specials", true}}),
                     Catch::Contains("specials: unknown key"));
