@@ -14,6 +14,7 @@
 #include "engine/cost_profiles.h"
 #include "engine/outputs.h"
 #include "io/atomic_file.h"
+#include "io/input_files.h"
 
 namespace sjd::app {
 namespace {
@@ -85,8 +86,15 @@ int run_calibrate(const BenchArgs& args) {
   engine::apply_settings(settings, bundle.defaults, bundle.json_path.string() + ": defaults");
   settings.device = args.device;
   if (!args.dtype.empty()) settings.dtype = args.dtype;
-  const nlohmann::json raw = bundle.raw;
   const std::filesystem::path json_path = bundle.json_path;
+  if (args.into_bundle) {  // what would stop the write is found before minutes of timing, not after
+    engine::bundle_cost_profiles(bundle);
+    try {
+      io::check_output_path(json_path);
+    } catch (const io::FileError& e) {
+      throw engine::InputError(std::string("--into-bundle: ") + e.what());
+    }
+  }
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   engine::CalibrateOptions options;
   options.iterations = args.iterations;
@@ -102,7 +110,12 @@ int run_calibrate(const BenchArgs& args) {
   }
   if (!args.out.empty()) io::write_file_atomic(args.out, profile.to_json().dump(2) + "\n");
   if (args.into_bundle) {
-    nlohmann::json updated = raw;
+    // Read again: an edit made to the bundle while the calibration ran is kept, not written over.
+    nlohmann::json updated = engine::read_json_input(json_path, "bundle.json");
+    if (!updated.is_object() || (updated.contains("step_cost") && !updated["step_cost"].is_object())) {
+      throw engine::InputError(json_path.string() + " was changed while the calibration ran and has no \"step_cost\" "
+                               "object to take the profile (printed above; --out FILE keeps one)");
+    }
     updated["step_cost"][engine::cost_profile_key(settings.device, settings.dtype)] = profile.to_json();
     io::write_file_atomic(json_path, updated.dump(2) + "\n");
     std::cout << "wrote the profile into " << json_path.string() << "\n";

@@ -2,10 +2,12 @@
 // step-cost profile recorded and read, and `sjd bench --calibrate`.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cli_runner.h"
 #include "io/png_reader.h"
@@ -147,6 +149,47 @@ TEST_CASE("bench --calibrate measures a curve per batch size that generate reads
                          quoted(dir / "x.png"));
   INFO(g.err);
   CHECK(g.exit_code == 0);
+}
+
+TEST_CASE("bench --calibrate --into-bundle: what would stop the write is refused before timing; edits meanwhile stay",
+          "[cli][auto]") {
+  TempDir dir("calibrate_into");
+  const std::string calibrate = " --device cpu --dtype f32 --warmup 0 --into-bundle --model ";
+  // A step_cost that cannot take the profile was found only after the whole calibration (exit 1).
+  const auto model = dir / "model";
+  std::filesystem::copy(default_model(), model, std::filesystem::copy_options::recursive);
+  auto bundle = nlohmann::json::parse(read_file(model / "bundle.json"));
+  const nlohmann::json original = bundle;
+  bundle["step_cost"] = nlohmann::json::array();
+  write_file(model / "bundle.json", bundle.dump(2));
+  const auto malformed = run_sjd("bench --calibrate --iterations 1 --batch-sizes 1" + calibrate + quoted(model));
+  CHECK(malformed.exit_code == 2);
+  CHECK_THAT(malformed.err, Catch::Contains("step_cost"));
+  CHECK(malformed.out.find("ms per step") == std::string::npos);
+  // A bundle.json that is a link is not replaced: said before the work, naming the flag.
+  write_file(dir / "elsewhere.json", original.dump(2));
+  std::filesystem::remove(model / "bundle.json");
+  std::filesystem::create_symlink(dir / "elsewhere.json", model / "bundle.json");
+  const auto linked = run_sjd("bench --calibrate --iterations 1 --batch-sizes 1" + calibrate + quoted(model));
+  CHECK(linked.exit_code == 2);
+  CHECK_THAT(linked.err, Catch::Contains("--into-bundle: ") && Catch::Contains("symbolic link"));
+  CHECK(linked.out.find("ms per step") == std::string::npos);
+  // An edit made while it runs (a few seconds here) is kept beside the profile: it was written over.
+  std::filesystem::remove(model / "bundle.json");
+  write_file(model / "bundle.json", original.dump(2));
+  CommandResult run;
+  std::thread calibration([&] { run = run_sjd("bench --calibrate --iterations 30 --batch-sizes 1,2" + calibrate +
+                                              quoted(model)); });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto edited = original;
+  edited["name"] = "renamed while calibrating";
+  write_file(model / "bundle.json", edited.dump(2));
+  calibration.join();
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto after = nlohmann::json::parse(read_file(model / "bundle.json"));
+  CHECK(after["name"] == "renamed while calibrating");
+  CHECK(after["step_cost"].contains("cpu-f32"));
 }
 
 TEST_CASE("bench --calibrate: a batch too large for the memory exits 2 with the estimate, before timing",
