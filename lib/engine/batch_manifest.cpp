@@ -29,8 +29,12 @@ bool is_plain_png_name(const std::string& name) {
 std::string record_problem(const nlohmann::json& j) {
   if (!j.is_object()) return "not a JSON object";
   const auto index = j.find("index");
-  if (index == j.end() || !index->is_number_integer() || index->get<int64_t>() < 0) {
-    return "\"index\" is not a non-negative integer";
+  // Bounded far above any run's count, so that the next free index (compare's, one past the largest)
+  // cannot overflow: 2^63 - 1 there once gave a negative index on every resume.
+  constexpr int64_t kMaxIndex = int64_t{1} << 48;
+  if (index == j.end() || !index->is_number_integer() || index->get<int64_t>() < 0 ||
+      index->get<int64_t>() > kMaxIndex) {
+    return "\"index\" is not an integer from 0 to 2^48";
   }
   const auto status = j.find("status");
   if (status == j.end() || !status->is_string()) return "\"status\" is not a string";

@@ -405,6 +405,28 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   CHECK_THAT(compare_in_batch.err, Contains("holds a batch run (manifest.jsonl, batch.json): give compare its own"));
 }
 
+TEST_CASE("compare: a manifest line whose index would overflow is ignored, and its run made once more", "[cli][ux][compare]") {
+  TempDir dir("ux_compare_index");
+  const auto out = dir / "out";
+  REQUIRE(run_sjd(compare_command(out)).exit_code == 0);
+  const auto manifest = out / "runs" / "manifest.jsonl";
+  std::string lines = read_file(manifest);
+  const size_t at = lines.find("\"index\":3");
+  REQUIRE(at != std::string::npos);
+  lines.replace(at, 9, "\"index\":9223372036854775807");
+  write_file(manifest, lines);
+  // The next free index was 2^63 - 1 + 1: a negative file name, and the run made again on every resume.
+  const auto first = run_sjd(compare_command(out));
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.err, Contains("\"index\" is not an integer from 0 to 2^48; line ignored"));
+  CHECK_THAT(first.out, Contains("3 of 4 runs were already done"));
+  for (const auto& entry : std::filesystem::directory_iterator(out / "runs")) {
+    CHECK(entry.path().filename().string().find('-') != 0);
+  }
+  CHECK_THAT(run_sjd(compare_command(out)).out, Contains("4 of 4 runs were already done"));
+}
+
 TEST_CASE("compare: a first stop signal finishes the run in flight, writes no table, and a re-run completes it",
           "[cli][ux][compare]") {
   TempDir dir("ux_compare_stop");
