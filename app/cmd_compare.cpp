@@ -58,7 +58,12 @@ int run_compare_command(const CompareArgs& args) {
   // The same seeds would make the same images twice; an alias (pac-ac, sjd:none) is the same method.
   std::vector<std::string> canonical;
   for (const std::string& entry : options.methods) {
-    const engine::GenerationSettings s = engine::compare_settings(options.base, entry);  // bad names fail here
+    engine::GenerationSettings s;
+    try {
+      s = engine::compare_settings(options.base, entry);  // bad names fail here
+    } catch (const std::invalid_argument& e) {  // "unknown relaxation ''" alone did not say where it came from
+      throw engine::InputError("--methods entry '" + entry + "': " + e.what());
+    }
     canonical.push_back(engine::method_from_settings(s).name + (s.relax == "none" ? "" : ":" + s.relax));
     const auto earlier = std::find(canonical.begin(), canonical.end() - 1, canonical.back());
     if (earlier != canonical.end() - 1) {
@@ -103,6 +108,17 @@ int run_compare_command(const CompareArgs& args) {
     }
   }
   if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
+  // Every run keeps its row (and its accepted lengths) in memory for the table: 200,000 prompts x 1000 seeds x
+  // 6 methods ran out of memory. A comparison that large is a batch per method.
+  constexpr int64_t kMaxRuns = 1000000;
+  const int64_t runs = static_cast<int64_t>(options.prompts.size()) * options.seeds *
+                       static_cast<int64_t>(options.methods.size());
+  if (runs > kMaxRuns) {
+    throw engine::InputError(std::to_string(options.prompts.size()) + " prompts x " + std::to_string(options.seeds) +
+                             " seeds x " + std::to_string(options.methods.size()) + " methods are " +
+                             std::to_string(runs) + " runs, more than compare holds (" + std::to_string(kMaxRuns) +
+                             "): use --limit or fewer --seeds, or sjd batch per method");
+  }
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
   engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png"},

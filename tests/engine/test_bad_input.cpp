@@ -169,6 +169,18 @@ TEST_CASE("input files read whole are bounded before they are read, and a value 
   CHECK_THAT(r.err, Catch::Contains("/method: unknown method 'xxxx"));
 }
 
+TEST_CASE("a compare of more runs than it can hold is refused before the model loads", "[cli][robustness]") {
+  TempDir dir("compare_runs");
+  std::string prompts;
+  for (int i = 0; i < 400; ++i) prompts += "a red circle number " + std::to_string(i) + "\n";
+  write_file(dir / "p.txt", prompts);
+  // Out of memory (exit code 1) at 200,000 prompts x 1000 seeds x 6 methods.
+  expect_refused({{"compare --model " + quoted(default_model()) + " --prompts " + quoted(dir / "p.txt") +
+                       " --seeds 1000 --methods ar,sjd,sjd-pac --out-dir " + quoted(dir / "out"),
+                   "400 prompts x 1000 seeds x 3 methods are 1200000 runs, more than compare holds (1000000)"}});
+  CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST_CASE("a prompt too long for the memory is refused with the estimate, before allocating", "[cli][robustness]") {
   TempDir dir("long_prompt");
   std::string prompt;

@@ -99,7 +99,10 @@ TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness col
   CHECK_THAT(twice.err, Contains("--methods lists ar twice"));
   for (const auto& [methods, said] : std::vector<std::pair<std::string, std::string>>{
            {"ar,pac-ac,scd-mc", "--methods lists scd-mc twice (as pac-ac and scd-mc)"},
-           {"sjd:none,sjd", "--methods lists sjd twice (as sjd:none and sjd)"}}) {
+           {"sjd:none,sjd", "--methods lists sjd twice (as sjd:none and sjd)"},
+           // A bad entry is named with the flag ("unknown relaxation ''" alone said neither).
+           {"ar,sjd-pac:", "--methods entry 'sjd-pac:': unknown relaxation ''"},
+           {"ar,:cool", "--methods entry ':cool': unknown method ''"}}) {
     const auto alias = run_sjd("compare --model " + quoted(default_model()) + " -p 'a blue square' --methods " +
                                methods + " --out-dir " + quoted(dir / "alias"));
     CHECK(alias.exit_code == 2);
