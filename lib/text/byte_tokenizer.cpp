@@ -1,5 +1,7 @@
 #include "text/byte_tokenizer.h"
 
+#include <limits>
+
 #include "text/utf8.h"
 
 namespace sjd::text {
@@ -13,6 +15,8 @@ ByteTokenizer::ByteTokenizer(const JsonNode& options) {
   const JsonNode first_id = options.at("first_id");
   first_id_ = first_id.as_integer();
   if (first_id_ < 0) first_id.fail("must not be negative");
+  // Byte 0xFF's id must be an int64 too (2^63 - 1 printed negative ids).
+  if (first_id_ > std::numeric_limits<int64_t>::max() - 255) first_id.fail("too large for 256 byte ids after it");
 }
 
 std::vector<int64_t> ByteTokenizer::encode(const std::string& utf8) const {

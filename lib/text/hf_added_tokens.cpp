@@ -52,6 +52,11 @@ AddedTokens::AddedTokens(const JsonNode& list, const Normalizer* normalizer) {
     if (token.content.empty()) entry.at("content").fail("an added token cannot be empty");
     const bool normalized = entry.bool_or("normalized", true);
     if (tokens_.count(id) != 0) id_node.fail("id " + std::to_string(id) + " is given to two added tokens");
+    // Two ids for one text: which one the text encodes to would be the last one's, without a word.
+    if (const auto same = ids_.find(token.content); same != ids_.end()) {
+      entry.at("content").fail("\"" + token.content + "\" is the content of ids " + std::to_string(same->second) +
+                               " and " + std::to_string(id));
+    }
     std::string matched_text = token.content;
     if (normalized && normalizer != nullptr) matched_text = normalizer->normalize(token.content);
     (normalized ? normalized_matcher_ : raw_matcher_).add(matched_text, id);

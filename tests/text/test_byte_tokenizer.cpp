@@ -1,6 +1,7 @@
 // The byte tokenizer of the tiny default model, and the JSON-lines batch encoder.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include "text/json_lines.h"
@@ -33,6 +34,8 @@ TEST_CASE("byte tokenizer options are checked", "[text][byte]") {
   CHECK_THROWS_WITH(load_tokenizer("byte", "", nlohmann::json::object()), Catch::Contains("missing key \"first_id\" (the token id of byte 0x00"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", -3}}), Catch::Contains("first_id: must not be negative"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", "7"}}), Catch::Contains("expected an integer"));
+  CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", std::numeric_limits<int64_t>::max()}}),
+                    Catch::Contains("first_id: too large for 256 byte ids after it"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", 1}, {"frist", 2}}), Catch::Contains("frist: unknown key"));
   // A bundle's whole tokenizer section can be passed as the options.
   CHECK_NOTHROW(load_tokenizer("byte", "", {{"kind", "byte"}, {"first_id", 1}}));

@@ -126,6 +126,8 @@ TEST_CASE("malformed tokenizer.json files give errors naming the file and key", 
   document = good;
   document["added_tokens"] = {{{"id", 9}, {"content", ""}}};
   fails_with(document, "added_tokens[0].content: an added token cannot be empty");
+  document["added_tokens"] = {{{"id", 9}, {"content", "<x>"}}, {{"id", 10}, {"content", "<x>"}}};
+  fails_with(document, "added_tokens[1].content: \"<x>\" is the content of ids 9 and 10");
 
   write_file(dir / "not_json.json", "{\"model\": ");
   CHECK_THROWS_WITH(sjd::text::load_tokenizer("bpe", dir / "not_json.json", {}),
