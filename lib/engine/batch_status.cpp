@@ -143,12 +143,19 @@ MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log)
   const std::filesystem::path merged = dir / manifest_name(Shard{});
   // Locked in one order (the merged file, then by name), so two merges cannot deadlock.
   std::vector<std::unique_ptr<io::AppendLock>> locks;
-  locks.push_back(std::make_unique<io::AppendLock>(merged));
+  std::error_code error;
+  const bool merged_existed = std::filesystem::exists(std::filesystem::symlink_status(merged, error));
+  locks.push_back(std::make_unique<io::AppendLock>(merged));  // creates it when absent
   std::vector<std::filesystem::path> shard_manifests;
-  for (const std::filesystem::path& manifest : list_manifests(dir)) {
-    if (manifest == merged) continue;
-    locks.push_back(std::make_unique<io::AppendLock>(manifest));
-    shard_manifests.push_back(manifest);
+  try {
+    for (const std::filesystem::path& manifest : list_manifests(dir)) {
+      if (manifest == merged) continue;
+      locks.push_back(std::make_unique<io::AppendLock>(manifest));
+      shard_manifests.push_back(manifest);
+    }
+  } catch (const std::exception&) {  // a manifest that cannot be locked (a link): no empty merged file is left
+    if (!merged_existed && std::filesystem::file_size(merged, error) == 0 && !error) std::filesystem::remove(merged, error);
+    throw;
   }
   ManifestReader reader(dir, log);
   std::map<int64_t, nlohmann::json> records;

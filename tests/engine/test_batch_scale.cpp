@@ -274,6 +274,13 @@ TEST_CASE("manifest: the status of a batch of many images costs what its finishe
                              Catch::Contains("1/3                0       1 66666666") &&
                              Catch::Contains("2/3                0       0 66666666") &&
                              Catch::Contains("all                0       2199999998"));
+  // A merge refused for a manifest it cannot lock (a link) leaves no empty manifest.jsonl behind.
+  write_file(dir / "elsewhere.jsonl", "");
+  std::filesystem::create_symlink(dir / "elsewhere.jsonl", dir / "manifest.1-of-3.jsonl");
+  const auto merge = run_sjd("manifest " + shell_quoted(dir.path()) + " --merge");
+  CHECK(merge.exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "manifest.jsonl"));
+  CHECK(std::filesystem::exists(dir / "manifest.0-of-3.jsonl"));
 }
 
 TEST_CASE("batch: a shard with other settings than its sibling shards is refused", "[cli][batch][scale]") {
