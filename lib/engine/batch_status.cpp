@@ -154,7 +154,9 @@ MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log)
       shard_manifests.push_back(manifest);
     }
   } catch (const std::exception&) {  // a manifest that cannot be locked (a link): no empty merged file is left
-    if (!merged_existed && std::filesystem::file_size(merged, error) == 0 && !error) std::filesystem::remove(merged, error);
+    if (!merged_existed && std::filesystem::file_size(merged, error) == 0 && !error) {
+      std::filesystem::remove(merged, error);
+    }
     throw;
   }
   ManifestReader reader(dir, log);
