@@ -62,6 +62,13 @@ void check_request_keys(const nlohmann::json& request, const std::vector<std::st
 model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw engine::InputError(where + ": expected an object");
   check_request_keys(j, {"text", "uncond", "prompt", "tokens", "positions", "key_valid"}, where);
+  // One form per row: a key of another form would be dropped without a word ("text" beside "tokens").
+  const bool by_text = j.contains("text"), by_uncond = j.contains("uncond") || j.contains("prompt");
+  const bool by_tokens = j.contains("tokens") || j.contains("positions") || j.contains("key_valid");
+  if (int{by_text} + int{by_uncond} + int{by_tokens} > 1) {
+    throw engine::InputError(where + ": a row is {\"text\"}, {\"uncond\", \"prompt\"} or {\"tokens\", \"positions\", "
+                             "\"key_valid\"}, not a mix of them");
+  }
   if (j.contains("text")) return generator.family().conditional(j["text"].get<std::string>());
   if (j.value("uncond", false)) return generator.family().unconditional(j.value("prompt", std::string()));
   model::RowPrompt row;
@@ -71,7 +78,11 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
   if (j.contains("positions")) {
     row.positions = ids_in(j["positions"], static_cast<int64_t>(kMaxRequestTokens), where + ".positions");
   }
-  row.key_valid = j.value("key_valid", std::vector<uint8_t>(row.tokens.size(), 1));
+  row.key_valid.assign(row.tokens.size(), 1);
+  if (j.contains("key_valid")) {  // 0 or 1 each: 300 was cut to a byte, 44
+    const std::vector<int64_t> flags = ids_in(j["key_valid"], 2, where + ".key_valid");
+    row.key_valid.assign(flags.begin(), flags.end());
+  }
   if (row.positions.size() != row.tokens.size() || row.key_valid.size() != row.tokens.size()) {
     throw engine::InputError(where + ": positions and key_valid must have one entry per token");
   }

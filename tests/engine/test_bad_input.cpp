@@ -317,6 +317,9 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"tokens": [1, 2]}], "window": [5000]})", "window"},
       {R"({"rows": [{"text": 5}]})", "o_5.json"},
       {R"([1])", "rows"},
+      // A byte of 300 (44) and a dropped "tokens" went by without a word.
+      {R"({"rows": [{"tokens": [1, 2, 3], "key_valid": [300, 1, 0]}]})", "rows[0].key_valid: 300 is not an id in [0, 2)"},
+      {R"({"rows": [{"text": "a cat", "tokens": [1, 2]}]})", "rows[0]: a row is {\"text\"}"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},
