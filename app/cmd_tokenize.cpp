@@ -9,7 +9,7 @@
 #include "family/image_family.h"
 #include "io/input_files.h"
 #include "text/json_lines.h"
-#include "text/json_error.h"
+#include "text/strict_json.h"
 
 namespace sjd::app {
 namespace {
@@ -32,6 +32,9 @@ void check_combination(const TokenizeArgs& args) {
     throw engine::InputError("--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");
   }
   if (args.model.empty() && args.with_template) throw engine::InputError("--template goes with --model (a family's template)");
+  if (args.kind == "byte" && !args.tokenizer_file.empty()) {
+    throw engine::InputError("--kind byte reads no file: --tokenizer goes with bpe, tiktoken or spm");
+  }
   if (!args.json_lines.empty() && args.text_given) {
     throw engine::InputError("give a text or --json-lines FILE, not both");
   }
@@ -52,9 +55,16 @@ int run_tokenize(const TokenizeArgs& args) {
   } else if (!args.tokenizer_file.empty() || args.kind == "byte") {
     nlohmann::json options;
     try {
-      options = nlohmann::json::parse(args.options);
-    } catch (const nlohmann::json::exception& e) {
-      throw engine::InputError("--options: invalid JSON: " + text::json_error_message(e));
+      options = text::parse_strict_json(args.options, "--options");
+    } catch (const text::StrictJsonError& e) {
+      throw engine::InputError(e.what());
+    }
+    // A bundle's tokenizer section may hold these; here the flags say them, and an option would be ignored.
+    for (const char* key : {"kind", "file"}) {
+      if (options.is_object() && options.contains(key)) {
+        throw engine::InputError(std::string("--options: \"") + key + "\" is given by --" +
+                                 (std::string(key) == "kind" ? "kind" : "tokenizer"));
+      }
     }
     if (!args.tokenizer_file.empty()) io::require_regular_file(args.tokenizer_file, "tokenizer file");
     const std::string kind = args.kind.empty() ? text::infer_tokenizer_kind(args.tokenizer_file) : args.kind;
@@ -76,7 +86,9 @@ int run_tokenize(const TokenizeArgs& args) {
   }
   if (bundle) {
     const auto family = family::make_family(engine::family_context(*bundle, *tokenizer, nullptr, 0));
-    print_ids(family->prompt_ids(args.text, args.with_template));
+    const std::vector<int64_t> ids = family->prompt_ids(args.text, args.with_template);
+    engine::check_ids_in_vocabulary(ids, *bundle);  // as generate refuses them: the bundle's error, not a result
+    print_ids(ids);
   } else {
     print_ids(tokenizer->encode(args.text));
   }

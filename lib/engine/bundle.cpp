@@ -130,6 +130,16 @@ Bundle load_bundle(const std::filesystem::path& dir) {
   return b;
 }
 
+void check_ids_in_vocabulary(const std::vector<int64_t>& ids, const Bundle& bundle) {
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= bundle.transformer.vocab_size) {
+      throw InputError(bundle.json_path.string() + ": the tokenizer gave id " + std::to_string(id) +
+                       ", outside the model's vocabulary of " + std::to_string(bundle.transformer.vocab_size) +
+                       " (transformer.vocab_size)");
+    }
+  }
+}
+
 std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& b) {
   nlohmann::json options = b.tokenizer;
   const std::string kind = options.value("kind", std::string());

@@ -41,6 +41,10 @@ struct Bundle {
 // name the file. `what` says what it is ("config file").
 nlohmann::json read_json_input(const std::filesystem::path& file, const std::string& what);
 
+// Every id is a row of the model's embedding (transformer.vocab_size): a tokenizer whose ids run past
+// it would otherwise fail inside the transformer. InputError naming the bundle otherwise.
+void check_ids_in_vocabulary(const std::vector<int64_t>& ids, const Bundle& bundle);
+
 // Reads and checks bundle.json in `dir` (files exist, numbers sane); the
 // weights themselves are read and shape-checked when the model is built.
 Bundle load_bundle(const std::filesystem::path& dir);

@@ -30,20 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Every prompt token must be a row of the embedding: a tokenizer whose ids run
-// past the model's vocabulary would otherwise fail inside the transformer.
-void check_prompt_tokens(const std::vector<model::RowPrompt>& rows, int64_t vocab_size, const std::string& where) {
-  for (const model::RowPrompt& row : rows) {
-    for (const int64_t token : row.tokens) {
-      if (token < 0 || token >= vocab_size) {
-        throw InputError(where + ": the tokenizer gave id " + std::to_string(token) +
-                         ", outside the model's vocabulary of " + std::to_string(vocab_size) +
-                         " (transformer.vocab_size)");
-      }
-    }
-  }
-}
-
 // The longer of a request's rows, in tokens (Emu3's unconditional row is its negative prompt, which may be
 // the longer one).
 int64_t longest_row(const std::vector<model::RowPrompt>& rows) {
@@ -158,7 +144,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   // tell the kernels' part in a CUDA-vs-CPU token difference from the forward's (docs/gpu.md).
   const char* on_host = std::getenv("SJD_VERIFY_ON_HOST");
   request.verify_on_host = on_host != nullptr && std::string(on_host) == "1";
-  check_prompt_tokens(request.rows, bundle_.transformer.vocab_size, bundle_.json_path.string());
+  for (const model::RowPrompt& row : request.rows) check_ids_in_vocabulary(row.tokens, bundle_);
   check_prompt_length(request.rows, glue.max_positions(), bundle_.json_path.string());
   return request;
 }

@@ -303,7 +303,10 @@ TEST_CASE("a tokenizer whose ids run past the model's vocabulary is refused", "[
     if (id.get<int64_t>() > 100) id = id.get<int64_t>() + 5000;  // ids beyond the 1024 rows
   }
   write_file(model / "tokenizer.json", tokenizer.dump());
-  expect_refused({{generate(model, dir), "vocabulary"}});
+  // tokenize printed such ids with exit code 0.
+  expect_refused({{generate(model, dir), "vocabulary"},
+                  {"tokenize --model " + quoted(model) + " 'a red circle'",
+                   "outside the model's vocabulary of 1024 (transformer.vocab_size)"}});
 }
 
 TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][robustness]") {

@@ -226,6 +226,12 @@ TEST_CASE("tokenize refuses flags that its other flags would leave unused", "[cl
       {"tokenize" + model + lines + " 'a cat'", "give a text or --json-lines FILE, not both"},
       {"tokenize" + model + lines + " --template", "--template goes with a text"},
       {"tokenize --kind byte --options '{\"first_id\": 3}' --template 'a cat'", "--template goes with --model"},
+      // Ignored before: the file with --kind byte, and the kind or file an option named.
+      {"tokenize --kind byte --tokenizer " + quoted(dir / "lines.jsonl") + " 'a cat'", "--kind byte reads no file"},
+      {"tokenize --kind byte --options '{\"first_id\": 3, \"kind\": \"spm\"}' 'a cat'",
+       "--options: \"kind\" is given by --kind"},
+      {"tokenize --kind byte --options '{\"first_id\": 3, \"first_id\": 4}' 'a cat'",
+       "--options: key \"first_id\" appears twice"},
   };
   for (const auto& [command, said] : cases) {
     const auto r = run_sjd(command);
