@@ -32,8 +32,9 @@ BpeModel::BpeModel(const JsonNode& model) {
   if (const auto type = model.find("type"); type && type->as_string() != "BPE") {
     type->fail("unsupported model \"" + type->as_string() + "\" (sjd reads BPE models)");
   }
-  if (const auto dropout = model.find("dropout"); dropout && dropout->value() != 0) {
-    dropout->fail("BPE dropout is not supported: encodings must be deterministic");
+  if (const auto dropout = model.find("dropout"); dropout && !dropout->value().is_null()) {
+    if (!dropout->value().is_number()) dropout->fail("expected a number or null, found " + dropout->value().dump());
+    if (dropout->value() != 0) dropout->fail("BPE dropout is not supported: encodings must be deterministic");
   }
   const JsonNode vocab = model.at("vocab");
   vocab.expect_object();

@@ -107,6 +107,8 @@ TEST_CASE("malformed tokenizer.json files give errors naming the file and key", 
   document = good;
   document["model"]["dropout"] = 0.1;
   fails_with(document, "model.dropout: BPE dropout is not supported");
+  document["model"]["dropout"] = "x";  // was taken for a dropout rate
+  fails_with(document, "model.dropout: expected a number or null, found \"x\"");
   document = good;
   document["model"]["unk_token"] = "<unk>";
   fails_with(document, "model.unk_token: unknown token \"<unk>\" is not in model.vocab");
