@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "engine/batch_manifest.h"
 #include "engine/bundle.h"
@@ -156,8 +157,16 @@ void ClaimBoard::drop_if_stale(int64_t index) {
 }
 
 bool ClaimBoard::owns_file(const std::filesystem::path& file) const {
-  const Claim claim = inspect(file);
-  return claim.exists && claim.content.is_object() && claim.content.value("token", std::string()) == token_;
+  // A claim that is there but does not read as JSON is read again a moment later: on NFS a read can fail
+  // for a moment (ESTALE), and a new owner's claim is empty only between its creation and its write.
+  // Judged another's at once, the image this process had just made was thrown away.
+  for (int attempt = 0;; ++attempt) {
+    const Claim claim = inspect(file);
+    if (!claim.exists) return false;
+    if (claim.content.is_object()) return claim.content.value("token", std::string()) == token_;
+    if (attempt == 2) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 bool ClaimBoard::still_holds(int64_t index) {

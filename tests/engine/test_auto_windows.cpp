@@ -151,7 +151,7 @@ TEST_CASE("bench --calibrate measures a curve per batch size that generate reads
   CHECK(g.exit_code == 0);
 }
 
-TEST_CASE("bench --calibrate --into-bundle: what would stop the write is refused before timing; edits meanwhile stay",
+TEST_CASE("bench --calibrate --into-bundle: what would stop the write is refused before timing, and edits meanwhile stay",
           "[cli][auto]") {
   TempDir dir("calibrate_into");
   const std::string calibrate = " --device cpu --dtype f32 --warmup 0 --into-bundle --model ";

@@ -79,6 +79,23 @@ TEST_CASE("claims: a claim taken over is neither recorded on nor removed by its 
   CHECK(nlohmann::json::parse(read_text(dir / ".claim.0"))["token"] == "other");
 }
 
+TEST_CASE("claims: a claim unreadable for a moment is read again before it counts as another's", "[batch][claims]") {
+  TempDir dir("claims_unreadable");
+  engine::ClaimBoard board(dir.path(), std::chrono::seconds(600));
+  REQUIRE(board.try_claim(0, kIdentity));
+  const std::string own = read_text(dir / ".claim.0");
+  std::ofstream(dir / ".claim.0", std::ios::trunc) << "";  // as a read failing on NFS sees it, for 20 ms
+  std::thread restore([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ofstream(dir / ".claim.0", std::ios::trunc) << own;
+  });
+  CHECK(board.still_holds(0));  // was judged taken over at the first read: the image made was thrown away
+  restore.join();
+  // Still unreadable after the retries: another's (a take-over being written, or a damaged file).
+  std::ofstream(dir / ".claim.0", std::ios::trunc) << "";
+  CHECK_FALSE(board.still_holds(0));
+}
+
 TEST_CASE("claims: a take-over removes only the claim it judged stale, and puts any other back", "[batch][claims]") {
   TempDir dir("claims_put_back");
   const std::filesystem::path claim = dir / ".claim.0";
