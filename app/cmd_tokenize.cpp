@@ -78,7 +78,7 @@ int run_tokenize(const TokenizeArgs& args) {
   }
   if (!args.json_lines.empty()) {
     // Read a line at a time, but a line is tokenized whole: bounded as a tokenizer file is.
-    io::require_file_at_most(args.json_lines, "JSON lines file", uint64_t{64} << 20);
+    io::require_file_at_most(args.json_lines, "JSON lines file", text::kMaxTokenizerFileBytes);
     std::ifstream in(args.json_lines);
     if (!in) throw engine::InputError(args.json_lines + ": cannot open");
     for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);

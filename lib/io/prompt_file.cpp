@@ -3,7 +3,7 @@
 #include "io/atomic_file.h"
 #include "io/delimited_text.h"
 #include "io/input_files.h"
-#include "text/json_error.h"
+#include "text/strict_json.h"
 #include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
@@ -94,18 +94,11 @@ std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::fi
   for_each_line(text, [&](std::string_view line, int number) {
     if (is_blank(line)) return;
     nlohmann::json record;
-    int prompt_keys = 0;  // {"prompt": "a", "prompt": "b"} would keep the last without a word
-    const nlohmann::json::parser_callback_t count_prompt_keys = [&](int depth, nlohmann::json::parse_event_t event,
-                                                                    nlohmann::json& parsed) {
-      if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed == "prompt") ++prompt_keys;
-      return true;
-    };
-    try {
-      record = nlohmann::json::parse(line, count_prompt_keys);
-    } catch (const nlohmann::json::exception& error) {
-      fail(file, number, "not valid JSON: " + text::json_error_message(error));
+    try {  // strict: {"prompt": "a", "prompt": "b"} would keep the last without a word
+      record = text::parse_strict_json(std::string(line), file.string() + ":" + std::to_string(number));
+    } catch (const text::StrictJsonError& error) {
+      throw PromptFileError(error.what());
     }
-    if (prompt_keys > 1) fail(file, number, "\"prompt\" appears " + std::to_string(prompt_keys) + " times");
     if (!record.is_object()) fail(file, number, "not a JSON object");
     auto prompt = record.find("prompt");
     if (prompt == record.end()) fail(file, number, "no \"prompt\" field");

@@ -3,27 +3,28 @@
 namespace sjd::io {
 namespace {
 
-// A scan in slices, so that checking a multi-gigabyte embedding does not
-// allocate a boolean copy of it.
-bool all_finite(const at::Tensor& tensor) {
+// `visit` on consecutive slices of the flattened tensor, so that scanning a multi-gigabyte
+// embedding allocates no full-size temporary (a boolean or absolute-value copy of it).
+template <typename Visit>
+void for_each_slice(const at::Tensor& tensor, Visit visit) {
   const at::Tensor flat = tensor.reshape({-1});
   constexpr int64_t kSlice = int64_t{1} << 24;
   for (int64_t begin = 0; begin < flat.numel(); begin += kSlice) {
-    const int64_t length = std::min(kSlice, flat.numel() - begin);
-    if (!at::isfinite(flat.narrow(0, begin, length)).all().item<bool>()) return false;
+    visit(flat.narrow(0, begin, std::min(kSlice, flat.numel() - begin)));
   }
-  return true;
 }
 
-// max |w|, in the same slices.
+bool all_finite(const at::Tensor& tensor) {
+  bool finite = true;
+  for_each_slice(tensor, [&](const at::Tensor& slice) { finite = finite && at::isfinite(slice).all().item<bool>(); });
+  return finite;
+}
+
 double largest_magnitude(const at::Tensor& tensor) {
-  const at::Tensor flat = tensor.reshape({-1});
-  constexpr int64_t kSlice = int64_t{1} << 24;
   double largest = 0.0;
-  for (int64_t begin = 0; begin < flat.numel(); begin += kSlice) {
-    const int64_t length = std::min(kSlice, flat.numel() - begin);
-    largest = std::max(largest, flat.narrow(0, begin, length).abs().max().item<double>());
-  }
+  for_each_slice(tensor, [&](const at::Tensor& slice) {
+    largest = std::max(largest, slice.abs().max().item<double>());
+  });
   return largest;
 }
 

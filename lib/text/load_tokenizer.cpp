@@ -13,10 +13,6 @@ namespace sjd::text {
 
 namespace {
 
-// Tokenizer files are read whole, and tokenizer.json is parsed into several times its size: the largest
-// released ones are a few MB (Llama 3's tokenizer.json 9 MB, Qwen's vocabulary 2.5 MB).
-constexpr std::uintmax_t kMaxTokenizerFileBytes = std::uintmax_t{64} << 20;
-
 void check_file_size(const std::filesystem::path& file) {
   std::error_code error;
   const std::uintmax_t size = std::filesystem::file_size(file, error);

@@ -33,6 +33,11 @@ class Tokenizer {
   virtual std::optional<int64_t> token_id(const std::string& token) const = 0;
 };
 
+// Tokenizer files are read whole, and tokenizer.json is parsed into several times its size: the largest
+// released ones are a few MB (Llama 3's tokenizer.json 9 MB, Qwen's vocabulary 2.5 MB). Larger files are
+// refused before they are read.
+constexpr std::uintmax_t kMaxTokenizerFileBytes = std::uintmax_t{64} << 20;
+
 // Builds a tokenizer of `kind`:
 //  "byte"      UTF-8 bytes b -> first_id + b; options {"first_id": N}; no file.
 //  "tiktoken"  `file` holds `base64(bytes) rank` lines (Qwen/Emu3). Text is NFC-normalised,

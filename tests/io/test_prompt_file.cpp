@@ -148,7 +148,7 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "c.csv", "Prompt\nok\n\"never closed, at all\nmore\n"),
              Contains("c.csv:3") && Contains("unterminated quote"));
   CHECK_THAT(error_of(dir, "d.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \n"),
-             Contains("d.jsonl:2") && Contains("not valid JSON"));
+             Contains("d.jsonl:2") && Contains("invalid JSON"));
   CHECK_THAT(error_of(dir, "e.jsonl", "{\"text\": \"x\"}\n"), Contains("e.jsonl:1") && Contains("no \"prompt\" field"));
   CHECK_THAT(error_of(dir, "f.jsonl", "{\"prompt\": 5}\n"), Contains("f.jsonl:1") && Contains("not a string"));
   CHECK_THAT(error_of(dir, "g.jsonl", "[\"prompt\"]\n"), Contains("g.jsonl:1") && Contains("not a JSON object"));
@@ -160,7 +160,7 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   // Two prompts where one was meant: the reader would have taken one of them without a word.
   CHECK_THAT(error_of(dir, "l.jsonl",
                       "{\"prompt\": \"ok\"}\n{\"prompt\": \"a\", \"id\": {\"prompt\": 1}, \"prompt\": \"b\"}\n"),
-             Contains("l.jsonl:2") && Contains("\"prompt\" appears 2 times"));
+             Contains("l.jsonl:2") && Contains("key \"prompt\" appears twice in one object"));
   CHECK(prompts_of(read_written(dir, "nested.jsonl", "{\"meta\": {\"prompt\": \"x\"}, \"prompt\": \"y\"}\n")) ==
         std::vector<std::string>{"y"});
   CHECK_THAT(error_of(dir, "m.csv", "prompt,id,Prompt\na,1,b\n"),
