@@ -92,7 +92,8 @@ void add_batch_command(CLI::App& app) {
                   "I/N: only the prompts whose index i has i mod N == I (default: from a Slurm job array or "
                   "a Kubernetes Indexed Job, else all)");
   add_integer_option(*cmd, "--shard-count", args->shard_count,
-                  "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT)");
+                  "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT); "
+                  "with --shard I/N it must be N");
   add_integer_option(*cmd, "--claim-timeout", args->claim_timeout,
                      "seconds another process's claim on an image may go untouched before this one takes the image "
                      "over (60..604800; owners touch theirs every 20 s); give every process of a folder the same")

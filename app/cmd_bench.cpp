@@ -185,9 +185,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--batch-sizes", args->batch_sizes,
                   "the batch axis: prompts per forward to time (each with its CFG pair), comma-separated "
                   "(default: 1,4,16; --calibrate: 1,2,4,8,16, one cost curve each)");
-  add_integer_option(*cmd, "--iterations", args->iterations, "timed repetitions of each step and of the prefill")
+  add_integer_option(*cmd, "--iterations", args->iterations,
+                     "timed repetitions of each step and of the prefill (1 to 10000)")
       ->capture_default_str();
-  add_integer_option(*cmd, "--warmup", args->warmup, "untimed repetitions first")->capture_default_str();
+  add_integer_option(*cmd, "--warmup", args->warmup, "untimed repetitions first (0 to 1000)")->capture_default_str();
   add_integer_option(*cmd, "--seed", args->seed, "seed of the random weights and drafts")->capture_default_str();
   cmd->add_flag("--no-vq", args->no_vq, "skip the VQ decoder stand-in");
   cmd->add_option("--json", args->json, "also write the figures as JSON");
