@@ -15,6 +15,7 @@
 #include "engine/batch_manifest.h"
 #include "engine/bundle.h"
 #include "io/atomic_file.h"
+#include "io/input_files.h"
 #include "io/process_identity.h"
 
 namespace sjd::engine {
@@ -45,8 +46,7 @@ bool other_identity(const nlohmann::json& content, const nlohmann::json& identit
 }
 
 FileStamp stamp_of(const struct stat& info) {
-  return {info.st_dev, info.st_ino,
-          static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+  return {info.st_dev, info.st_ino, io::modification_ns(info)};
 }
 
 }  // namespace

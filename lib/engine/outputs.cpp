@@ -33,7 +33,7 @@ std::vector<CreatedFolder>& created_folders() {
 int64_t modified_ns(const std::filesystem::path& folder) {
   struct stat info {};
   if (::lstat(folder.c_str(), &info) != 0) return -1;
-  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+  return io::modification_ns(info);
 }
 
 // `dir` and those of its parents that do not exist yet, deepest first, as the kernel resolves them

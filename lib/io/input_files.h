@@ -5,6 +5,8 @@
 // anywhere on disk, and writing an image through a symlink or onto a device
 // node would replace something that is not the user's image. Every error is a
 // FileError (bad input, exit code 2) naming the path.
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -34,5 +36,11 @@ void check_folder_writable(const std::filesystem::path& dir);
 // An output `path` may be absent or an existing regular file, never a symlink,
 // FIFO, device, socket or directory, and its folder must exist.
 void check_output_path(const std::filesystem::path& path);
+
+// A stat's modification time in nanoseconds since the epoch: a batch claim and a folder a failed run made
+// are recognised by it, and whole seconds would miss a change within the same second.
+inline int64_t modification_ns(const struct stat& info) {
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+}
 
 }  // namespace sjd::io

@@ -71,6 +71,7 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
 
   VQConfig c;
   c.raw = j;
+  c.where = where;
   c.kind = reader.string("kind");
   c.codebook_size = reader.positive_int("codebook_size");
   c.embed_dim = reader.positive_int("embed_dim");

@@ -13,12 +13,26 @@ namespace sjd::vq {
 
 namespace {
 
-std::unique_ptr<VQDecoder> make_on_loaded_device(const VQConfig& config, const io::WeightMap& weights) {
+std::unique_ptr<VQDecoder> make_decoder_of_kind(const VQConfig& config, const io::WeightMap& weights) {
   if (config.kind == "chameleon-vqgan") return std::make_unique<ChameleonVQGAN>(config, weights);
   if (config.kind == "movq") return make_movq_decoder(config, weights);
   if (config.kind == "vq16") return make_vq16_decoder(config, weights);
   throw std::invalid_argument("vq.kind: unknown VQ decoder \"" + config.kind +
                               "\" (known: chameleon-vqgan, movq, vq16)");
+}
+
+std::unique_ptr<VQDecoder> make_on_loaded_device(const VQConfig& config, const io::WeightMap& weights) {
+  try {
+    return make_decoder_of_kind(config, weights);
+  } catch (const io::WeightError& error) {
+    // The checkpoint may be right and the bundle wrong (vq.ch mistyped reads as a mis-shaped conv_in):
+    // say which keys set the expectation.
+    if (config.where.empty()) throw;
+    nlohmann::json keys = config.raw;
+    keys.erase("weights");
+    throw io::WeightError(std::string(error.what()) + " (the expected tensors follow from " + config.where + ": " +
+                          keys.dump() + ")");
+  }
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct VQConfig {
   // required, when attn_resolutions is not empty. 0 when absent.
   int64_t resolution = 0;
   nlohmann::json raw;  // the whole `vq` object: kind-specific keys (MoVQ's temporal stack, ...)
+  std::string where;   // names that object in messages ("models/default/bundle.json: vq"); empty in tests
 };
 
 // Reads a bundle's `vq` object. `where` names that object in messages, e.g.
@@ -61,7 +62,8 @@ at::Tensor codebook_rows(const at::Tensor& codebook, const at::Tensor& codes, co
 at::Tensor to_rgb_bytes(const at::Tensor& image);
 
 // Builds the decoder `config.kind` names, validating every tensor's shape
-// against the config (errors name the tensor, both shapes and the file), with its
+// against the config (errors name the tensor, both shapes and the file, and then
+// the bundle's `vq` object the expected shapes come from), with its
 // weights on `device` (float32: a GPU decodes in a few milliseconds what takes a
 // CPU seconds at 768 px).
 std::unique_ptr<VQDecoder> make_vq_decoder(const VQConfig& config, const io::WeightMap& weights,

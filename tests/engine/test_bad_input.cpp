@@ -222,6 +222,10 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["layout"]["codebook_size"] = 1000000000000000; }, "layout.image_token_first and codebook_size"},
       {[](J& j) { j["layout"]["grid_height"] = int64_t{1} << 62; }, "layout.grid_height: 4611686018427387904 codes"},
       {[](J& j) { j["layout"]["grid_width"] = int64_t{1} << 62; }, "layout.grid_width: 4611686018427387904 codes"},
+      // The weights are right, the bundle's numbers wrong: the shape error names the keys it follows from.
+      {[](J& j) { j["vq"]["ch"] = 1000000000000000; }, "the expected tensors follow from"},
+      {[](J& j) { j["vq"]["ch"] = 1000000000000000; }, "\"ch\":1000000000000000"},
+      {[](J& j) { j["vq"]["num_res_blocks"] = 3; }, "bundle.json: vq: {"},
       {[](J& j) { j["defaults"] = J::array(); }, "defaults"},
       {[](J& j) { j["defaults"]["cfg"] = -3; }, "defaults: /cfg"},
   };
