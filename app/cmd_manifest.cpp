@@ -33,7 +33,11 @@ int run_manifest_command(const ManifestArgs& args) {
     const engine::MergeResult merged = engine::merge_manifests(args.dir, std::cerr);
     std::cout << "merged " << merged.done << " done and " << merged.failed << " failed image(s) into "
               << (std::filesystem::path(args.dir) / "manifest.jsonl").string() << " (" << merged.shard_manifests_removed
-              << " shard manifest(s) folded in)\n";
+              << " shard manifest(s) folded in"
+              << (merged.ignored_lines > 0
+                      ? "; the " + std::to_string(merged.ignored_lines) + " line(s) it cannot read kept at its end"
+                      : std::string())
+              << ")\n";
   }
   const engine::BatchStatus status = engine::batch_status(args.dir, images, std::cerr);
   engine::print_batch_status(status, std::cout);

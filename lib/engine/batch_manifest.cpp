@@ -95,7 +95,7 @@ void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progr
   in.seekg(static_cast<std::streamoff>(progress.offset));
   std::string line;
   while (std::getline(in, line)) {
-    if (in.eof()) break;  // a line still being written has no newline yet: read it next time
+    if (in.eof() && !locked_) break;  // a line still being written has no newline yet: read it next time
     progress.offset += line.size() + 1;
     const int number = ++progress.lines;
     if (line.empty()) continue;
@@ -104,11 +104,13 @@ void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progr
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception&) {
       log_ << "warning: " << manifest.string() << ":" << number << ": unreadable line ignored\n";
+      if (locked_) ignored_lines_.push_back(line);
       continue;
     }
     const std::string problem = record_problem(j);
     if (!problem.empty()) {
       log_ << "warning: " << manifest.string() << ":" << number << ": " << problem << "; line ignored\n";
+      if (locked_) ignored_lines_.push_back(line);
       continue;
     }
     const auto index = j["index"].get<int64_t>();

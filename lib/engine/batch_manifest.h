@@ -12,6 +12,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace sjd::engine {
 
@@ -33,6 +34,11 @@ class ManifestReader {
   std::map<int64_t, FinishedImage> read_new();
   // The latest failed line of each index read so far (it may have been made since).
   const std::map<int64_t, FinishedImage>& failures() const { return failures_; }
+  // For `sjd manifest --merge`, which holds every manifest's lock, so no line is being written: a last line
+  // without its newline is read as a whole one, and the lines ignored (unreadable, or fields that cannot be
+  // trusted) are kept, verbatim, for the merge to carry over.
+  void read_locked_files() { locked_ = true; }
+  const std::vector<std::string>& ignored_lines() const { return ignored_lines_; }
 
  private:
   struct Progress {
@@ -47,6 +53,8 @@ class ManifestReader {
   std::ostream& log_;
   std::map<std::filesystem::path, Progress> read_;
   std::map<int64_t, FinishedImage> failures_;
+  bool locked_ = false;
+  std::vector<std::string> ignored_lines_;  // kept only when locked_
 };
 
 // The size and CRC-32 of a written image, recorded in its manifest line.

@@ -160,6 +160,7 @@ MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log)
     throw;
   }
   ManifestReader reader(dir, log);
+  reader.read_locked_files();
   std::map<int64_t, nlohmann::json> records;
   MergeResult result;
   for (auto& [index, image] : reader.read_new()) {
@@ -171,6 +172,10 @@ MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log)
   }
   std::string text;
   for (const auto& [index, record] : records) text += record.dump() + "\n";
+  // Lines no reader trusts go on, after the records, rather than vanish with the shard manifests: every
+  // reader skips them with a warning, as it did before the merge.
+  for (const std::string& line : reader.ignored_lines()) text += line + "\n";
+  result.ignored_lines = static_cast<int64_t>(reader.ignored_lines().size());
   io::write_file_atomic(merged, text);
   for (const std::filesystem::path& manifest : shard_manifests) {
     std::error_code error;

@@ -60,9 +60,11 @@ struct MergeResult {
   int64_t done = 0;
   int64_t failed = 0;
   int64_t shard_manifests_removed = 0;
+  int64_t ignored_lines = 0;  // carried over verbatim
 };
 // Writes manifest.jsonl (atomically): for each index, its finished line, else
-// its latest failed line, in index order; then removes the shard manifests it
+// its latest failed line, in index order, then every line the readers ignore
+// (unreadable, or fields that cannot be trusted) as it was; then removes the shard manifests it
 // folded in. Every manifest is locked meanwhile, so a run still appending loses
 // no line: it waits and appends to the new file.
 MergeResult merge_manifests(const std::filesystem::path& dir, std::ostream& log);

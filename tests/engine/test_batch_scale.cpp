@@ -295,3 +295,25 @@ TEST_CASE("batch: a shard with other settings than its sibling shards is refused
   CHECK_THAT(refused.err, Catch::Contains("manifest.0-of-2.jsonl:") && Catch::Contains(": image 00000_"));
   CHECK_FALSE(std::filesystem::exists(dir / "out" / "manifest.1-of-2.jsonl"));
 }
+
+TEST_CASE("manifest: a merge keeps the lines it cannot read, and reads a last line without its newline",
+          "[cli][batch][scale]") {
+  // A merge removes the shard manifests it folds in: the lines no reader trusts used to go with them.
+  TempDir dir("manifest_merge_unreadable");
+  write_file(dir / "batch.json", "{\"images\": 4}");
+  const std::string failed = nlohmann::json{{"index", 0}, {"status", "failed"}, {"error", "x"}}.dump();
+  const std::string untrusted = nlohmann::json{{"index", -3}, {"status", "failed"}}.dump();
+  write_file(dir / "manifest.0-of-2.jsonl", failed + "\n{\"index\": 2, \"stat\n" + untrusted + "\n");
+  // No newline at its end (a hand edit): with every manifest locked, no one is writing it.
+  write_file(dir / "manifest.1-of-2.jsonl", nlohmann::json{{"index", 1}, {"status", "failed"}, {"error", "y"}}.dump());
+  check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --merge"), 1,
+               "merged 0 done and 2 failed image(s)");
+  CHECK_FALSE(std::filesystem::exists(dir / "manifest.0-of-2.jsonl"));
+  CHECK_FALSE(std::filesystem::exists(dir / "manifest.1-of-2.jsonl"));
+  const std::string merged = read_file(dir / "manifest.jsonl");
+  CHECK_THAT(merged, Catch::Contains("{\"index\": 2, \"stat\n") && Catch::Contains(untrusted + "\n") &&
+                         Catch::Contains("\"error\":\"y\""));
+  // A second merge neither loses nor repeats them.
+  check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --merge"), 1, "2 line(s) it cannot read kept");
+  CHECK(read_file(dir / "manifest.jsonl") == merged);
+}
