@@ -196,6 +196,22 @@ bool SettingsFlags::given(const std::string& flag) const {
                      [&](const CLI::Option* o) { return o->check_name(flag) && o->count() > 0; });
 }
 
+std::string SettingsFlags::origin_of(const std::string& flag, const std::string& key,
+                                     const std::string& bundle_where) const {
+  if (given(flag)) return flag;
+  if (!config_.empty()) {
+    const nlohmann::json layer = engine::read_json_input(config_, "config file");
+    if (layer.is_object() && layer.contains(key)) return config_ + ": " + key;
+  }
+  return bundle_where + ": defaults: " + key;
+}
+
+void check_resolution(const engine::Bundle& bundle, int64_t resolution, const SettingsFlags& flags) {
+  if (resolution == 0) return;
+  engine::check_resolution_supported(bundle, resolution,
+                                     flags.origin_of("--resolution", "resolution", bundle.json_path.string()));
+}
+
 void check_prompt_flag(const std::string& prompt) {
   if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
     throw engine::InputError("-p: the prompt is not valid UTF-8 at byte " + std::to_string(bad + 1));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "engine/bundle.h"
 #include "engine/settings.h"
 
 namespace sjd::app {
@@ -25,6 +26,9 @@ class SettingsFlags {
   const std::string& config_file() const { return config_; }
   // Whether the user gave this flag ("--method") on the command line.
   bool given(const std::string& flag) const;
+  // Where a setting came from, for messages: its flag when given, else the --config file's key, else the
+  // bundle's defaults.
+  std::string origin_of(const std::string& flag, const std::string& key, const std::string& bundle_where) const;
 
  private:
   engine::GenerationSettings values_;
@@ -48,6 +52,9 @@ void refuse_empty_values(CLI::App& command);
 // A prompt given with -p: refused (InputError) when blank, as a prompt file's blank prompt is, or
 // when it is not valid UTF-8 (the byte counted in the prompt, not the family's template around it).
 void check_prompt_flag(const std::string& prompt);
+
+// A resolution the bundle cannot draw is refused before its weights load, naming where it was asked for.
+void check_resolution(const engine::Bundle& bundle, int64_t resolution, const SettingsFlags& flags);
 
 // Prints engine::ignored_settings_note (a setting the method ignores) to stderr, if any.
 void print_settings_note(const engine::GenerationSettings& settings, const engine::GenerationSettings& baseline);

@@ -30,6 +30,7 @@ int run_batch_command(const BatchArgs& args) {
   bundle.trust_code = args.settings.trust_code();
   engine::BatchOptions options;
   options.settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  check_resolution(bundle, options.settings.resolution, args.settings);
   print_settings_note(options.settings, SettingsFlags::baseline(bundle.defaults, bundle.json_path.string()));
   options.prompts = args.prompts;
   options.out_dir = args.out_dir;

@@ -52,6 +52,7 @@ int run_compare_command(const CompareArgs& args) {
   bundle.trust_code = args.settings.trust_code();
   engine::CompareOptions options;
   options.base = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  check_resolution(bundle, options.base.resolution, args.settings);
   options.methods = split_commas(args.methods);
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");

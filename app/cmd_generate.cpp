@@ -60,6 +60,7 @@ int run_generate(const GenerateArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
+  check_resolution(bundle, settings.resolution, args.settings);
   engine::check_outputs_apart(
       {{"-o", args.output}, {"--heatmap", args.heatmap}, {"--stats", args.stats}, {"--tokens", args.tokens}},
       {{"--config", args.settings.config_file()}, {"--cost-profile", settings.cost_profile}}, args.model);

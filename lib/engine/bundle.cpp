@@ -5,6 +5,7 @@
 
 #include "io/atomic_file.h"
 #include "io/input_files.h"
+#include "family/image_family.h"
 #include "text/tokenizer.h"
 #include "text/json_error.h"
 #include "text/strict_json.h"
@@ -163,6 +164,25 @@ family::FamilyContext family_context(const Bundle& b, const text::Tokenizer& tok
   c.resolution = resolution;
   c.trust_code = b.trust_code;
   return c;
+}
+
+std::unique_ptr<family::ImageFamily> make_bundle_family(const Bundle& bundle, const text::Tokenizer& tokenizer,
+                                                        const io::WeightMap* weights, int64_t resolution) {
+  try {
+    return family::make_family(family_context(bundle, tokenizer, weights, resolution));
+  } catch (const nlohmann::json::exception& e) {  // a layout value of the wrong type
+    throw InputError(bundle.json_path.string() + ": layout: " + text::json_error_message(e));
+  }
+}
+
+void check_resolution_supported(const Bundle& bundle, int64_t resolution, const std::string& asked_by) {
+  if (resolution == 0) return;
+  const std::unique_ptr<text::Tokenizer> tokenizer = load_bundle_tokenizer(bundle);
+  try {
+    make_bundle_family(bundle, *tokenizer, nullptr, resolution);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(asked_by + " " + std::to_string(resolution) + ": " + e.what());
+  }
 }
 
 }  // namespace sjd::engine

@@ -56,4 +56,13 @@ std::unique_ptr<text::Tokenizer> load_bundle_tokenizer(const Bundle& bundle);
 family::FamilyContext family_context(const Bundle& bundle, const text::Tokenizer& tokenizer,
                                      const io::WeightMap* weights, int64_t resolution);
 
+// The bundle's family at `resolution` (0: its own); a layout value of the wrong type is an InputError
+// naming bundle.json's layout, an unsupported resolution std::invalid_argument naming the bundle.
+std::unique_ptr<family::ImageFamily> make_bundle_family(const Bundle& bundle, const text::Tokenizer& tokenizer,
+                                                        const io::WeightMap* weights, int64_t resolution);
+
+// Refuses (InputError) a `resolution` the bundle's family cannot draw, before its weights are read: the
+// family is built on the tokenizer alone. `asked_by` names where the value came from ("--resolution").
+void check_resolution_supported(const Bundle& bundle, int64_t resolution, const std::string& asked_by);
+
 }  // namespace sjd::engine

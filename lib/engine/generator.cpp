@@ -103,11 +103,7 @@ Generator::~Generator() = default;
 const family::ImageFamily& Generator::family(int64_t resolution) {
   auto& slot = families_[resolution];
   if (!slot) {
-    try {
-      slot = family::make_family(family_context(bundle_, *tokenizer_, &weights_, resolution));
-    } catch (const nlohmann::json::exception& e) {  // a layout value of the wrong type
-      throw InputError(bundle_.json_path.string() + ": layout: " + text::json_error_message(e));
-    }
+    slot = make_bundle_family(bundle_, *tokenizer_, &weights_, resolution);
   }
   return *slot;
 }

@@ -483,3 +483,27 @@ TEST_CASE("seeds that would pass 2^64 - 1 are refused, not wrapped to 0", "[cli]
        "--seeds 2 would pass 2^64 - 1"},
   });
 }
+
+TEST_CASE("a resolution the bundle cannot draw is refused before the weights load, naming where it was asked for",
+          "[cli][robustness]") {
+  TempDir dir("bad_resolution");
+  // The weights are broken on purpose: the resolution's refusal comes first.
+  const auto model = default_model_copy(dir.path(), "m");
+  write_file(model / "model.safetensors", "");
+  write_file(dir / "prompts.txt", "a red circle\n");
+  write_file(dir / "config.json", R"({"resolution": 96})");
+  const auto bundle_default = default_model_copy(dir.path(), "d", [](nlohmann::json& j) { j["defaults"]["resolution"] = 72; });
+  const std::string g = generate(model, dir);
+  expect_refused({
+      {g + " --resolution 77", "--resolution 77: " + (model / "bundle.json").string() + ": layout: resolution 77 is not supported (supported: 128)"},
+      {g + " --config " + quoted(dir / "config.json"), (dir / "config.json").string() + ": resolution 96: "},
+      {generate(bundle_default, dir), "bundle.json: defaults: resolution 72: "},
+      {"batch --model " + quoted(model) + " --prompts " + quoted(dir / "prompts.txt") + " --out-dir " +
+           quoted(dir / "b") + " --resolution 77",
+       "--resolution 77: "},
+      {"compare --model " + quoted(model) + " -p 'a red circle' --methods ar,sjd --out-dir " + quoted(dir / "c") +
+           " --resolution 77",
+       "--resolution 77: "},
+  });
+  CHECK_FALSE(std::filesystem::exists(dir / "b"));
+}
