@@ -84,7 +84,8 @@ int run_generate(const GenerateArgs& args) {
       engine::stats_json(out, write_seconds, {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
   if (!args.heatmap.empty()) {
-    engine::write_step_heatmap(args.heatmap, out, generator.family(settings.resolution).layout(), heatmap_view, *text);
+    engine::write_step_heatmap(args.heatmap, out, args.prompt, generator.family(settings.resolution).layout(),
+                               heatmap_view, *text);
   }
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
   std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0)

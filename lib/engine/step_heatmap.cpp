@@ -105,13 +105,19 @@ at::Tensor draw_step_heatmap(const GenerationOutput& out, const family::TokenLay
   const int bar_room = kBarWidth + 6 + text.width(std::to_string(last), style::kSmallSize) + 4;
   const std::string caption =
       std::to_string(out.stats.steps) + " steps; colour bar: step number, dark = early, yellow = late";
+  // The method under the title, with its exactness label, in red when LOSSY (as in compare's figure): a
+  // map of a relaxed run must not pass for an exact one.
+  const std::string method = out.method.describe();
+  const bool lossy = out.method.exactness() == decoding::Exactness::kLossy;
+  const int method_w = text.width(method, style::kSmallSize);
   const int width = std::max({kMargin * 2 + panels * map_w + (panels - 1) * kPanelGap + kPanelGap + bar_room,
-                              kMargin * 2 + text.width(title, style::kLabelSize),
+                              kMargin * 2 + text.width(title, style::kLabelSize), kMargin * 2 + method_w,
                               kMargin * 2 + text.width(caption, style::kSmallSize)});
-  const int height = kMargin * 2 + title_h + map_h + caption_h + text.line_height(style::kSmallSize) / 2;
+  const int height = kMargin * 2 + title_h + caption_h + map_h + caption_h + text.line_height(style::kSmallSize) / 2;
   io::Canvas canvas(width, height, style::kBackground);
   text.draw(canvas, kMargin, kMargin, title, style::kLabelSize, style::kText);
-  const int top = kMargin + title_h;
+  text.draw(canvas, kMargin, kMargin + title_h, method, style::kSmallSize, lossy ? style::kLossy : style::kMuted);
+  const int top = kMargin + title_h + caption_h;
   int x = kMargin;
   if (view == HeatmapView::kSide) {
     canvas.draw_image(image, x, top);
@@ -129,10 +135,14 @@ at::Tensor draw_step_heatmap(const GenerationOutput& out, const family::TokenLay
   return canvas.to_tensor();
 }
 
-void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out,
+void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                         const family::TokenLayout& layout, HeatmapView view, const io::TextRenderer& text) {
   io::write_png(file, draw_step_heatmap(out, layout, view, text),
                 {{"description", "step that committed each image token, with a colour bar in steps"},
+                 {"prompt", prompt},
+                 {"seed", std::to_string(out.settings.seed)},
+                 {"method", out.method.describe()},
+                 {"exactness", decoding::exactness_name(out.method.exactness())},
                  {"Software", "sjd"}});
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // `generate --heatmap`: the step that committed each image token, as a picture
 // a person can read -- the map (dark blue = early, yellow = late) with a colour
-// bar numbered in steps, next to the generated image (`side`, the default),
+// bar numbered in steps, under the method and its exactness label, next to the generated image (`side`, the default),
 // blended over it (`blend`), or alone (`map`).
 #include <filesystem>
 #include <string>
@@ -28,7 +28,8 @@ io::Rgb step_colour(float level);
 at::Tensor draw_step_heatmap(const GenerationOutput& out, const family::TokenLayout& layout, HeatmapView view,
                              const io::TextRenderer& text);
 
-void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out,
+// The heatmap as a PNG whose text chunks, like the image's, carry its prompt, seed, method and exactness.
+void write_step_heatmap(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                         const family::TokenLayout& layout, HeatmapView view, const io::TextRenderer& text);
 
 }  // namespace sjd::engine

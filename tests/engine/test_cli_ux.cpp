@@ -515,6 +515,23 @@ TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or a
   };
   CHECK(has(views["blend"], 0, 20, 200));
   CHECK(has(views["blend"], 255, 240, 40));
+  // A relaxed run's map names its method in the figures' red (an exact one's in grey), and its text chunks
+  // name the run as the image's do.
+  const auto red_pixels = [](const at::Tensor& image) {
+    const at::Tensor c = image.to(at::kInt);
+    return (c.select(-1, 0).gt(150) & c.select(-1, 1).lt(100) & c.select(-1, 2).lt(100)).sum().item<int64_t>();
+  };
+  CHECK(red_pixels(views["map"]) == 0);
+  const auto lossy = run_sjd(generate_command() + " --method sjd:uniform -o " + quoted(dir / "x.png") +
+                             " --heatmap " + quoted(dir / "lossy.png") + " --heatmap-view map");
+  REQUIRE(lossy.exit_code == 0);
+  CHECK(red_pixels(sjd::io::read_png_rgb(dir / "lossy.png")) > 100);
+  std::map<std::string, std::string> chunks;
+  for (const auto& [key, value] : sjd::io::read_png_text(dir / "lossy.png")) chunks[key] = value;
+  CHECK(chunks["exactness"] == "lossy");
+  CHECK_THAT(chunks["method"], Contains("uniform"));
+  CHECK(chunks["seed"] == "1");
+  CHECK_FALSE(chunks["prompt"].empty());
   const auto bad = run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap-view over");
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("'over'") && Contains("side"));
