@@ -16,6 +16,9 @@ std::string ratio(double value, const char* unit) {
   return out.str();
 }
 
+// The same ratio for compare.json: null without an ar row, where 0 would read as "0x as fast".
+nlohmann::json ratio_or_null(double value) { return value > 0.0 ? nlohmann::json(value) : nlohmann::json(); }
+
 }  // namespace
 
 std::string format_table(const CompareReport& report) {
@@ -59,10 +62,10 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"accepted_length_share", r.accepted_share},
                     {"decode_seconds", r.decode_seconds},
                     {"seconds", r.seconds},
-                    {"decode_speedup_vs_ar", r.decode_speedup},
-                    {"speedup_vs_ar", r.speedup},
+                    {"decode_speedup_vs_ar", ratio_or_null(r.decode_speedup)},
+                    {"speedup_vs_ar", ratio_or_null(r.speedup)},
                     {"decode_speedup_per_compression",
-                     r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0},
+                     ratio_or_null(r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0)},
                     {"mean_chain", r.mean_chain},
                     {"mean_tree_k", r.mean_tree_k},
                     {"mean_tree_depth", r.mean_tree_depth}});

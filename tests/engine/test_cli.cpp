@@ -166,6 +166,15 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   CHECK(size.first > 3 * 192);
   CHECK(size.second > 2 * 192);
   CHECK(report["runs"].size() == 3 * 2);
+  CHECK(report["methods"][2]["speedup_vs_ar"].get<double>() > 0.0);
+  // Without an ar row there is no speed-up to give: null, not 0 ("0x as fast").
+  const auto alone = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red apple' --methods sjd --out-dir " +
+                             quoted(dir / "alone"));
+  REQUIRE(alone.exit_code == 0);
+  const auto row = nlohmann::json::parse(read_file(dir / "alone" / "compare.json"))["methods"][0];
+  CHECK(row["speedup_vs_ar"].is_null());
+  CHECK(row["decode_speedup_vs_ar"].is_null());
+  CHECK(row["decode_speedup_per_compression"].is_null());
 }
 
 TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
