@@ -3,7 +3,6 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <sstream>
 
 #include "cli_common.h"
 #include "engine/compare.h"
@@ -31,16 +30,23 @@ struct CompareArgs {
   SettingsFlags settings;
 };
 
-// "ar, sjd" -> {"ar", "sjd"}: spaces around the names are dropped, empty entries skipped.
-std::vector<std::string> split_commas(const std::string& text) {
+// --methods "ar, sjd" -> {"ar", "sjd"}: spaces around the names are dropped. An empty entry ("ar,", "ar,,sjd")
+// is refused: a method left out of a comparison by a stray comma would pass unseen.
+std::vector<std::string> split_methods(const std::string& text) {
   std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
+  if (text.find_first_not_of(" \t") == std::string::npos) return parts;
+  for (size_t start = 0;;) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, comma - start);
     const size_t first = part.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
+    if (first == std::string::npos) {
+      throw engine::InputError("--methods '" + text + "': entry " + std::to_string(parts.size() + 1) +
+                               " is empty (a stray comma?)");
+    }
     parts.push_back(part.substr(first, part.find_last_not_of(" \t") - first + 1));
+    if (comma == text.size()) return parts;
+    start = comma + 1;
   }
-  return parts;
 }
 
 int run_compare_command(const CompareArgs& args) {
@@ -53,7 +59,7 @@ int run_compare_command(const CompareArgs& args) {
   engine::CompareOptions options;
   options.base = args.settings.resolve(bundle.defaults, bundle.json_path.string());
   check_resolution(bundle, options.base.resolution, args.settings);
-  options.methods = split_commas(args.methods);
+  options.methods = split_methods(args.methods);
   options.seeds = args.seeds;
   if (options.methods.empty()) throw engine::InputError("--methods: no method given");
   // The same seeds would make the same images twice; an alias (pac-ac, sjd:none) is the same method.

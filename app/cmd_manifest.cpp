@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "engine/batch_status.h"
 #include "engine/bundle.h"
+#include "engine/outputs.h"
 #include "io/prompt_file.h"
 
 namespace sjd::app {
@@ -22,6 +23,15 @@ int run_manifest_command(const ManifestArgs& args) {
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
   if (!std::filesystem::exists(args.dir)) throw engine::InputError(args.dir + ": no such folder");
   if (!std::filesystem::is_directory(args.dir)) throw engine::InputError(args.dir + ": not a folder");
+  if (args.limit > 0 && args.prompts.empty()) {
+    throw engine::InputError("--limit counts the first N prompts of --prompts FILE: give it too");
+  }
+  // A compare folder has no batch.json, and --prompts would count its prompts as images it never made.
+  if (engine::holds_run(args.dir, engine::RunFolder::kCompare) && !engine::holds_run(args.dir, engine::RunFolder::kBatch)) {
+    throw engine::InputError(args.dir + " holds a compare run (compare.json, runs/), and sjd manifest reads batch "
+                             "folders: the compare command that made it resumes it, and its runs are listed in "
+                             "compare.json and runs/manifest.jsonl");
+  }
   int64_t images = 0;
   if (args.prompts.empty()) {
     images = engine::recorded_batch_size(args.dir);

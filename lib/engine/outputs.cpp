@@ -88,15 +88,20 @@ void remove_empty_created_folders() {
   }
 }
 
-void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
+bool holds_run(const std::filesystem::path& dir, RunFolder kind) {
   const auto has = [&](const std::filesystem::path& name) {
     std::error_code error;  // an unreadable folder is prepare_output_dir's to report
     return std::filesystem::exists(dir / name, error);
   };
-  if (wanted == RunFolder::kBatch && (has("compare.json") || has(std::filesystem::path("runs") / "manifest.jsonl"))) {
+  return kind == RunFolder::kCompare ? has("compare.json") || has(std::filesystem::path("runs") / "manifest.jsonl")
+                                     : has("batch.json") || has("manifest.jsonl");
+}
+
+void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
+  if (wanted == RunFolder::kBatch && holds_run(dir, RunFolder::kCompare)) {
     throw InputError(dir.string() + " holds a compare run (compare.json, runs/): give batch its own --out-dir");
   }
-  if (wanted == RunFolder::kCompare && (has("batch.json") || has("manifest.jsonl"))) {
+  if (wanted == RunFolder::kCompare && holds_run(dir, RunFolder::kBatch)) {
     throw InputError(dir.string() + " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
   }
 }

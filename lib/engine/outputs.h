@@ -26,6 +26,8 @@ void remove_empty_created_folders();
 // before the model loads; InputError naming the folder.
 enum class RunFolder { kBatch, kCompare };
 void check_run_folder(const std::filesystem::path& dir, RunFolder wanted);
+// Whether `dir` holds a run of that kind (the files above).
+bool holds_run(const std::filesystem::path& dir, RunFolder kind);
 
 // An output file named by flag `flag` ("-o"), checked before any work: its
 // folder is created (as batch creates --out-dir), it must be a file sjd may

@@ -240,6 +240,13 @@ TEST_CASE("manifest: a folder that is no batch folder is refused", "[cli][batch]
   write_file(dir / "prompts.txt", "a red circle\na blue ring\n");
   check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --prompts " + shell_quoted(dir / "prompts.txt")), 1,
                "missing: 0-1");
+  // --limit counts prompts of --prompts; alone it was ignored.
+  check_result(run_sjd("manifest " + shell_quoted(dir.path()) + " --limit 1"), 2, "--limit counts the first N prompts");
+  // A compare folder is named as one: --prompts counted its prompts as batch images, all missing.
+  std::filesystem::create_directories(dir / "cmp" / "runs");
+  write_file(dir / "cmp" / "compare.json", "{}");
+  check_result(run_sjd("manifest " + shell_quoted(dir / "cmp") + " --prompts " + shell_quoted(dir / "prompts.txt")), 2,
+               "holds a compare run (compare.json, runs/), and sjd manifest reads batch folders");
 }
 
 TEST_CASE("batch: a run of fewer prompts into a folder keeps the earlier run's image count", "[cli][batch][scale]") {

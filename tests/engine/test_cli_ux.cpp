@@ -102,7 +102,10 @@ TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness col
            {"sjd:none,sjd", "--methods lists sjd twice (as sjd:none and sjd)"},
            // A bad entry is named with the flag ("unknown relaxation ''" alone said neither).
            {"ar,sjd-pac:", "--methods entry 'sjd-pac:': unknown relaxation ''"},
-           {"ar,:cool", "--methods entry ':cool': unknown method ''"}}) {
+           {"ar,:cool", "--methods entry ':cool': unknown method ''"},
+           // A stray comma left a method out without a word.
+           {"ar,", "--methods 'ar,': entry 2 is empty"},
+           {"'ar, ,sjd'", "--methods 'ar, ,sjd': entry 2 is empty"}}) {
     const auto alias = run_sjd("compare --model " + quoted(default_model()) + " -p 'a blue square' --methods " +
                                methods + " --out-dir " + quoted(dir / "alias"));
     CHECK(alias.exit_code == 2);
