@@ -66,7 +66,9 @@ int run_batch_command(const BatchArgs& args) {
     std::cout << "batch: " << std::fixed << std::setprecision(1) << s.seconds << " s in all, "
               << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("
               << static_cast<double>(s.generated) / s.seconds << " images/s) at batch size " << s.batch_size
-              << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n";
+              << (s.generated < s.batch_size ? " (" + std::to_string(s.generated) + " images)" : "")
+              << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n"
+              << "batch: method " << s.method << "\n";
   }
   if (s.stopped_by != 0) {
     std::cout << "batch: stopped by " << stop_signal_name(s.stopped_by) << " with " << s.left

@@ -249,6 +249,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     }
     record["status"] = "ok";
     record["method"] = out.method.describe();
+    record["exactness"] = decoding::exactness_name(out.method.exactness());  // as stats and compare's runs have it
     record["settings"] = settings_to_json(item.settings);
     record["steps"] = out.stats.steps;
     record["tokens"] = out.stats.tokens;
@@ -264,6 +265,7 @@ BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::o
     record_file_checksum(record, file);
     ++summary.generated;
     summary.compression_sum += out.stats.step_compression();
+    summary.method = out.method.describe();  // the same for every image
     finish_record(item.id, record);
   };
   // A full disk (io::StorageError) stops the batch with exit code 1; the claims go with the process.

@@ -36,6 +36,7 @@ struct BatchSummary {
   double compression_sum = 0.0;  // over generated images: mean step compression = sum / generated
   int stopped_by = 0;     // the signal that stopped the run early (BatchOptions::stop_requested), or 0
   int64_t left = 0;       // this shard's images neither made nor failed when it stopped
+  std::string method;     // the generated images' method with its exactness label; "" when none was made
 };
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log);

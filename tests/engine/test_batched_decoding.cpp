@@ -166,6 +166,8 @@ TEST_CASE("batch: on a terminal a progress line follows the images in flight ste
   CHECK(std::regex_search(shown.out, std::regex(R"(\r\[\d/5\] \d generated, 2 in flight \([1-9]\d?% on average\), ETA)")));
   CHECK_THAT(shown.out, Catch::Contains("[5/5] 5 generated, 0 in flight"));
   CHECK_THAT(shown.out, Catch::Contains("images/s) at batch size 2"));  // the closing summary
+  CHECK_THAT(shown.out, Catch::Contains("batch: method sjd (") && Catch::Contains("[exact]"));  // what was run
+  for (const auto& record : manifest_records(dir / "out" / "manifest.jsonl")) CHECK(record["exactness"] == "exact");
   const auto quiet = run_sjd_on_terminal(batch(dir / "prompts.txt", dir / "quiet", "--method sjd --batch-size 2 --quiet"));
   REQUIRE(quiet.exit_code == 0);
   CHECK(quiet.out.find("in flight") == std::string::npos);
