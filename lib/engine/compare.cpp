@@ -108,7 +108,10 @@ CompareRow summarise(const std::string& entry, const std::vector<const CompareRu
     ++row.runs;
     tokens += r["tokens"].get<int64_t>();
     steps += r["steps"].get<int64_t>();
-    row.seconds += r["seconds"].get<double>();
+    const double seconds = r["seconds"].get<double>();
+    row.seconds_min = row.runs == 1 ? seconds : std::min(row.seconds_min, seconds);
+    row.seconds_max = std::max(row.seconds_max, seconds);
+    row.seconds += seconds;
     row.decode_seconds += r["decode_seconds"].get<double>();
     chain_sum += r["chain_sum"].get<double>();
     tree_windows += r["tree_windows"].get<int64_t>();

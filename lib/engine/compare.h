@@ -54,6 +54,8 @@ struct CompareRow {
   double accepted_drafts = 0.0;  // mean drafts accepted per step (step compression - 1)
   double decode_seconds = 0.0;   // mean decode loop per image (prefill + steps)
   double seconds = 0.0;          // mean wall time per image (generation + VQ decode)
+  double seconds_min = 0.0;      // the fastest and slowest run: a wide spread means the machine's load varied
+  double seconds_max = 0.0;
   double decode_speedup = 0.0;   // ar's decode seconds / this method's, 0 without an ar row
   double speedup = 0.0;          // ar's seconds / this method's, 0 without an ar row
   double mean_chain = 0.0;       // the windows used: mean L over steps
@@ -77,6 +79,7 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
 // Runs (or resumes) every run of `options`; warnings and the progress line go to `log`.
 CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log);
 
+// The table `sjd compare` prints, then a note for each method whose runs' seconds spread more than 1.5x.
 std::string format_table(const CompareReport& report);
 nlohmann::json to_json(const CompareReport& report, const CompareOptions& options);
 

@@ -45,6 +45,14 @@ std::string format_table(const CompareReport& report) {
         << ratio(r.speedup, "x") << std::setw(12)
         << ratio(r.step_compression > 0 ? r.decode_speedup / r.step_compression : 0.0, "") << "\n";
   }
+  // The speed-ups are ratios of means: one run slowed by other work on the machine moves them, so say so.
+  constexpr double kWideSpread = 1.5;
+  for (const auto& r : report.rows) {
+    if (r.runs < 2 || r.seconds_max <= kWideSpread * r.seconds_min) continue;
+    out << std::setprecision(2) << "note: " << r.entry << "'s runs took " << r.seconds_min << " to " << r.seconds_max
+        << " s each: the machine's load varied, and the speed-ups are ratios of means (each run's seconds are in "
+           "compare.json)\n";
+  }
   return out.str();
 }
 
@@ -62,6 +70,8 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"accepted_length_share", r.accepted_share},
                     {"decode_seconds", r.decode_seconds},
                     {"seconds", r.seconds},
+                    {"seconds_min", r.seconds_min},
+                    {"seconds_max", r.seconds_max},
                     {"decode_speedup_vs_ar", ratio_or_null(r.decode_speedup)},
                     {"speedup_vs_ar", ratio_or_null(r.speedup)},
                     {"decode_speedup_per_compression",
