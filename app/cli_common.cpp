@@ -152,7 +152,7 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");
   add_setting(cmd, o, a, "--resolution", &values_.resolution, &S::resolution,
               "image side in pixels where the family supports several (0 = the model's own)");
-  add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda");
+  add_setting(cmd, o, a, "--device", &values_.device, &S::device, "where the transformer runs: cpu | cuda | cuda:K");
   add_setting(cmd, o, a, "--dtype", &values_.dtype, &S::dtype, "transformer weights and KV cache: f32 | bf16");
   add_setting(cmd, o, a, "--cost-profile", &values_.cost_profile, &S::cost_profile,
               "step-cost profile (JSON from `sjd bench --calibrate`) for automatic windows; default: the bundle's");

@@ -185,6 +185,9 @@ void add_compare_command(CLI::App& app) {
       ->capture_default_str();
   add_quiet_flag(*cmd, args->quiet);
   args->settings.add_to(*cmd);
+  // Kept so that a config or a habit gets its note or refusal, but out of the help: --methods names the methods
+  // and their relaxations.
+  for (const char* unused : {"--method", "--relax"}) cmd->get_option(unused)->group("");
   cmd->callback([args, prompt]() {
     args->prompt_given = prompt->count() > 0;
     command_exit_code() = run_guarded([&] { return run_compare_command(*args); });

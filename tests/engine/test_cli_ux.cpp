@@ -111,6 +111,10 @@ TEST_CASE("compare: --methods with spaces, name:relaxation, and an exactness col
     CHECK(alias.exit_code == 2);
     CHECK_THAT(alias.err, Contains(said));
   }
+  // compare's help lists --methods, not the --method and --relax it ignores or refuses.
+  const std::string help = run_sjd("compare --help").out;
+  CHECK_THAT(help, Contains("--methods"));
+  CHECK_FALSE(std::regex_search(help, std::regex(R"(--method\b|--relax)")));
 }
 
 TEST_CASE("generate --method accepts the name:relaxation spelling", "[cli][ux]") {
