@@ -162,8 +162,8 @@ int run_compare_command(const CompareArgs& args) {
     std::cout << report.resumed << " of " << report.runs.size() << " runs were already done in " << args.out_dir
               << " (their recorded figures are used)\n";
   }
-  std::cout << "wrote " << json.string() << ", " << figure.string() << " and " << report.runs.size()
-            << " images in " << (options.out_dir / "runs").string() << "\n";
+  std::cout << "wrote " << json.string() << " and " << figure.string() << "; " << report.made << " of the "
+            << report.runs.size() << " images in " << (options.out_dir / "runs").string() << " made now\n";
   end_by_stop_signal();  // a stop that came during the last runs: all made, and a script still stops
   return 0;
 }

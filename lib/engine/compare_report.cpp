@@ -8,12 +8,15 @@
 namespace sjd::engine {
 namespace {
 
+std::string format_fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
 // "1.23x", or "-" when there was no ar row to compare with.
 std::string ratio(double value, const char* unit) {
-  if (value <= 0.0) return "-";
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(2) << value << unit;
-  return out.str();
+  return value <= 0.0 ? "-" : format_fixed(value, 2) + unit;
 }
 
 // The same ratio for compare.json: null without an ar row, where 0 would read as "0x as fast".
@@ -39,7 +42,8 @@ std::string format_table(const CompareReport& report) {
     if (r.mean_tree_k > 0.0) tree << r.mean_tree_k << "x" << r.mean_tree_depth; else tree << "-";
     out << std::left << std::setw(w) << r.method << std::setw(11) << (r.lossless ? r.exactness : "LOSSY") << std::right
         << std::setprecision(1) << std::setw(8) << r.steps << std::setprecision(2) << std::setw(11)
-        << r.step_compression << "x" << std::setprecision(1) << std::setw(7) << r.mean_chain << std::setw(9)
+        << r.step_compression << "x" << std::setprecision(1) << std::setw(7)
+        << (r.mean_chain > 0.0 ? format_fixed(r.mean_chain, 1) : "-") << std::setw(9)
         << tree.str() << std::setprecision(3) << std::setw(10) << r.decode_seconds << std::setw(10)
         << ratio(r.decode_speedup, "x") << std::setprecision(3) << std::setw(9) << r.seconds << std::setw(10)
         << ratio(r.speedup, "x") << std::setw(12)

@@ -362,6 +362,7 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   INFO(again.err);
   REQUIRE(again.exit_code == 0);
   CHECK_THAT(again.out, Contains("4 of 4 runs were already done"));
+  CHECK_THAT(again.out, Contains("; 0 of the 4 images in ") && Contains(" made now"));  // it said "wrote ... 4 images"
   const auto resumed = read_json(out / "compare.json");
   CHECK(resumed["methods"] == report["methods"]);
   for (const auto& run : resumed["runs"]) CHECK(run["resumed"] == true);

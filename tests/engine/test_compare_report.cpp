@@ -2,6 +2,8 @@
 // method took very different times.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "engine/compare.h"
 
 using namespace sjd::engine;
@@ -30,6 +32,8 @@ TEST_CASE("compare notes a method whose runs' seconds spread past 1.5x, and comp
   const std::string table = format_table(report);
   CHECK_THAT(table, Catch::Contains("note: ar's runs took 2.28 to 4.26 s each: the machine's load varied"));
   CHECK(table.find("note: sjd") == std::string::npos);  // 1.4x: within what a machine's noise gives
+  // No window: ar's L is "-", not 0.0.
+  CHECK(std::regex_search(table, std::regex(R"(\nar +exact +300\.0 +3\.50x +- )")));
   const nlohmann::json json = to_json(report, CompareOptions{});
   CHECK(json["methods"][0]["seconds_min"] == 2.28);
   CHECK(json["methods"][0]["seconds_max"] == 4.26);
