@@ -183,6 +183,8 @@ TEST_CASE("stats and heatmap show where acceleration happens", "[cli]") {
                          quoted(dir / "a.png") + " --method scd-mc --stats " + quoted(dir / "s.json") +
                          " --heatmap " + quoted(dir / "h.png"));
   REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("also wrote " + (dir / "s.json").string() + " (stats), " +
+                                    (dir / "h.png").string() + " (step heatmap)\n"));
   const auto s = nlohmann::json::parse(read_file(dir / "s.json"));
   const auto at_step = s["committed_at_step"].get<std::vector<int64_t>>();
   REQUIRE(at_step.size() == 1061);
