@@ -6,11 +6,13 @@ One subcommand per family; each explains what it wrote. Run with --help, or
 lists the downloads). Needs PyTorch 2.x and the pinned packages of requirements.txt.
 """
 import argparse
+import pickle
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from safetensors import SafetensorError  # noqa: E402
 from sjd_export import FAMILIES  # noqa: E402
 from sjd_export.common import convert_weights_to_torchscript  # noqa: E402
 
@@ -30,7 +32,9 @@ def main(argv=None):
         args.run(args)
         if args.weights_format == "torchscript":
             convert_weights_to_torchscript(Path(args.out))
-    except (FileNotFoundError, KeyError, ValueError) as error:
+    except (OSError, KeyError, ValueError, RuntimeError, pickle.UnpicklingError, SafetensorError) as error:
+        # A missing, unreadable or truncated file (safetensors' own error, torch.load's RuntimeError or
+        # UnpicklingError) gets one line, not a traceback.
         print(f"export_bundle: {error}", file=sys.stderr)
         return 2
     return 0

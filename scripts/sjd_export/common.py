@@ -1,6 +1,7 @@
 """Helpers shared by the exporters: reading release configs, writing tensors and bundle.json, and saying what was written."""
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -63,15 +64,31 @@ def link_release_weights(index_file, weight_map, out):
     placed there). Returns the index's name in the bundle."""
     index_file, out = Path(index_file), Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if index_file.resolve().parent == out.resolve():
+    # The folders, not the files: in a Hugging Face cache every file of a snapshot is a link into blobs/, so
+    # the index itself resolves elsewhere even when --out is the snapshot (relinking there made each shard's
+    # link point at itself).
+    if index_file.parent.resolve() == out.resolve():
         return index_file.name
     for name in [index_file.name, *sorted(set(weight_map.values()))]:
+        target = (index_file.parent / name).resolve()  # before anything in `out` changes
         link = out / name
         if link.is_symlink() or link.exists():
             link.unlink()
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to((index_file.parent / name).resolve())
+        link.symlink_to(target)
     return index_file.name
+
+
+def copy_into_bundle(source, out, name):
+    """Copies `source` into the bundle folder as `name`, replacing what is there by a rename: a link there (a
+    Hugging Face cache's) is replaced, never written through into the file it points at."""
+    source, target = Path(source), Path(out) / name
+    if target.exists() and source.resolve() == target.resolve():
+        return
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.")
+    os.close(fd)
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
 
 
 def read_weight_file(path):

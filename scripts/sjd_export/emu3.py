@@ -15,10 +15,10 @@ emu3.tiktoken, then special tokens numbered from 151643 in the order <|endoftext
 The bundle's tokenizer gets that whole table; its layout names the tokens it uses.
 """
 import argparse
-import shutil
 from pathlib import Path
 
-from .common import link_release_weights, need, read_json, report, rope_theta, save_safetensors, write_json_atomic
+from .common import (copy_into_bundle, link_release_weights, need, read_json, report, rope_theta, save_safetensors,
+                     write_json_atomic)
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -136,10 +136,14 @@ def layout_section(names, specials, image_area, max_positions, codebook_size, do
         return name
 
     first, last = VISUAL_TOKEN.format(0), VISUAL_TOKEN.format(codebook_size - 1)
-    for name in (first, last):
-        known(name)
-    if specials[last] - specials[first] + 1 != codebook_size:
-        raise ValueError(f"{where}: visual tokens {first}..{last} are not {codebook_size} consecutive ids")
+    # sjd reads code (id - the first visual token's id), where the reference parses the number in the token's
+    # name: every visual token must sit at its number's place, not only the first and the last.
+    start = specials[known(first)]
+    for code in range(codebook_size):
+        name = VISUAL_TOKEN.format(code)
+        if specials.get(name) != start + code:
+            raise ValueError(f"{where}: visual token {name} has id {specials.get(name)}, not {start + code}: the "
+                             f"{codebook_size} visual tokens must be consecutive ids in the order of their numbers")
     side = round(image_area ** 0.5 / downsample)  # Emu3Processor.calculate_generate_size for ratio 1:1
     if side * (side + 1) + 3 > max_positions:
         raise ValueError(f"image side {side * downsample}: {side * (side + 1) + 3} generated tokens exceed the model's "
@@ -170,6 +174,10 @@ def vq_section(config, where):
     key = (lambda release, transformers: transformers if hf else release)
     if config.get(key("double_z", "double_latent")):
         raise ValueError(f"{where}: double latents are not supported")
+    # The release's MoVQ attention has one head; transformers' config could ask for more, which sjd's decoder
+    # (and the release's) does not split.
+    if hf and int(config.get("num_attention_heads", 1)) != 1:
+        raise ValueError(f"{where}: num_attention_heads {config['num_attention_heads']} is not supported (one head)")
     ch_mult = [int(m) for m in need(config, key("ch_mult", "channel_multiplier"), where)]
     return {
         "kind": "movq",
@@ -281,6 +289,8 @@ def run(args):
     tensors, vq_source, converted = vq_tensors(vq_dir)
     check_vq_tensors(tensors, vq, vq_source)
 
+    if args.resolution is not None and args.resolution <= 0:
+        raise ValueError(f"--resolution {args.resolution}: must be a positive image side in pixels")
     image_area = args.resolution ** 2 if args.resolution else int(config.get("image_area") or DEFAULT_IMAGE_AREA)
     if args.resolution and args.resolution % vq["downsample"]:
         raise ValueError(f"--resolution {args.resolution}: Emu3 images are whole {vq['downsample']}-pixel VQ cells")
@@ -290,8 +300,7 @@ def run(args):
 
     link_release_weights(index_file, weight_map, out)
     save_safetensors(out / "movq.safetensors", tensors)
-    if tiktoken_file.resolve() != (out / "emu3.tiktoken").resolve():
-        shutil.copyfile(tiktoken_file, out / "emu3.tiktoken")
+    copy_into_bundle(tiktoken_file, out, "emu3.tiktoken")
     bundle = {
         "format": "sjd-bundle",
         "version": 1,

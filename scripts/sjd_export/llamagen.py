@@ -17,12 +17,11 @@ spiece.model, bundle.json.
 """
 import argparse
 import re
-import shutil
 from pathlib import Path
 
 import torch
 
-from .common import read_json, report, save_safetensors, write_json_atomic
+from .common import copy_into_bundle, read_json, report, save_safetensors, write_json_atomic
 
 # LlamaGen's GPT configurations (autoregressive/models/gpt.py): name -> (layers, heads, dim).
 GPT_MODELS = {
@@ -250,7 +249,7 @@ def run(options):
     save_safetensors(out / "gpt.safetensors", gpt_state)
     save_safetensors(out / "vq16.safetensors", vq_tensors)
     save_safetensors(out / "t5_encoder.safetensors", t5_tensors)
-    shutil.copyfile(spiece, out / "spiece.model")
+    copy_into_bundle(spiece, out, "spiece.model")
     transformer = {"weights": ["gpt.safetensors"], **transformer}
     bundle = {
         "format": "sjd-bundle",

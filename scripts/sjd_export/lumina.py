@@ -16,12 +16,12 @@ turn <reserved08706>, the size tokens <reserved{8800 + pixels/32}> and the image
 import argparse
 import os
 import re
-import shutil
 from pathlib import Path
 
 import torch
 
-from .common import link_release_weights, need, read_json, report, rope_theta, save_safetensors, write_json_atomic
+from .common import (copy_into_bundle, link_release_weights, need, read_json, report, rope_theta, save_safetensors,
+                     write_json_atomic)
 
 RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -194,6 +194,8 @@ def vq_section_from_yaml(yaml_file):
         raise FileNotFoundError(f"{path}: not found")
     params = need(need(yaml.safe_load(path.read_text()), "model", str(path)), "params", f"{path}: model")
     dd = need(params, "ddconfig", f"{path}: model.params")
+    if params.get("remap"):  # the reference's quantizer would map codes through it; sjd reads them as they are
+        raise ValueError(f"{path}: model.params.remap is not supported")
     where = f"{path}: model.params.ddconfig"
     for flag in ("give_pre_end", "tanh_out", "use_linear_attn"):
         if dd.get(flag):
@@ -326,19 +328,24 @@ def run(args):
     if permutation is not None:  # store codebook rows in token-id order: row (id - first) decodes token id
         vq_tensors["quantize.embedding.weight"] = codebook[torch.tensor(permutation)]
 
+    transformer = transformer_section(config, index_file.name, where)  # refused before anything is written
+    # Exported into the release folder itself, a --tokenizer of another file must not replace the release's own
+    # tokenizer.json (transformers reads it), so the bundle's copy gets a name of its own.
+    tokenizer_name = "tokenizer.json"
+    if out.resolve() == hf_dir.resolve() and tokenizer_file.resolve() != (hf_dir / tokenizer_name).resolve():
+        tokenizer_name = "sjd_tokenizer.json"
     out.mkdir(parents=True, exist_ok=True)
     save_safetensors(out / "vqgan.safetensors", {k: v.float() for k, v in vq_tensors.items()})
-    if tokenizer_file.resolve() != (out / "tokenizer.json").resolve():
-        shutil.copyfile(tokenizer_file, out / "tokenizer.json")
+    copy_into_bundle(tokenizer_file, out, tokenizer_name)
     weights = link_release_weights(index_file, weight_map, out)
     bundle = {
         "format": "sjd-bundle",
         "version": 1,
         "name": args.name or hf_dir.resolve().name,
         "family": "lumina-mgpt",
-        "transformer": transformer_section(config, weights, where),
+        "transformer": transformer,
         "layout": layout,
-        "tokenizer": {"kind": "bpe", "file": "tokenizer.json"},
+        "tokenizer": {"kind": "bpe", "file": tokenizer_name},
         "vq": vq,
         "defaults": dict(DEFAULTS, top_k=args.top_k, cfg=args.cfg),
         "source": {"exporter": "lumina-mgpt", "hf_dir": os.path.relpath(hf_dir.resolve(), out.resolve()),
@@ -350,7 +357,7 @@ def run(args):
     report(out, [
         ("bundle.json", f"lumina-mgpt, {grid}x{grid} codes -> {args.resolution} px, "
                         f"{3 + grid * (grid + 1) + 2} generated tokens; transformer weights {weights}"),
-        ("tokenizer.json", f"copied from {tokenizer_file}"),
+        (tokenizer_name, f"copied from {tokenizer_file}"),
         ("vqgan.safetensors", f"{len(vq_tensors)} decoder-side tensors (float32) from {vq_source}"
                               + ("; codebook rows permuted to token-id order" if permutation else "")),
     ])

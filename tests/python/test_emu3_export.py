@@ -419,6 +419,17 @@ def test_exporter_errors_name_the_file(release, tmp_path):
     result = export(broken, release.vq_dir, tmp_path / "out")
     assert result.returncode == 2
     assert "config.json: eol_token_id is 151845" in result.stderr and "151846" in result.stderr
+    config["eol_token_id"] = 151846
+    (broken / "config.json").write_text(json.dumps(config))
+    # Two visual tokens swapped between the first and the last: their codes would have been swapped too.
+    lines = (broken / "emu3_vision_tokens.txt").read_text().splitlines()
+    five, six = lines.index(VISUAL.format(5)), lines.index(VISUAL.format(6))
+    lines[five], lines[six] = lines[six], lines[five]
+    (broken / "emu3_vision_tokens.txt").write_text("\n".join(lines) + "\n")
+    result = export(broken, release.vq_dir, tmp_path / "out")
+    assert result.returncode == 2 and VISUAL.format(5) in result.stderr and "consecutive ids" in result.stderr
+    result = export(release.hf_dir, release.vq_dir, tmp_path / "negative", "--resolution", "-64")
+    assert result.returncode == 2 and "--resolution -64" in result.stderr
     (broken / "emu3_vision_tokens.txt").unlink()
     result = export(broken, release.vq_dir, tmp_path / "out")
     assert result.returncode == 2 and "emu3_vision_tokens.txt" in result.stderr

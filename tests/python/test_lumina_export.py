@@ -531,3 +531,59 @@ def test_export_rejects_a_vocabulary_that_disagrees_with_the_tokenizer(release, 
                     "--vqgan-yaml", str(copy / "vq" / "vqgan.yaml"))
     assert result.returncode == 2
     assert "<reserved08799>" in result.stderr and "8900" in result.stderr
+
+
+def hf_cache_snapshot(folder, hub):
+    """`folder` laid out as the Hugging Face cache lays out a download: every file of snapshots/REV/ a relative
+    link into blobs/."""
+    blobs, snapshot = hub / "blobs", hub / "snapshots" / "0123abc"
+    blobs.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for number, file in enumerate(sorted(folder.iterdir())):
+        shutil.copyfile(file, blobs / f"blob{number}")
+        (snapshot / file.name).symlink_to(os.path.relpath(blobs / f"blob{number}", snapshot))
+    return snapshot
+
+
+def test_export_into_a_hugging_face_cache_snapshot_leaves_the_release_as_it_was(release, tmp_path):
+    # The index resolves into blobs/, so the exporter took the snapshot for another folder and relinked every
+    # shard to itself (exit 0, a bundle that could not load); a --tokenizer copy wrote through the release's
+    # tokenizer.json link into its blob.
+    snapshot = hf_cache_snapshot(release / "hf", tmp_path / "hub")
+    before = {file.name: (os.readlink(file), file.read_bytes()) for file in snapshot.iterdir()}
+    meta_tokenizer = tmp_path / "text_tokenizer.json"
+    meta_tokenizer.write_text(json.dumps(json.loads((release / "hf" / "tokenizer.json").read_text()), indent=1))
+    result = subprocess.run([sys.executable, str(EXPORT), "lumina-mgpt", "--hf-dir", str(snapshot), "--out",
+                             str(snapshot), "--tokenizer", str(meta_tokenizer),
+                             "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                             "--vqgan-yaml", str(release / "vq" / "vqgan.yaml")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    for name, (link, data) in before.items():
+        assert os.readlink(snapshot / name) == link and (snapshot / name).read_bytes() == data, name
+    bundle = json.loads((snapshot / "bundle.json").read_text())
+    assert bundle["tokenizer"]["file"] == "sjd_tokenizer.json"
+    assert (snapshot / "sjd_tokenizer.json").read_bytes() == meta_tokenizer.read_bytes()
+    loaded = run_sjd("inspect", "--model", snapshot)
+    assert loaded.returncode == 0, loaded.stderr
+
+
+def test_a_refused_config_writes_nothing(release, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(release, copy)
+    config = json.loads((copy / "hf" / "config.json").read_text())
+    config["tie_word_embeddings"] = True
+    (copy / "hf" / "config.json").write_text(json.dumps(config))
+    result = export(copy, tmp_path / "bundle", "--vqgan-ckpt", str(copy / "vq" / "vqgan.ckpt"),
+                    "--vqgan-yaml", str(copy / "vq" / "vqgan.yaml"))
+    assert result.returncode == 2 and "tie_word_embeddings" in result.stderr
+    assert not (tmp_path / "bundle").exists() or not any((tmp_path / "bundle").iterdir())
+
+
+def test_a_truncated_vqgan_checkpoint_is_one_line_not_a_traceback(release, tmp_path):
+    truncated = tmp_path / "vqgan.ckpt"
+    truncated.write_bytes((release / "vq" / "vqgan.ckpt").read_bytes()[:1000])
+    result = export(release, tmp_path / "bundle", "--vqgan-ckpt", str(truncated),
+                    "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.startswith("export_bundle: ")
