@@ -98,7 +98,8 @@ int run_generate(const GenerateArgs& args) {
             << out.stats.pipeline_seconds << ", verify " << out.stats.verify_seconds << ", vq " << out.vq_seconds
             << ", write " << write_seconds << ")\n";
   std::string also;
-  for (const auto& [file, what] : {std::pair{args.stats, "stats"}, {args.heatmap, "step heatmap"}, {args.tokens, "tokens"}}) {
+  for (const auto& [file, what] :
+       {std::pair{args.stats, "stats"}, {args.heatmap, "step heatmap"}, {args.tokens, "tokens"}}) {
     if (!file.empty()) also += (also.empty() ? "" : ", ") + file + " (" + what + ")";
   }
   if (!also.empty()) std::cout << "also wrote " << also << "\n";

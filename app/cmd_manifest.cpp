@@ -27,7 +27,8 @@ int run_manifest_command(const ManifestArgs& args) {
     throw engine::InputError("--limit counts the first N prompts of --prompts FILE: give it too");
   }
   // A compare folder has no batch.json, and --prompts would count its prompts as images it never made.
-  if (engine::holds_run(args.dir, engine::RunFolder::kCompare) && !engine::holds_run(args.dir, engine::RunFolder::kBatch)) {
+  if (engine::holds_run(args.dir, engine::RunFolder::kCompare) &&
+      !engine::holds_run(args.dir, engine::RunFolder::kBatch)) {
     throw engine::InputError(args.dir + " holds a compare run (compare.json, runs/), and sjd manifest reads batch "
                              "folders: the compare command that made it resumes it, and its runs are listed in "
                              "compare.json and runs/manifest.jsonl");

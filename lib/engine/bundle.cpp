@@ -3,9 +3,9 @@
 #include <fstream>
 #include <vector>
 
+#include "family/image_family.h"
 #include "io/atomic_file.h"
 #include "io/input_files.h"
-#include "family/image_family.h"
 #include "text/tokenizer.h"
 #include "text/json_error.h"
 #include "text/strict_json.h"

@@ -22,7 +22,6 @@
 #include "io/weights.h"
 #include "sampling/categorical.h"
 #include "sampling/relaxation.h"
-#include "text/json_error.h"
 
 namespace sjd::engine {
 namespace {
