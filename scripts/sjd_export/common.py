@@ -106,8 +106,9 @@ def read_weight_file(path):
 
 def convert_weights_to_torchscript(out):
     """Rewrites the bundle in `out` to TorchScript weights: the transformer's tensors go to model.pt, the VQ
-    decoder's to vq.pt (same names and dtypes), and bundle.json names those. Safetensors files the exporter wrote
-    into `out` for the VQ are removed; transformer weights it only referenced (a release folder) stay."""
+    decoder's to vq.pt (same names and dtypes), and bundle.json names those. The weight files the exporter wrote
+    into `out` are removed (LlamaGen's gpt.safetensors, the VQ's); a release's index and shards, linked into `out`
+    or in it when `out` is the release folder, stay."""
     out = Path(out)
     bundle = read_json(out / "bundle.json")
     for section, archive in (("transformer", "model.pt"), ("vq", "vq.pt")):
@@ -117,10 +118,10 @@ def convert_weights_to_torchscript(out):
         for name in files:
             tensors.update(read_weight_file(out / name))
         save_torchscript(out / archive, tensors)
-        if section == "vq":
-            for name in files:
-                if (out / name).resolve().parent == out.resolve():
-                    (out / name).unlink()
+        for name in files:
+            written = not (out / name).is_symlink() and not name.endswith(".index.json")
+            if written and (out / name).resolve().parent == out.resolve():
+                (out / name).unlink()
         bundle[section]["weights"] = [archive]
     write_json_atomic(out / "bundle.json", bundle)
 

@@ -271,6 +271,18 @@ def test_the_512_export_is_a_32x32_grid(release, tmp_path):
     assert "32x32 codes -> 512x512 px, 1024 generated tokens" in summary
 
 
+def test_the_torchscript_export_keeps_no_safetensors_copy_of_what_it_archived(release, tmp_path):
+    # gpt.safetensors, a multi-gigabyte file of the real model, stayed beside model.pt.
+    out = tmp_path / "archived"
+    result = export(release, out, "--weights-format", "torchscript")
+    assert result.returncode == 0, result.stderr
+    bundle = json.loads((out / "bundle.json").read_text())
+    assert bundle["transformer"]["weights"] == ["model.pt"] and bundle["vq"]["weights"] == ["vq.pt"]
+    assert not (out / "gpt.safetensors").exists() and not (out / "vq16.safetensors").exists()
+    summary = run_sjd("inspect", "--model", out, "--trust-code").stdout
+    assert "16x16 codes -> 256x256 px" in summary
+
+
 def test_another_resolution_is_rejected_naming_the_supported_one(bundle, tmp_path):
     result = run_sjd("generate", "--model", bundle, "--prompt", "a cat", "--output", tmp_path / "x.png",
                      "--resolution", 512, check=False)
