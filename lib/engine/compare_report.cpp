@@ -99,10 +99,15 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"image", "runs/" + r["file"].get<std::string>()},
                     {"resumed", run.resumed}});
   }
+  // The settings every method runs with; the method and its relaxation come from each --methods entry, so
+  // the base's (a bundle default compare does not use) would mislead.
+  nlohmann::json settings = settings_to_json(options.base);
+  settings.erase("method");
+  settings.erase("relax");
   return {{"prompts", options.prompts},
           {"seeds", options.seeds},
           {"first_seed", options.base.seed},
-          {"settings", settings_to_json(options.base)},
+          {"settings", settings},
           {"figure", "compare.png: rows prompt x seed in order, columns methods in order; speed-up and "
                      "accepted-length charts on the right"},
           {"methods", rows},

@@ -167,6 +167,9 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   CHECK(size.second > 2 * 192);
   CHECK(report["runs"].size() == 3 * 2);
   CHECK(report["methods"][2]["speedup_vs_ar"].get<double>() > 0.0);
+  // The base settings leave out the method (the bundle's default, which compare does not run).
+  CHECK(report["settings"].contains("cfg"));
+  CHECK_FALSE(report["settings"].contains("method"));
   // Without an ar row there is no speed-up to give: null, not 0 ("0x as fast").
   const auto alone = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red apple' --methods sjd --out-dir " +
                              quoted(dir / "alone"));
