@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "sjd: " << e.what() << " (see --help)\n";  // bad flags are bad input, in one line
+    std::cerr << "sjd: " << sjd::app::parse_error_text(e) << " (see --help)\n";  // bad flags: bad input, one line
     return 2;
   }
   return sjd::app::command_exit_code();

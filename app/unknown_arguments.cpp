@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,16 @@ std::string unknown_argument_problem(CLI::App& app, int argc, const char* const*
     if (word.find('=') == std::string::npos) i += values_taken(*flag);
   }
   return "";
+}
+
+std::string parse_error_text(const CLI::ParseError& error) {
+  static const std::regex repeated(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  const std::string text = error.what();
+  std::smatch match;
+  if (std::regex_match(text, match, repeated)) {
+    return match[1].str() + " is given " + match[2].str() + " times; give it once";
+  }
+  return text;
 }
 
 }  // namespace sjd::app

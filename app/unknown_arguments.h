@@ -16,4 +16,8 @@ namespace sjd::app {
 // read as a flag. A short flag written "-p=value" is refused too: CLI11 would take "=value" as its value.
 std::string unknown_argument_problem(CLI::App& app, int argc, const char* const* argv);
 
+// CLI11's message for a parse error, with its wording for a flag given twice ("--seed: At Most 1 required
+// but received 2") said plainly: "--seed is given 2 times; give it once".
+std::string parse_error_text(const CLI::ParseError& error);
+
 }  // namespace sjd::app

@@ -287,6 +287,10 @@ TEST_CASE("a mistyped command or flag is named, with the closest valid one, befo
   CHECK_THAT(far.err, Contains("unknown option '--banana'") && !Contains("did you mean"));
   CHECK_THAT(run_sjd("generate -Z").err, Contains("unknown option '-Z'"));
   CHECK_THAT(run_sjd("generate -qZ").err, Contains("unknown option '-Z'"));  // -q, then -Z
+  // A flag given twice, said plainly (CLI11: "--limit: At Most 1 required but received 2").
+  const auto twice = run_sjd("compare --model " + quoted(default_model()) + " -p x --limit 1 --limit 2");
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err, Contains("--limit is given 2 times; give it once"));
   const auto help = run_sjd("generate --modle m --help");  // help wins, as in CLI11
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("--model"));
