@@ -54,6 +54,8 @@ def transformer_section(config, weights, where):
     if config.get("model_type") == "emu3":
         raise ValueError(f"{where}: this is transformers' converted Emu3ForConditionalGeneration (keys "
                          "model.text_model.*); export the original BAAI/Emu3-Gen folder instead")
+    if config.get("model_type") != "Emu3":  # another model's folder passed by mistake
+        raise ValueError(f"{where}: model_type {config.get('model_type')!r} is not Emu3-Gen's \"Emu3\"")
     for flag in ("attention_bias", "mlp_bias", "tie_word_embeddings"):
         if config.get(flag):
             raise ValueError(f"{where}: {flag} = true is not supported (Emu3-Gen has it false)")

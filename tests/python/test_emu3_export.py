@@ -420,6 +420,11 @@ def test_exporter_errors_name_the_file(release, tmp_path):
     assert result.returncode == 2
     assert "config.json: eol_token_id is 151845" in result.stderr and "151846" in result.stderr
     config["eol_token_id"] = 151846
+    config["model_type"] = "llama"  # another model's folder
+    (broken / "config.json").write_text(json.dumps(config))
+    result = export(broken, release.vq_dir, tmp_path / "out")
+    assert result.returncode == 2 and "model_type 'llama' is not Emu3-Gen's" in result.stderr
+    config["model_type"] = "Emu3"
     (broken / "config.json").write_text(json.dumps(config))
     # Two visual tokens swapped between the first and the last: their codes would have been swapped too.
     lines = (broken / "emu3_vision_tokens.txt").read_text().splitlines()
