@@ -155,6 +155,25 @@ def read_json(path):
         raise ValueError(f"{path}: invalid JSON: {error}") from None
 
 
+def read_release_index(hf_dir):
+    """A sharded transformers release: its index file and weight map, every shard it names checked present."""
+    index_file = Path(hf_dir) / "model.safetensors.index.json"
+    weight_map = need(read_json(index_file), "weight_map", str(index_file))
+    for shard in sorted(set(weight_map.values())):
+        if not (Path(hf_dir) / shard).is_file():
+            raise FileNotFoundError(f"{index_file}: shard {shard} not found in {hf_dir}")
+    return index_file, weight_map
+
+
+def check_vq_shapes(tensors, expected, source):
+    """The tensors a VQ decode starts from must be there with these shapes; sjd checks every shape when it loads."""
+    for name, shape in expected.items():
+        if name not in tensors:
+            raise KeyError(f"{source}: tensor {name} is missing")
+        if list(tensors[name].shape) != shape:
+            raise ValueError(f"{source}: tensor {name} has shape {list(tensors[name].shape)}, expected {shape}")
+
+
 def need(config, key, where):
     if key not in config or config[key] is None:
         raise KeyError(f"{where}: missing \"{key}\"")

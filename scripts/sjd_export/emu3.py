@@ -17,8 +17,8 @@ The bundle's tokenizer gets that whole table; its layout names the tokens it use
 import argparse
 from pathlib import Path
 
-from .common import (copy_into_bundle, link_release_weights, need, read_json, report, rope_theta, save_safetensors,
-                     write_json_atomic)
+from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
+                     report, rope_theta, save_safetensors, write_json_atomic)
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -252,11 +252,7 @@ def check_vq_tensors(tensors, vq, source):
     expected = {"quantize.embedding.weight": [vq["codebook_size"], vq["embed_dim"]],
                 "post_quant_conv.conv.weight": [vq["z_channels"], vq["embed_dim"], 3, 1, 1],
                 "decoder.conv_in.weight": [vq["ch"] * vq["ch_mult"][-1], vq["z_channels"], 3, 3]}
-    for name, shape in expected.items():
-        if name not in tensors:
-            raise KeyError(f"{source}: tensor {name} is missing")
-        if list(tensors[name].shape) != shape:
-            raise ValueError(f"{source}: tensor {name} has shape {list(tensors[name].shape)}, expected {shape}")
+    check_vq_shapes(tensors, expected, source)
 
 
 # --------------------------------------------------------------------------- export
@@ -267,11 +263,7 @@ def run(args):
     config_file = hf_dir / "config.json"
     config = read_json(config_file)
     where = str(config_file)
-    index_file = hf_dir / "model.safetensors.index.json"
-    weight_map = need(read_json(index_file), "weight_map", str(index_file))
-    for shard in sorted(set(weight_map.values())):
-        if not (hf_dir / shard).is_file():
-            raise FileNotFoundError(f"{index_file}: shard {shard} not found in {hf_dir}")
+    index_file, weight_map = read_release_index(hf_dir)
 
     tiktoken_file = hf_dir / "emu3.tiktoken"
     specials = special_table(hf_dir / "emu3_vision_tokens.txt", tiktoken_file)

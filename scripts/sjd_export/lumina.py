@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from .common import (copy_into_bundle, link_release_weights, need, read_json, report, rope_theta, save_safetensors,
-                     write_json_atomic)
+from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
+                     report, rope_theta, save_safetensors, write_json_atomic)
 
 RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -273,11 +273,7 @@ def check_vq_tensors(tensors, vq, source):
     expected = {"quantize.embedding.weight": [vq["codebook_size"], vq["embed_dim"]],
                 "post_quant_conv.weight": [vq["z_channels"], vq["embed_dim"], 1, 1],
                 "decoder.conv_in.weight": [vq["ch"] * vq["ch_mult"][-1], vq["z_channels"], 3, 3]}
-    for name, shape in expected.items():
-        if name not in tensors:
-            raise KeyError(f"{source}: tensor {name} is missing")
-        if list(tensors[name].shape) != shape:
-            raise ValueError(f"{source}: tensor {name} has shape {list(tensors[name].shape)}, expected {shape}")
+    check_vq_shapes(tensors, expected, source)
 
 
 # --------------------------------------------------------------------------- export
@@ -290,11 +286,7 @@ def run(args):
     config_file = hf_dir / "config.json"
     config = read_json(config_file)
     where = str(config_file)
-    index_file = hf_dir / "model.safetensors.index.json"
-    weight_map = need(read_json(index_file), "weight_map", str(index_file))
-    for shard in sorted(set(weight_map.values())):
-        if not (hf_dir / shard).is_file():
-            raise FileNotFoundError(f"{index_file}: shard {shard} not found in {hf_dir}")
+    index_file, weight_map = read_release_index(hf_dir)
     tokenizer_file = Path(args.tokenizer) if args.tokenizer else hf_dir / "tokenizer.json"
     tokenizer_vocab = tokenizer_vocabulary(tokenizer_file)
     vocabulary_map = need(config, "vocabulary_map", where)
