@@ -31,8 +31,9 @@ import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from test_tokenizer_parity import chameleon_pre_tokenizer
 from test_vq_decoder import VQGAN, to_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,14 +79,7 @@ def structure_vocabulary(image_order=None):
 def write_tokenizer(directory, structure):
     """tokenizer.json in Chameleon's format; returns its full vocabulary (name -> id)."""
     trained = Tokenizer(models.BPE())
-    trained.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex("<sentinel:[0-9]+>"), "isolated"),
-        pre_tokenizers.Split(Regex("(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z"), "isolated"),
-        pre_tokenizers.Split(Regex("([\t\n]|    |  )"), "isolated"),
-        pre_tokenizers.Split(Regex(r"\p{N}"), "isolated"),
-        pre_tokenizers.Split(Regex(r"[\p{P}!-/:-@\[-`{-~]"), "isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
+    trained.pre_tokenizer = chameleon_pre_tokenizer()
     trained.decoder = decoders.ByteLevel()
     corpus = [TEMPLATE.format(w=768, h=768, p="a red fox in the snow, oil painting"),
               "a photo of a cat sitting on a blue table under the bright sunny sky"] * 20

@@ -154,9 +154,10 @@ def training_corpus(seed):
     return [random_string(rng, IMAGE_LIKE) for _ in range(4000)]
 
 
-def chameleon_tokenizer():
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+def chameleon_pre_tokenizer():
+    """Chameleon's (Lumina-mGPT's) tokenizer.json pre-tokenizer: sentinels, image-code runs, whitespace, digits,
+    punctuation, then byte-level."""
+    return pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex("<sentinel:[0-9]+>"), "isolated"),
         pre_tokenizers.Split(Regex("(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z"), "isolated"),
         pre_tokenizers.Split(Regex("([\t\n]|    |  )"), "isolated"),
@@ -164,6 +165,11 @@ def chameleon_tokenizer():
         pre_tokenizers.Split(Regex(r"[\p{P}!-/:-@\[-`{-~]"), "isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
+
+
+def chameleon_tokenizer():
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = chameleon_pre_tokenizer()
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=CHAMELEON_SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
