@@ -33,12 +33,18 @@ __global__ void verify_tree_kernel(TreeArgs a) {
   __shared__ double q_remaining;
   __shared__ bool accepted, exhausted;
   __shared__ DraftNeighbourhood own;
+  double local_q = 0.0;
   for (int64_t v = threadIdx.x; v < n; v += blockDim.x) {
     target[v] = p[v];
     draft_q[v] = q[v];
+    local_q += q[v];
   }
+  // q's mass, and below what it has left after each candidate, summed from the row: a float row sums to 1 only
+  // within ~1e-6, an error that 1 minus the tried candidates' q would divide by the little mass left
+  // (sampling::verify_candidates).
+  const double q_mass = block_sum(local_q);
   if (threadIdx.x == 0) {
-    q_remaining = 1.0;
+    q_remaining = q_mass;
     own.count = 0;
   }
   __syncthreads();
@@ -64,12 +70,14 @@ __global__ void verify_tree_kernel(TreeArgs a) {
       return;
     }
     const double remaining = q_remaining;
-    double local_mass = 0.0;
+    double local_mass = 0.0, local_rest = 0.0;
     for (int64_t v = threadIdx.x; v < n; v += blockDim.x) {
       const float qk = static_cast<float>(draft_q[v] / remaining);
       residual[v] = residual_weight(a.relax, target, qk, v, weight, own);
       local_mass += residual[v];
+      if (v != c) local_rest += draft_q[v];
     }
+    const double rest = block_sum(local_rest);
     const double mass = block_sum(local_mass);  // also orders the residual writes before the rewrite below
     if (mass > 0.0) {
       const double scale = 1.0 / mass;
@@ -77,9 +85,9 @@ __global__ void verify_tree_kernel(TreeArgs a) {
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      q_remaining -= draft_q[c];
+      q_remaining = rest;
       draft_q[c] = 0.0f;
-      exhausted = !(q_remaining > 1e-12);  // q has no further candidate
+      exhausted = !(rest > 0.0);  // q has no further candidate
     }
     __syncthreads();
     if (exhausted) break;

@@ -38,7 +38,11 @@ VerifyOutcome verify_candidates(const float* p, const float* q, int64_t n, const
   std::vector<float> target(p, p + n);   // p^(k)
   std::vector<float> draft_q(q, q + n);  // q^(k) before renormalisation
   std::vector<float> residual(n);
-  double q_remaining = 1.0;
+  // q's mass left after the earlier candidates, summed from the row itself rather than taken as 1 minus their q:
+  // a float softmax row sums to 1 only within ~1e-6, and once the tried candidates held nearly all of q that
+  // error divided by what is left skewed q^(k) by percents (an off-spine level after a peaked stale p).
+  const auto mass_of = [](const std::vector<float>& row) { return std::accumulate(row.begin(), row.end(), 0.0); };
+  double q_remaining = mutant == Mutant::kAssumeUnitDraftMass ? 1.0 : mass_of(draft_q);
   for (size_t k = 0; k < candidates.size(); ++k) {
     const int64_t c = candidates[k];
     RngKey accept_key = keys.accept;
@@ -54,9 +58,10 @@ VerifyOutcome verify_candidates(const float* p, const float* q, int64_t n, const
       const double scale = mutant == Mutant::kSkipResidualRenormalisation ? 1.0 : 1.0 / mass;
       for (int64_t v = 0; v < n; ++v) target[v] = static_cast<float>(residual[v] * scale);
     }
-    q_remaining -= draft_q[c];
+    const float tried = draft_q[c];
     draft_q[c] = 0.0f;
-    if (!(q_remaining > 1e-12)) break;  // q is exhausted: no further candidate exists
+    q_remaining = mutant == Mutant::kAssumeUnitDraftMass ? q_remaining - tried : mass_of(draft_q);
+    if (!(q_remaining > 0.0)) break;  // q is exhausted: no further candidate exists
   }
   RngKey residual_key = keys.residual;
   residual_key.sub = static_cast<uint32_t>(candidates.size());

@@ -30,7 +30,9 @@ struct VerifyKeys {
 
 // Which deliberately wrong variant to run. Only tests set this: each mutant is
 // a known way to lose exactness, kept so the exactness tests prove their power.
-enum class Mutant { kNone, kSkipResidualRenormalisation };
+// kAssumeUnitDraftMass takes q's row to sum to exactly 1, as the tree verifier did
+// until 2026-11-28 (q^(k) = q / (1 - sum of the tried candidates' q)).
+enum class Mutant { kNone, kSkipResidualRenormalisation, kAssumeUnitDraftMass };
 
 // MRS(p, q, x): accept x with probability min(1, score(x)/q(x)), else draw from
 // the residual. `weight` is the relaxation weight of this window position.
@@ -39,7 +41,8 @@ VerifyOutcome verify_draft(const float* p, const float* q, int64_t n, int64_t dr
                            double weight, const VerifyKeys& keys, float* scratch);
 
 // Candidates c_1..c_K drawn without replacement from q: try c_k against the
-// running residual target p^(k) with q^(k) = q without c_<k renormalised; on
+// running residual target p^(k) with q^(k) = q without c_<k renormalised (by the
+// mass the row itself has left, never by 1 minus the tried q); on
 // rejection p^(k+1) = Norm(max(p^(k) - q^(k), 0)); the first accepted candidate
 // wins; if all fail, draw from p^(K+1).
 VerifyOutcome verify_candidates(const float* p, const float* q, int64_t n, const std::vector<int64_t>& candidates,
