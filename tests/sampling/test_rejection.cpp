@@ -46,6 +46,20 @@ std::map<int64_t, long> run_mrs(const std::vector<float>& p, const std::vector<f
   return counts;
 }
 
+// 60000 draws of K candidates without replacement from q, each verified against p; their fit to p.
+sjd::testing::FitResult candidates_fit(const std::vector<float>& p, const std::vector<float>& q, int candidates,
+                                       Mutant mutant) {
+  const auto n = static_cast<int64_t>(p.size());
+  std::map<int64_t, long> counts;
+  for (int i = 0; i < 60000; ++i) {
+    const auto c = draw_without_replacement(q.data(), n, candidates, key_of(i, Purpose::kCandidates));
+    const auto out = verify_candidates(p.data(), q.data(), n, c, {}, 1.0,
+                                       {key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)}, mutant);
+    ++counts[out.token];
+  }
+  return sjd::testing::chi_square_fit(as_map(p), counts);
+}
+
 }  // namespace
 
 TEST_CASE("Philox4x32-10 gives the published known-answer blocks", "[sampling]") {
@@ -203,18 +217,8 @@ TEST_CASE("multi-candidate verification without replacement is exact, skipping r
           "[sampling]") {
   const std::vector<float> p = {0.05f, 0.1f, 0.45f, 0.3f, 0.1f};
   const std::vector<float> q = {0.3f, 0.3f, 0.05f, 0.05f, 0.3f};
-  auto run = [&](Mutant mutant) {
-    std::map<int64_t, long> counts;
-    for (int i = 0; i < 60000; ++i) {
-      const auto c = draw_without_replacement(q.data(), 5, 3, key_of(i, Purpose::kCandidates));
-      const auto out = verify_candidates(p.data(), q.data(), 5, c, {}, 1.0,
-                                         {key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)}, mutant);
-      ++counts[out.token];
-    }
-    return sjd::testing::chi_square_fit(as_map(p), counts);
-  };
-  const auto good = run(Mutant::kNone);
-  const auto broken = run(Mutant::kSkipResidualRenormalisation);
+  const auto good = candidates_fit(p, q, 3, Mutant::kNone);
+  const auto broken = candidates_fit(p, q, 3, Mutant::kSkipResidualRenormalisation);
   INFO("exact p " << good.p_value << ", mutant p " << broken.p_value << " TV " << broken.total_variation);
   CHECK(good.p_value > 1e-3);
   CHECK(broken.p_value < 1e-6);
@@ -228,18 +232,8 @@ TEST_CASE("multi-candidate verification stays exact when q's row does not sum to
   const std::vector<float> p = {0.06f, 0.5f, 0.3f, 0.14f};
   std::vector<float> q = {0.99997f, 1e-5f, 1e-5f, 1e-5f};
   for (float& x : q) x *= 1.000002f;  // sums to 1 + 2.05e-6, the size of a softmax row's rounding
-  auto run = [&](Mutant mutant) {
-    std::map<int64_t, long> counts;
-    for (int i = 0; i < 60000; ++i) {
-      const auto c = draw_without_replacement(q.data(), 4, 2, key_of(i, Purpose::kCandidates));
-      const auto out = verify_candidates(p.data(), q.data(), 4, c, {}, 1.0,
-                                         {key_of(i, Purpose::kAccept), key_of(i, Purpose::kResidual)}, mutant);
-      ++counts[out.token];
-    }
-    return sjd::testing::chi_square_fit(as_map(p), counts);
-  };
-  const auto good = run(Mutant::kNone);
-  const auto broken = run(Mutant::kAssumeUnitDraftMass);
+  const auto good = candidates_fit(p, q, 2, Mutant::kNone);
+  const auto broken = candidates_fit(p, q, 2, Mutant::kAssumeUnitDraftMass);
   INFO("exact p " << good.p_value << ", mutant p " << broken.p_value << " TV " << broken.total_variation);
   CHECK(good.p_value > 1e-3);
   CHECK(broken.p_value < 1e-6);
