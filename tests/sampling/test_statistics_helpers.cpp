@@ -33,3 +33,27 @@ TEST_CASE("chi-square fit: Pearson's statistic, its degrees of freedom and p-val
   const auto impossible = chi_square_fit(std::map<int, double>{{0, 1.0}}, std::map<int, long>{{0, 99}, {1, 1}});
   CHECK(impossible.p_value < 1e-6);
 }
+
+TEST_CASE("chi-square fit: impossible outcomes fail the fit even among many rare ones", "[testing][statistics]") {
+  // 6000 samples: outcome 0 at 0.95 and 100 rare outcomes at 0.0005 each (expected 3 times, pooled: 300 in
+  // all). 30 samples of an impossible outcome hidden in that pool gave p = 0.585 until 2026-11-28.
+  std::map<int, double> law = {{0, 0.95}, {-1, 0.0}};
+  std::map<int, long> counts = {{0, 5700}};
+  for (int k = 1; k <= 100; ++k) {
+    law[k] = 0.0005;
+    counts[k] = 3;
+  }
+  const auto clean = chi_square_fit(law, counts);
+  CHECK(clean.impossible == 0);
+  CHECK(clean.p_value > 0.5);
+  counts[0] -= 30;
+  for (const int outcome : {-1, 1000}) {  // listed at probability 0, and not listed at all
+    INFO("impossible outcome " << outcome);
+    auto tainted = counts;
+    tainted[outcome] = 30;
+    const auto fit = chi_square_fit(law, tainted);
+    CHECK(fit.impossible == 30);
+    CHECK(fit.p_value == 0.0);
+    CHECK(fit.total_variation == Approx(0.005));
+  }
+}
