@@ -122,6 +122,7 @@ void Transformer::reserve(int64_t rows, int64_t tokens_per_row, int64_t position
   next_position_.assign(static_cast<size_t>(rows), 0);
   pending_valid_.assign(static_cast<size_t>(rows), 1);
   pending_root_embedding_.assign(static_cast<size_t>(rows), at::Tensor());
+  first_root_.assign(static_cast<size_t>(rows), FirstRoot{});
 }
 
 void Transformer::release_cache() {
@@ -159,6 +160,7 @@ void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
   next_position_[r] = prompt.positions.back();
   if (prompt.embeddings.defined()) pending_root_embedding_[r] = prompt.embeddings[n].to(device(), dtype());
   pending_valid_[r] = prompt.key_valid.back();
+  first_root_[r] = {cache_.length(row), pending_valid_[r], pending_root_embedding_[r]};
 }
 
 void Transformer::lay_out_windows(const std::vector<RowWindow>& windows, int64_t width) {
@@ -257,8 +259,20 @@ void Transformer::commit_rows(const std::vector<RowPath>& paths) {
 
 void Transformer::rollback(int64_t tokens) {
   for (int64_t r = 0; r < cache_.rows(); ++r) {
+    const FirstRoot& first = first_root_[static_cast<size_t>(r)];
+    if (cache_.length(r) - tokens < first.cache_length) {
+      throw std::invalid_argument("transformer: a rollback of " + std::to_string(tokens) + " tokens reaches into row " +
+                                  std::to_string(r) + "'s prompt");
+    }
+  }
+  for (int64_t r = 0; r < cache_.rows(); ++r) {
+    const size_t i = static_cast<size_t>(r);
     cache_.rollback(r, cache_.length(r) - tokens);
-    next_position_[static_cast<size_t>(r)] -= tokens;
+    next_position_[i] -= tokens;
+    // A generated root is a visible token embedded by its id; the first root is the prompt's own.
+    const bool at_first_root = cache_.length(r) == first_root_[i].cache_length;
+    pending_valid_[i] = at_first_root ? first_root_[i].valid : 1;
+    pending_root_embedding_[i] = at_first_root ? first_root_[i].embedding : at::Tensor();
   }
 }
 

@@ -57,7 +57,9 @@ class Transformer : public TokenModel {
     return head_ids_.defined() ? head_id_list_ : TokenModel::output_ids();
   }
   // Drops the last `tokens` committed tokens of every row; the next window's
-  // root is then the first dropped token again.
+  // root is then the first dropped token again (the prompt's last token with
+  // its key validity and input vector, when that is where a row lands). A row
+  // cannot go back into its prompt: that throws.
   void rollback(int64_t tokens);
 
   // Embeddings of `tokens` (int64, any shape) -> [..., H].
@@ -141,6 +143,14 @@ class Transformer : public TokenModel {
   std::vector<int64_t> next_position_;  // per row: position of the next root
   std::vector<uint8_t> pending_valid_;  // per row: key validity of the current root
   std::vector<at::Tensor> pending_root_embedding_;  // per row: input vector of a prompt-embedding root
+  // Per row: the cache length, key validity and input vector of its first root (the prompt's last
+  // token), which a rollback to it restores.
+  struct FirstRoot {
+    int64_t cache_length = 0;
+    uint8_t valid = 1;
+    at::Tensor embedding;
+  };
+  std::vector<FirstRoot> first_root_;
   // Host buffers of one window step, reused so a step creates no host vectors.
   std::vector<int64_t> step_tokens_, step_positions_;
   std::vector<uint8_t> step_mask_;

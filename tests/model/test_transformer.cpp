@@ -168,6 +168,22 @@ TEST_CASE("rollback then re-forward equals a fresh run", "[model]") {
   CHECK(at::allclose(again, fresh, 1e-5, 1e-5));
 }
 
+TEST_CASE("rollback to the first root restores its key validity; into the prompt it throws", "[model]") {
+  // Lumina's unconditional row ends in a masked placeholder: the drafts after it must not see it, after a
+  // rollback to it as on the first forward.
+  Transformer model = tiny_transformer(tiny_config(false), 3);
+  RowPrompt masked_root = prompt_of({1, 2, 3});
+  masked_root.key_valid = {1, 1, 0};
+  model.start({masked_root}, 16, 8);
+  const at::Tensor fresh = model.forward({3}, chain({6, 7}));
+  model.commit({0, 1});  // cache: 1 2 3 6 7
+  model.rollback(3);     // back to 1 2 with root 3, masked again
+  const at::Tensor again = model.forward({3}, chain({6, 7}));
+  CHECK(at::allclose(again, fresh, 1e-5, 1e-5));
+  model.commit({0});  // cache: 1 2 3 6
+  CHECK_THROWS_WITH(model.rollback(3), Catch::Contains("reaches into row 0's prompt"));
+}
+
 TEST_CASE("masked prompt slots are invisible to later tokens", "[model]") {
   Transformer model = tiny_transformer(tiny_config(false), 4);
   RowPrompt with_dummy = prompt_of({31, 5});
