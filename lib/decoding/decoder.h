@@ -5,8 +5,8 @@
 // complete. AR is the window with no drafts. decode() is a batch of one. With a
 // model on a GPU the pipeline and the verification run there too
 // (decoding/device_verifier.h): a step reads back what it committed and the
-// next drafts' tokens, not the probabilities (plus one row per initial draft
-// drawn from a stale p, and one read per tree level drawn).
+// next drafts' tokens, not the probabilities, in one read per step (initial
+// drafts drawn from a stale p and tree candidates come back in one more).
 #include <cstdint>
 #include <functional>
 #include <optional>

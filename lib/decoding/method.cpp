@@ -26,12 +26,10 @@ MethodConfig make_method(const std::string& name) {
     // Maximal coupling and SJD-PAC's adaptive continuation are one computation.
     m.name = "scd-mc";
     m.tail = TailUpdate::kMaximalCoupling;
-    m.continuation = true;
   } else if (name == "scd-gs") {
     m.tail = TailUpdate::kGumbelShared;
   } else if (name == "sjd-pac") {
     m.tail = TailUpdate::kMaximalCoupling;
-    m.continuation = true;
     m.proactive_tree = true;
     m.window = 64;  // the paper's default L
   } else {

@@ -1,8 +1,10 @@
 #pragma once
 // A decoding method is three choices over one generation loop:
 //   drafting     how window positions get their drafts (initialisation of new
-//                positions; how kept tail drafts are re-coupled; proactive tree)
-//   verification first-rejection stop, or continuation past it; single draft or
+//                positions; how kept tail drafts are re-coupled, which is where
+//                SJD-PAC's adaptive continuation lives: the maximal coupling;
+//                proactive tree)
+//   verification commits up to the first rejection; single draft or
 //                multi-candidate (tree levels)
 //   relaxation   the acceptance test (exact, or a lossy relaxation)
 #include <string>
@@ -34,7 +36,6 @@ struct MethodConfig {
   int window = 16;             // draft positions per step (the chain length L)
   InitScheme init = InitScheme::kRandom;
   TailUpdate tail = TailUpdate::kResample;
-  bool continuation = false;   // verify past the first rejection (adaptive continuation)
   bool proactive_tree = false; // SJD-PAC proactive drafting after a rejection
   int pd_k = 4;                // candidates per tree depth
   int pd_depth = 3;            // tree depth D

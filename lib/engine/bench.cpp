@@ -23,7 +23,6 @@
 #include "family/token_layout.h"
 #include "io/device_transfer.h"
 #include "model/transformer.h"
-#include "sampling/categorical.h"
 #include "sampling/logits_pipeline.h"
 
 namespace sjd::engine {

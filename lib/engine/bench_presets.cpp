@@ -4,6 +4,7 @@
 #include "engine/bench_setup.h"
 
 #include "engine/bundle.h"
+#include "text/closest_name.h"
 
 namespace sjd::engine {
 namespace {
@@ -109,7 +110,7 @@ BenchPreset bench_preset(const std::string& name) {
   if (name == "emu3-8b-720") return emu3();
   if (name == "llamagen-xl-512") return llamagen();
   if (name == "tiny") return tiny();
-  throw InputError("--preset: unknown preset '" + name + "' (expected lumina-7b-768, emu3-8b-720, llamagen-xl-512 or tiny)");
+  throw InputError("--preset: " + text::unknown_name_message("preset", name, bench_preset_names()));
 }
 
 }  // namespace sjd::engine

@@ -64,12 +64,6 @@ at::Tensor KvCache::values(int64_t layer, int64_t first, int64_t rows, int64_t c
   return slots(v_, layer, first, rows, count);
 }
 
-void KvCache::commit(const std::vector<int64_t>& kept, uint8_t valid) {
-  std::vector<RowCommit> commits;
-  for (int64_t r = 0; r < rows(); ++r) commits.push_back({r, kept, std::vector<uint8_t>(kept.size(), valid)});
-  commit_rows(commits);
-}
-
 void KvCache::commit_rows(const std::vector<RowCommit>& commits) {
   // The moves of every row: (row, from, to) cells, from > to. Gathering all sources before
   // scattering equals moving them one by one in order: kept increases from 0 or more, so

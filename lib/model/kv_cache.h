@@ -66,8 +66,6 @@ class KvCache {
   void commit_row(int64_t row, const std::vector<int64_t>& kept, const std::vector<uint8_t>& valid) {
     commit_rows({{row, kept, valid}});
   }
-  // Every row keeps the same slots, all with key validity `valid`.
-  void commit(const std::vector<int64_t>& kept, uint8_t valid = 1);
   // Moves a row's length back (drops committed tokens), e.g. to re-run a suffix.
   void rollback(int64_t row, int64_t new_length);
 

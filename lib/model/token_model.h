@@ -99,8 +99,9 @@ class TokenModel {
     return every_token;
   }
 
-  // One sequence (all rows share each window) -- what a single decode, the
-  // bench and `inspect` drive: reserve and open rows 0 .. rows.size() - 1 with
+  // One sequence (all rows share each window) -- what the bench, the
+  // calibration and `inspect` drive (the decode loop, one sequence or many,
+  // goes through reserve / open_row / commit_rows): reserve and open rows 0 .. rows.size() - 1 with
   // room for max_generated tokens and windows of up to max_window nodes ...
   void start(const std::vector<RowPrompt>& rows, int64_t max_generated, int64_t max_window);
   // ... logits [rows, 1 + nodes, V] of one shared window ...

@@ -10,7 +10,8 @@
 
 namespace sjd::sampling::cuda {
 
-// What decoding::WindowVerifier::verify returns and hands to the draft book.
+// A window's verdict as the device verifier reads it back (decoding::WindowVerifier's
+// WindowOutcome on the CPU): what it committed, and what it hands to the draft book.
 struct WindowResult {
   std::vector<int64_t> tokens;       // committed
   std::vector<int> path;             // accepted nodes

@@ -126,6 +126,9 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
   const auto preset = run_sjd("bench --preset huge");
   CHECK(preset.exit_code == 2);
   CHECK_THAT(preset.err, Catch::Contains("--preset: unknown preset 'huge'"));
+  const auto typo = run_sjd("bench --preset lumina-7b-786");
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("did you mean 'lumina-7b-768'?"));
   const auto sizes = run_sjd("bench --preset tiny --batch-sizes 1,0");
   CHECK(sizes.exit_code == 2);
   CHECK_THAT(sizes.err, Catch::Contains("--batch-sizes: '0' is not a size >= 1"));
