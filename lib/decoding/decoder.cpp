@@ -19,7 +19,6 @@ namespace sjd::decoding {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void check_fits(const SequenceDecoder& sequence, const BatchCapacity& capacity) {
   const DecodeRequest& request = sequence.request();
@@ -146,8 +145,7 @@ DecodeResult decode(model::TokenModel& model, const family::TokenLayout& layout,
                     const Mutants& mutants) {
   BatchCapacity capacity;
   capacity.rows_per_sequence = static_cast<int>(request.rows.size());
-  capacity.window_nodes = window_nodes(
-      WindowPlanner(request.method, request.cost_profile, capacity.rows_per_sequence * request.planned_batch).largest());
+  capacity.window_nodes = window_nodes(largest_window(request.method));
   for (const auto& row : request.rows) {
     if (row.tokens.empty()) throw std::invalid_argument("decode: a prompt row has no tokens");
     capacity.prompt_tokens = std::max<int64_t>(capacity.prompt_tokens, static_cast<int64_t>(row.tokens.size()));
@@ -196,7 +194,7 @@ void decode_batch(model::TokenModel& model, const family::TokenLayout& layout, c
     // Once per sequence, a GPU's queued prefill is waited for: its time is the prefill's, not the
     // next step's (whose timer starts when the device reaches it).
     io::synchronize(model.device());
-    sequence->add_prefill_seconds(since(t0));
+    sequence->add_prefill_seconds(seconds_since(t0));
     live[static_cast<size_t>(slot)] = std::move(sequence);
   };
   for (int64_t s = 0; s < slots; ++s) refill(s);

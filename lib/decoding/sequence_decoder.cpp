@@ -9,7 +9,6 @@ namespace sjd::decoding {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The peeking mutant: a window shaped by this step's own accept draws (what an
 // automatic window must never do) keeps only drafts about to be tested with a
@@ -100,7 +99,7 @@ at::Tensor SequenceDecoder::verify_window(const at::Tensor& probs) {
   if (on_device) return device_verifier_.queue(input_, book_);
   const MethodConfig& method = request_.method;
   outcome_ = method.speculative() ? verifier_.verify(input_, book_) : verifier_.sample_one(input_);
-  verify_seconds_ = since(t0);
+  verify_seconds_ = seconds_since(t0);
   return {};
 }
 

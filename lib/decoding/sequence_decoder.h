@@ -33,7 +33,7 @@ class SequenceDecoder {
   int64_t rows() const { return static_cast<int64_t>(request_.rows.size()); }
   bool finished() const { return static_cast<int64_t>(result_.tokens.size()) >= total_; }
   // Draft nodes the model may be asked for at most in one window (sizes the KV cache).
-  int largest_window() const { return window_nodes(planner_.largest()); }
+  int largest_window() const { return window_nodes(decoding::largest_window(request_.method)); }
 
   // Lays out the next window in two halves, so that a batch draws every sequence's initial
   // drafts from a stale p at once (sample-left/up; on a GPU one kernel and one read:

@@ -15,6 +15,11 @@
 
 namespace sjd::decoding {
 
+// Seconds of the host clock since `start` (the loop's and the generator's wall-clock figures).
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 struct StepSeconds {
   double forward = 0.0;   // the shared forward, charged to every sequence of the step
   double pipeline = 0.0;  // the pipeline over every sequence's slots

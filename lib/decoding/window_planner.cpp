@@ -41,7 +41,7 @@ WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile
       tallies_(kAgeBins),
       tree_(kMaxAutoK) {
   if (profile_.empty()) profile_ = StepCostProfile::generic();
-  const int most = 1 + window_nodes(largest());
+  const int most = 1 + window_nodes(largest_window(method_));
   cheapest_from_.assign(static_cast<size_t>(most) + 1, 0.0);
   cheapest_from_[static_cast<size_t>(most)] = profile_.ms(most, rows_);
   for (int t = most - 1; t >= 1; --t) {
@@ -49,13 +49,13 @@ WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile
   }
 }
 
-WindowShape WindowPlanner::largest() const {
+WindowShape largest_window(const MethodConfig& method) {
   WindowShape s;
-  if (!method_.speculative()) return s;
-  s.chain = method_.auto_window ? kMaxAutoChain : method_.window;
-  if (method_.proactive_tree) {
-    s.tree_k = method_.auto_tree ? kMaxAutoK : method_.pd_k;
-    s.tree_depth = method_.auto_tree ? kMaxAutoDepth : method_.pd_depth;
+  if (!method.speculative()) return s;
+  s.chain = method.auto_window ? WindowPlanner::kMaxAutoChain : method.window;
+  if (method.proactive_tree) {
+    s.tree_k = method.auto_tree ? WindowPlanner::kMaxAutoK : method.pd_k;
+    s.tree_depth = method.auto_tree ? WindowPlanner::kMaxAutoDepth : method.pd_depth;
   }
   return s;
 }
@@ -97,7 +97,7 @@ double WindowPlanner::tree_acceptance(int k, double single) const {
 }
 
 WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
-  WindowShape best = largest();
+  WindowShape best = largest_window(method_);
   if (!method_.speculative()) return best;
   const bool tree_now = method_.proactive_tree && after_rejection;
   if (!tree_now) best.tree_k = 1, best.tree_depth = 0;

@@ -32,6 +32,9 @@ struct WindowShape {
 // Draft nodes a window of this shape puts through the model besides the root.
 int window_nodes(const WindowShape& shape);
 
+// The largest shape a method's windows take, automatic ones included (for sizing the KV cache).
+WindowShape largest_window(const MethodConfig& method);
+
 // What verification showed about one step's window.
 struct WindowReport {
   WindowShape shape;
@@ -72,8 +75,6 @@ class WindowPlanner {
     int64_t accepted = 0;
   };
   const std::vector<AgeTally>& tallies() const { return tallies_; }
-  // The largest shape next() can return (for sizing the KV cache).
-  WindowShape largest() const;
   // The next window. `after_rejection`: the last step rejected a draft, so an
   // sjd-pac tree may be drafted; `remaining`: positions left to generate.
   WindowShape next(bool after_rejection, int remaining) const;

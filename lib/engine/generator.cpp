@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "decoding/draft_book.h"
+#include "decoding/step_timer.h"
 #include "decoding/window_planner.h"
 #include "engine/cost_profiles.h"
 #include "engine/memory_estimate.h"
@@ -27,7 +28,6 @@ namespace sjd::engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The longer of a request's rows, in tokens (Emu3's unconditional row is its negative prompt, which may be
 // the longer one).
@@ -172,7 +172,7 @@ GenerationOutput Generator::finish(const GenerationSettings& settings, const dec
   out.codes = family(settings.resolution).layout().codes(out.tokens);
   // The same bytes on any thread count (vq/thread_invariant_ops.h), so the decode uses the threads the run has.
   out.image = vq_->decode(out.codes);
-  out.vq_seconds = since(vq_start);
+  out.vq_seconds = decoding::seconds_since(vq_start);
   return out;
 }
 
@@ -197,7 +197,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
     throw overflow_error(bundle_, weights_, placement_.dtype);
   }
   GenerationOutput out = finish(settings, method, std::move(result));
-  out.total_seconds = since(start);
+  out.total_seconds = decoding::seconds_since(start);
   return out;
 }
 
@@ -229,8 +229,8 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   }
   const decoding::MethodConfig method = method_from_settings(settings);
   check_window_prior(bundle_);  // before the per-prompt requests, whose errors fail one image each
-  capacity.window_nodes = decoding::window_nodes(
-      decoding::WindowPlanner(method, resolve_cost_profile(bundle_, settings), capacity.rows_per_sequence).largest());
+  resolve_cost_profile(bundle_, settings);  // a bad --cost-profile file fails here, not once per image
+  capacity.window_nodes = decoding::window_nodes(decoding::largest_window(method));
   return capacity;
 }
 
@@ -306,7 +306,7 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
           Started entry = std::move(started.at(request.id));
           started.erase(request.id);
           GenerationOutput out = finish(entry.item.settings, entry.method, std::move(result));
-          out.total_seconds = since(entry.start);
+          out.total_seconds = decoding::seconds_since(entry.start);
           done(entry.item, std::move(out));
         });
   } catch (const sampling::NonFiniteLogits&) {  // every row shares the weights: no image of the batch can be made
@@ -352,10 +352,10 @@ MemoryEstimate Generator::estimate_memory(const decoding::DecodeRequest& request
   }
   shape.image_tokens = layout.length();
   // The largest window the method may use (automatic ones included), as decode() sizes the cache.
-  const decoding::WindowPlanner planner(request.method, request.cost_profile, static_cast<int>(shape.rows));
-  shape.window_nodes = decoding::window_nodes(planner.largest());
+  const decoding::WindowShape largest = decoding::largest_window(request.method);
+  shape.window_nodes = decoding::window_nodes(largest);
   shape.sequences = batch;
-  shape.draft_distributions = decoding::draft_distributions(request.method, planner.largest(), layout);
+  shape.draft_distributions = decoding::draft_distributions(request.method, largest, layout);
   shape.step_graphs = model_->step_graphs();
   shape.head_rows = static_cast<int64_t>(layout.emittable().size());  // the decode loop restricts the head to these
   const vq::VQConfig& vq = bundle_.vq;

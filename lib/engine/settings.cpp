@@ -13,13 +13,6 @@
 namespace sjd::engine {
 namespace {
 
-// A setting's number as a user typed it: "3", "0.5", "1e-05".
-std::string format_number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
 [[noreturn]] void wrong_value(const nlohmann::json& layer, const char* key, const std::string& where,
                               const std::string& expected) {
   throw std::invalid_argument(where + ": /" + key + ": expected " + expected + " (got " + layer.at(key).dump() + ")");
@@ -215,11 +208,11 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
   const bool reads_delta = s.relax == "uniform" || s.relax == "cool", reads_nu = s.relax == "cool",
              reads_lantern = s.relax == "lantern";
   std::vector<std::string> unread;
-  if (!reads_delta && s.delta != defaults.delta) unread.push_back("delta " + format_number(s.delta));
-  if (!reads_nu && s.nu != defaults.nu) unread.push_back("nu " + format_number(s.nu));
+  if (!reads_delta && s.delta != defaults.delta) unread.push_back("delta " + format_setting_number(s.delta));
+  if (!reads_nu && s.nu != defaults.nu) unread.push_back("nu " + format_setting_number(s.nu));
   if (!reads_lantern && s.lantern_k != defaults.lantern_k) unread.push_back("lantern_k " + std::to_string(s.lantern_k));
   if (!reads_lantern && s.lantern_lambda != defaults.lantern_lambda) {
-    unread.push_back("lantern_lambda " + format_number(s.lantern_lambda));
+    unread.push_back("lantern_lambda " + format_setting_number(s.lantern_lambda));
   }
   if (!reads_lantern && s.lantern_own_residual) unread.push_back("lantern_own_residual");
   if (!unread.empty()) {

@@ -13,16 +13,11 @@
 namespace sjd::engine {
 namespace {
 
-std::string shown(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
 // "" when lo <= value <= hi and value is finite.
 std::string number_problem(double value, double lo, double hi) {
   if (std::isfinite(value) && value >= lo && value <= hi) return {};
-  return "must be a finite number in [" + shown(lo) + ", " + shown(hi) + "] (got " + shown(value) + ")";
+  return "must be a finite number in [" + format_setting_number(lo) + ", " + format_setting_number(hi) + "] (got " +
+         format_setting_number(value) + ")";
 }
 
 std::string integer_problem(int64_t value, int64_t lo, int64_t hi) {
@@ -32,6 +27,12 @@ std::string integer_problem(int64_t value, int64_t lo, int64_t hi) {
 }
 
 }  // namespace
+
+std::string format_setting_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
 
 std::string window_problem(int64_t window) { return integer_problem(window, 1, kMaxWindow); }
 

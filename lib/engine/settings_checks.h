@@ -19,6 +19,9 @@ constexpr double kMinTemperature = 1e-3;   // below it logits / T overflow float
 constexpr double kMaxTemperature = 100.0;
 constexpr int64_t kMaxResolution = 16384;  // image side in pixels
 
+// A setting's number as a user would type it: "3", "0.5", "1e-05".
+std::string format_setting_number(double value);
+
 // What is wrong with setting `key` of `settings` ("must be ... (got ...)"), or ""
 // when its value is allowed ("auto" sizes included). Only called for keys a source sets.
 std::string setting_problem(const GenerationSettings& settings, const std::string& key);

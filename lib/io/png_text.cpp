@@ -1,29 +1,16 @@
 #include "io/png_text.h"
 
+#include "text/utf8.h"
+
 namespace sjd::io {
 namespace {
 
 // Code points of a UTF-8 string; nullopt if it is not valid UTF-8 (overlong
 // forms, surrogates and values past U+10FFFF included).
-std::optional<std::u32string> decode_utf8(const std::string& text) {
+std::optional<std::u32string> decode_utf8(const std::string& utf8_text) {
+  if (text::utf8::find_invalid(utf8_text) != std::string::npos) return std::nullopt;
   std::u32string code_points;
-  for (size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<uint8_t>(text[i]);
-    int continuation = lead < 0x80 ? 0 : (lead >> 5) == 0x6 ? 1 : (lead >> 4) == 0xE ? 2 : (lead >> 3) == 0x1E ? 3 : -1;
-    if (continuation < 0 || i + continuation >= text.size()) return std::nullopt;
-    char32_t value = continuation == 0 ? lead : lead & (0x3F >> continuation);
-    for (int k = 1; k <= continuation; ++k) {
-      const auto next = static_cast<uint8_t>(text[i + k]);
-      if ((next & 0xC0) != 0x80) return std::nullopt;
-      value = (value << 6) | (next & 0x3F);
-    }
-    static constexpr char32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
-    if (value < kSmallest[continuation] || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
-      return std::nullopt;
-    }
-    code_points.push_back(value);
-    i += continuation + 1;
-  }
+  for (size_t i = 0; i < utf8_text.size();) code_points.push_back(text::utf8::next(utf8_text, i));
   return code_points;
 }
 
@@ -39,15 +26,7 @@ std::optional<std::string> to_latin1(const std::u32string& code_points) {
 
 std::string latin1_to_utf8(std::string_view latin1) {
   std::string utf8;
-  for (char c : latin1) {
-    const auto byte = static_cast<uint8_t>(c);
-    if (byte < 0x80) {
-      utf8.push_back(c);
-    } else {
-      utf8.push_back(static_cast<char>(0xC0 | (byte >> 6)));
-      utf8.push_back(static_cast<char>(0x80 | (byte & 0x3F)));
-    }
-  }
+  for (char c : latin1) text::utf8::append(utf8, static_cast<uint8_t>(c));
   return utf8;
 }
 
