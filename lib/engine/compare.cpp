@@ -260,7 +260,7 @@ CompareReport run_compare(Generator& generator, const CompareOptions& options, s
     for (const int64_t i : group) {
       plan.prompts.push_back(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]);
     }
-    generator.resolve_batch_size(plan);  // a batch size that does not fit the memory exits 2 with the estimate
+    plan.settings.batch_size = generator.resolve_batch_size(plan);  // one that does not fit exits 2 with the estimate
     if (progress.enabled()) {
       plan.on_step = [&](int64_t id, const decoding::StepProgress& p) {
         const CompareRun& run = runs[static_cast<size_t>(id)];

@@ -184,7 +184,7 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   decoding::MethodConfig method;
   decoding::DecodeRequest request = make_request(prompt, settings, method);
   const family::TokenLayout& layout = family(settings.resolution).layout();
-  check_fits(estimate_memory(request, layout, 1));
+  check_memory_fits(estimate_memory(request, layout, 1));
   if (on_warning_) {
     if (const std::string warning = context_warning(prompt, settings); !warning.empty()) on_warning_(warning);
   }
@@ -221,7 +221,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     try {
       decoding::MethodConfig method;
       const decoding::DecodeRequest request = make_request(prompt, settings, method);
-      check_fits(estimate_memory(request, glue.layout(), 1));
+      check_memory_fits(estimate_memory(request, glue.layout(), 1));
       for (const auto& row : request.rows) measure(row);
       if (glue.fixed_prompt_rows()) break;
     } catch (const std::exception&) {
@@ -252,7 +252,7 @@ int Generator::resolve_batch_size(const BatchPlan& plan) {
     try {
       // A batch size given is held to the slots it will fill. An automatic one is halved on the batch
       // size itself: it is part of every image's settings, which must not depend on how many are left.
-      check_fits(estimate_memory(shape, layout, automatic ? batch : slots_for(plan, batch)));
+      check_memory_fits(estimate_memory(shape, layout, automatic ? batch : slots_for(plan, batch)));
       return batch;
     } catch (const InputError& e) {
       if (!automatic || batch == 1) {
@@ -285,7 +285,7 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
             try {
               decoding::DecodeRequest request = make_request(entry.item.prompt, entry.item.settings, entry.method);
               if (!fits(request, capacity)) {  // too long for the memory even alone: say how much it needs
-                check_fits(estimate_memory(request, layout, 1));
+                check_memory_fits(estimate_memory(request, layout, 1));
                 throw InputError("the prompt is longer than the batch was sized for");
               }
               request.id = request_id++;
@@ -317,10 +317,10 @@ void Generator::generate_batch(const BatchPlan& plan, const std::function<std::o
 void Generator::check_memory(const GenerationShape& shape) const {
   GenerationShape with_graphs = shape;
   with_graphs.step_graphs = model_->step_graphs();
-  check_fits(estimate_generation_memory(bundle_.transformer, with_graphs, placement_.dtype));
+  check_memory_fits(estimate_generation_memory(bundle_.transformer, with_graphs, placement_.dtype));
 }
 
-void Generator::check_fits(const MemoryEstimate& estimate) const {
+void Generator::check_memory_fits(const MemoryEstimate& estimate) const {
   // The model's cache from an earlier run (compare's previous method) is the generation's to reuse or free.
   // A cache at least as large is kept whole rather than made again at the size asked for: counted so.
   MemoryEstimate held = estimate;
@@ -328,7 +328,7 @@ void Generator::check_fits(const MemoryEstimate& estimate) const {
   if (cache.rows() == estimate.kv_rows && cache.capacity() >= estimate.kv_capacity) {
     held.kv_cache = std::max(held.kv_cache, cache.bytes());
   }
-  check_memory_fits(held, memory_limit_, placement_.device, model_->held_bytes());
+  engine::check_memory_fits(held, memory_limit_, placement_.device, model_->held_bytes());
 }
 
 nlohmann::json Generator::window_planning(const GenerationSettings& settings) const {

@@ -118,7 +118,7 @@ class Generator {
   // The KV cache's sequence slots for a plan at `batch_size`: the batch size, or fewer where fewer are pending.
   static int slots_for(const BatchPlan& plan, int batch_size);
   // Throws InputError when `estimate` does not fit the memory limit (memory_estimate.h).
-  void check_fits(const MemoryEstimate& estimate) const;
+  void check_memory_fits(const MemoryEstimate& estimate) const;
 
   Bundle bundle_;
   Placement placement_;

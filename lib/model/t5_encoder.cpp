@@ -21,7 +21,7 @@ at::Tensor load(const io::WeightMap& w, const std::string& name, at::IntArrayRef
   return w.get(name, shape).to(at::kFloat).contiguous();
 }
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+at::Tensor t5_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return weight * (x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps));
 }
 
@@ -140,7 +140,7 @@ at::Tensor T5Encoder::encode(const std::vector<int64_t>& ids, const std::vector<
 
   at::Tensor x = at::embedding(shared_, at::tensor(ids));  // [T, d_model]
   for (const Block& b : blocks_) {
-    const at::Tensor h = rms_norm(x, b.attn_norm, c.layer_norm_epsilon);
+    const at::Tensor h = t5_rms_norm(x, b.attn_norm, c.layer_norm_epsilon);
     const auto heads = [&](const at::Tensor& w) {
       return dense(h, w).view({tokens, c.num_heads, c.d_kv}).transpose(0, 1);  // [heads, T, d_kv]
     };
@@ -148,10 +148,10 @@ at::Tensor T5Encoder::encode(const std::vector<int64_t>& ids, const std::vector<
     const at::Tensor probs = at::softmax(at::matmul(q, k.transpose(1, 2)) + bias, -1);  // T5: no 1/sqrt(d_kv)
     const at::Tensor attended = at::matmul(probs, v).transpose(0, 1).reshape({tokens, c.num_heads * c.d_kv});
     x = x + dense(attended, b.o);
-    const at::Tensor f = rms_norm(x, b.ff_norm, c.layer_norm_epsilon);
+    const at::Tensor f = t5_rms_norm(x, b.ff_norm, c.layer_norm_epsilon);
     x = x + dense(at::gelu(dense(f, b.wi_0), "tanh") * dense(f, b.wi_1), b.wo);
   }
-  return rms_norm(x, final_norm_, c.layer_norm_epsilon);
+  return t5_rms_norm(x, final_norm_, c.layer_norm_epsilon);
 }
 
 }  // namespace sjd::model
