@@ -6,9 +6,6 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <limits>
 #include <sstream>
 #include <type_traits>
@@ -16,13 +13,7 @@
 #include "engine/bundle.h"
 #include "engine/device.h"
 #include "engine/memory_estimate.h"
-#include "engine/outputs.h"
 #include "engine/settings_checks.h"
-#include "io/atomic_file.h"
-#include "io/prompt_file.h"
-#include "io/text_renderer.h"
-#include "io/weights.h"
-#include "text/tokenizer.h"
 #include "text/utf8.h"
 
 namespace sjd::app {
@@ -236,72 +227,5 @@ void add_quiet_flag(CLI::App& cmd, bool& quiet) {
 }
 
 bool show_progress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) != 0; }
-
-int& command_exit_code() {
-  static int code = 0;
-  return code;
-}
-
-namespace {
-
-// A message that quotes the user's input can be as long as the input (a 60 MB string in a config file
-// came back whole); past a few screens its middle is left out.
-std::string shortened(const std::string& message) {
-  constexpr size_t kKeep = 2000;  // bytes kept at each end
-  if (message.size() <= 2 * kKeep + 100) return message;
-  const auto inside_character = [&](size_t at) { return (static_cast<unsigned char>(message[at]) & 0xC0) == 0x80; };
-  size_t head = kKeep;
-  while (head > 0 && inside_character(head)) --head;
-  size_t tail = message.size() - kKeep;
-  while (tail < message.size() && inside_character(tail)) ++tail;
-  return message.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes left out ...] " +
-         message.substr(tail);
-}
-
-// Bad input: its message, exit code 2.
-int input_error(const char* message) {
-  std::cerr << "sjd: " << shortened(message) << "\n";
-  return 2;
-}
-
-// Anything else: exit code 1.
-int run_error(const char* message) {
-  std::cerr << "sjd: error: " << shortened(message) << "\n";
-  return 1;
-}
-
-int exit_code_of(const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const engine::InputError& e) {
-    return input_error(e.what());
-  } catch (const io::WeightError& e) {
-    return input_error(e.what());
-  } catch (const io::PromptFileError& e) {
-    return input_error(e.what());
-  } catch (const io::FileError& e) {
-    return input_error(e.what());
-  } catch (const text::TokenizerError& e) {
-    return input_error(e.what());
-  } catch (const io::FontError& e) {  // $SJD_FONT names no font, or the labels' font is not installed
-    return input_error(e.what());
-  } catch (const std::invalid_argument& e) {
-    return input_error(e.what());
-  } catch (const std::bad_alloc&) {  // past every estimate: still one line, not "std::bad_alloc"
-    return run_error("out of memory");
-  } catch (const c10::Error& e) {  // LibTorch appends a multi-line backtrace to what()
-    return run_error(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return run_error(e.what());
-  }
-}
-
-}  // namespace
-
-int run_guarded(const std::function<int()>& body) {
-  const int code = exit_code_of(body);
-  if (code != 0) engine::remove_empty_created_folders();  // a failed run leaves no empty output folder behind
-  return code;
-}
 
 }  // namespace sjd::app

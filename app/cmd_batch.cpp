@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/batch.h"
 #include "engine/outputs.h"
 #include "io/prompt_file.h"

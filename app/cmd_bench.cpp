@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/bench.h"
 #include "engine/bundle.h"
 #include "engine/calibrate.h"

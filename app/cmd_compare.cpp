@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/compare.h"
 #include "engine/compare_figure.h"
 #include "engine/outputs.h"

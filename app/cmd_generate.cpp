@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/generator.h"
 #include "engine/outputs.h"
 #include "engine/progress_line.h"

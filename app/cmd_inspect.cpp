@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/cost_profiles.h"
 #include "engine/generator.h"
 #include "engine/memory_estimate.h"

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/batch_status.h"
 #include "engine/bundle.h"
 #include "engine/outputs.h"

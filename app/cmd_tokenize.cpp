@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "engine/bundle.h"
 #include "family/image_family.h"
 #include "io/input_files.h"

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "run_guarded.h"
 #include "unknown_arguments.h"
 
 int main(int argc, char** argv) {
