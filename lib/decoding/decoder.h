@@ -6,7 +6,7 @@
 // model on a GPU the pipeline and the verification run there too
 // (decoding/device_verifier.h): a step reads back what it committed and the
 // next drafts' tokens, not the probabilities, in one read per step (initial
-// drafts drawn from a stale p and tree candidates come back in one more).
+// drafts drawn from a stale p, and tree candidates, each come back in one more).
 #include <cstdint>
 #include <functional>
 #include <optional>
