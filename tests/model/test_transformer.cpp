@@ -168,7 +168,7 @@ TEST_CASE("rollback then re-forward equals a fresh run", "[model]") {
   CHECK(at::allclose(again, fresh, 1e-5, 1e-5));
 }
 
-TEST_CASE("rollback to the first root restores its key validity; into the prompt it throws", "[model]") {
+TEST_CASE("rollback to the first root restores its key validity and a rollback into the prompt throws", "[model]") {
   // Lumina's unconditional row ends in a masked placeholder: the drafts after it must not see it, after a
   // rollback to it as on the first forward.
   Transformer model = tiny_transformer(tiny_config(false), 3);
