@@ -137,6 +137,13 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_setting(cmd, o, a, "--lantern-k", &values_.lantern_k, &S::lantern_k, "LOSSY lantern: neighbours (default 10)");
   add_setting(cmd, o, a, "--lantern-lambda", &values_.lantern_lambda, &S::lantern_lambda,
               "LOSSY lantern: mass cap (default 4.0)");
+  // A switch: present turns it on (a config file's false stays false unless the flag is given).
+  CLI::Option* own_residual = cmd.add_flag("--lantern-own-residual", values_.lantern_own_residual,
+                                           "LOSSY lantern: LANTERN's own residual instead of Cool-SD's (default off)");
+  o.push_back(own_residual);
+  a.push_back([own_residual](engine::GenerationSettings& s) {
+    if (own_residual->count() > 0) s.lantern_own_residual = true;
+  });
   add_setting(cmd, o, a, "--cfg", &values_.cfg, &S::cfg, "classifier-free guidance scale (1 = off)");
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");

@@ -88,6 +88,7 @@ std::string MethodConfig::describe() const {
     }
     if (relax.kind == sampling::RelaxKind::kLantern) {
       out << ", k=" << relax.lantern_k << ", lambda=" << relax.lantern_lambda;
+      if (relax.lantern_own_residual) out << ", own residual";
     }
     out << ")";
   }

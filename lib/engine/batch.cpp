@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -58,240 +59,308 @@ int64_t images_of_folder(const std::filesystem::path& dir, int64_t count, std::o
   return recorded;
 }
 
+// One `sjd batch` run over a prompt file: what this shard is to make, its claims and manifest records,
+// and the counts of the summary. Generator::generate_batch pulls the images to start (next) and hands
+// each one back made (write_done) or failed (record_failure).
+class BatchRun {
+ public:
+  // Checks the folder, the seeds and what earlier runs made, and resolves the batch size (part of
+  // every image's settings) before any claim is taken.
+  BatchRun(Generator& generator, const BatchOptions& options, std::ostream& log);
+  BatchSummary run();
+
+ private:
+  GenerationSettings settings_of(int64_t index) const;
+  nlohmann::json identity_of(int64_t index) const;
+  nlohmann::json base_record(int64_t index) const;
+  void show_progress(bool force);
+  void on_step(int64_t index, const decoding::StepProgress& step);
+  void finish_record(int64_t index, const nlohmann::json& record);
+  bool still_ours(int64_t index);
+  void record_failure(int64_t index, const std::string& error);
+  std::optional<BatchItem> start_image(int64_t index);
+  std::optional<BatchItem> next();
+  void write_done(const BatchItem& item, GenerationOutput out);
+  void count_after_stop();
+
+  Generator& generator_;
+  const BatchOptions& options_;
+  std::ostream& log_;
+  const std::vector<io::PromptEntry> prompts_;
+  const std::string model_;
+  std::filesystem::path manifest_;
+  ManifestReader manifest_reader_;
+  std::map<int64_t, FinishedImage> done_;  // by index: made by this run, an earlier one or another process
+  int64_t count_ = 0;                      // prompts in the run (a --limit keeps the first ones)
+  int64_t owned_ = 0;                      // of them, this shard's
+  BatchPlan plan_;
+  nlohmann::json planning_;  // how automatic windows are planned: the same for every image
+  std::unique_ptr<ClaimBoard> claims_;  // made once the checks pass: it starts a heartbeat thread
+
+  BatchSummary summary_;
+  std::chrono::steady_clock::time_point start_;
+  // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that
+  // counts the in-flight images' progress.
+  ProgressLine progress_;
+  std::map<int64_t, double> in_flight_;  // image index -> share of its tokens committed
+  std::set<int64_t> failed_here_;
+  // The cursor over the prompts, then one more look at the images another live process had claimed
+  // when the cursor passed them.
+  int64_t cursor_ = 0;
+  std::vector<int64_t> held_elsewhere_;
+  bool revisited_ = false;
+  std::vector<int64_t> revisit_;
+  size_t revisit_at_ = 0;
+};
+
+BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostream& log)
+    : generator_(generator),
+      options_(options),
+      log_(log),
+      prompts_(io::read_prompts(options.prompts)),
+      model_(generator.bundle().name),
+      manifest_reader_(options.out_dir, log),
+      progress_(log, options.progress, 0.25) {
+  prepare_output_dir(options_.out_dir);
+  if (const int removed = io::remove_stale_temporaries(options_.out_dir); removed > 0) {
+    log_ << "removed " << removed << " temporary file(s) left by an interrupted run\n";
+  }
+  manifest_ = options_.out_dir / manifest_name(options_.shard);
+  done_ = manifest_reader_.read_new();
+  count_ = options_.limit > 0 ? std::min<int64_t>(options_.limit, static_cast<int64_t>(prompts_.size()))
+                              : static_cast<int64_t>(prompts_.size());
+  if (count_ > 0 && options_.settings.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(count_ - 1)) {
+    throw InputError("--seed " + std::to_string(options_.settings.seed) + ": image i takes seed --seed + i, and " +
+                     std::to_string(count_) + " prompts would pass 2^64 - 1 (image seeds would wrap to 0)");
+  }
+  owned_ = options_.shard.owned_in(0, count_);
+  plan_.settings = options_.settings;
+  for (int64_t i = 0; i < count_; ++i) plan_.prompts.push_back(prompts_[static_cast<size_t>(i)].prompt);
+  plan_.pending = owned_;  // this shard's prompts, less the ones already made
+  for (const auto& [index, image] : done_) {
+    if (index < count_ && options_.shard.owns(index)) --plan_.pending;
+  }
+  plan_.settings.batch_size = generator_.resolve_batch_size(plan_);
+  if (options_.settings.batch_size == kAuto) log_ << "batch size " << plan_.settings.batch_size << " (auto)\n";
+  plan_.on_step = [this](int64_t index, const decoding::StepProgress& step) { on_step(index, step); };
+  planning_ = generator_.window_planning(plan_.settings);
+  for (const auto& [index, image] : done_) {
+    if (index < count_) check_same_run(image, identity_of(index));
+  }
+  claims_ = std::make_unique<ClaimBoard>(options_.out_dir, std::chrono::seconds(options_.claim_timeout_seconds));
+  claims_->check_live_claims([this](int64_t index) { return identity_of(index); }, count_);
+  record_batch_size(options_.out_dir, options_.prompts, images_of_folder(options_.out_dir, count_, log_));
+}
+
+BatchSummary BatchRun::run() {
+  start_ = std::chrono::steady_clock::now();
+  // A full disk (io::StorageError) stops the batch with exit code 1; the claims go with the process.
+  generator_.generate_batch(
+      plan_, [this] { return next(); },
+      [this](const BatchItem& item, GenerationOutput out) { write_done(item, std::move(out)); },
+      [this](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
+  summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  summary_.batch_size = plan_.settings.batch_size;
+  if (summary_.stopped_by != 0) count_after_stop();
+  progress_.finish();
+  return summary_;
+}
+
+GenerationSettings BatchRun::settings_of(int64_t index) const {
+  GenerationSettings settings = plan_.settings;
+  settings.seed = options_.settings.seed + static_cast<uint64_t>(index);
+  return settings;
+}
+
+nlohmann::json BatchRun::identity_of(int64_t index) const {
+  return image_identity(text::utf8::to_valid(prompts_[static_cast<size_t>(index)].prompt), model_,
+                        settings_to_json(settings_of(index)), planning_);
+}
+
+nlohmann::json BatchRun::base_record(int64_t index) const {
+  const io::PromptEntry& entry = prompts_[static_cast<size_t>(index)];
+  nlohmann::json record{{"index", index},
+                        {"prompt", text::utf8::to_valid(entry.prompt)},
+                        {"line", entry.line},
+                        {"seed", settings_of(index).seed},
+                        {"file", batch_file_name(index, entry.prompt)},
+                        {"model", model_}};
+  if (!planning_.is_null()) record["planning"] = planning_;
+  return record;
+}
+
+void BatchRun::show_progress(bool force) {
+  if (!progress_.enabled()) return;
+  const int64_t finished = summary_.generated + summary_.failed;
+  double partial = 0.0;
+  for (const auto& [index, share] : in_flight_) partial += share;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double left = static_cast<double>(owned_ - finished - summary_.skipped - summary_.elsewhere) - partial;
+  const double made = static_cast<double>(finished) + partial;
+  std::ostringstream text;
+  text << "[" << (finished + summary_.skipped) << "/" << owned_ << "] " << finished << " generated, "
+       << in_flight_.size() << " in flight ("
+       << static_cast<int>(100.0 * partial / static_cast<double>(std::max<size_t>(in_flight_.size(), 1)))
+       << "% on average), ETA " << (made > 0.0 ? format_duration(elapsed / made * left) : std::string("?"));
+  progress_.show(text.str(), force);
+}
+
+void BatchRun::on_step(int64_t index, const decoding::StepProgress& step) {
+  in_flight_[index] =
+      static_cast<double>(step.tokens_done) / static_cast<double>(std::max<int64_t>(step.tokens_total, 1));
+  show_progress(false);
+}
+
+void BatchRun::finish_record(int64_t index, const nlohmann::json& record) {
+  io::append_line(manifest_, record.dump());
+  claims_->release(index);
+  in_flight_.erase(index);
+  show_progress(true);
+}
+
+// False (and said) when the image's claim was taken over while this process was stopped past the
+// claim timeout: the image is then the new owner's to record.
+bool BatchRun::still_ours(int64_t index) {
+  if (claims_->still_holds(index)) return true;
+  log_ << "warning: prompt " << index << ": another process took this image over while this one was stopped for "
+       << "longer than the claim timeout (" << options_.claim_timeout_seconds << " s, --claim-timeout); left to it\n";
+  in_flight_.erase(index);
+  ++summary_.elsewhere;
+  return false;
+}
+
+void BatchRun::record_failure(int64_t index, const std::string& error) {
+  if (!still_ours(index)) return;
+  failed_here_.insert(index);
+  nlohmann::json record = base_record(index);
+  record["status"] = "failed";
+  record["error"] = text::utf8::to_valid(error);
+  log_ << "error: prompt " << index << " (" << options_.prompts.string() << ":"
+       << prompts_[static_cast<size_t>(index)].line << "): " << error << "\n";
+  ++summary_.failed;
+  finish_record(index, record);
+}
+
+// Image i, when this process is to make it now: not done, claimed by no one else, with a usable prompt.
+std::optional<BatchItem> BatchRun::start_image(int64_t i) {
+  const io::PromptEntry& entry = prompts_[static_cast<size_t>(i)];
+  if (done_.count(i)) {
+    claims_->drop_if_stale(i);
+    ++summary_.skipped;
+    return std::nullopt;
+  }
+  if (!claims_->try_claim(i, identity_of(i))) {
+    ++summary_.elsewhere;  // another process is making it
+    held_elsewhere_.push_back(i);
+    return std::nullopt;
+  }
+  // Another process may have finished it since this run started.
+  for (auto& [index, image] : manifest_reader_.read_new()) {
+    if (index < count_) check_same_run(image, identity_of(index));
+    done_[index] = std::move(image);
+  }
+  if (done_.count(i)) {
+    claims_->release(i);
+    ++summary_.skipped;
+    return std::nullopt;
+  }
+  // Invalid UTF-8 cannot go into the JSON manifest as it is (it is recorded lossily), nor a NUL byte
+  // into the PNG's text: the prompt fails before its image is made.
+  if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
+    record_failure(i, options_.prompts.string() + ":" + std::to_string(entry.line) + ": " + problem);
+    return std::nullopt;
+  }
+  try {
+    const std::string warning = generator_.context_warning(entry.prompt, settings_of(i));
+    if (!warning.empty()) {
+      log_ << "warning: prompt " << i << " (" << options_.prompts.string() << ":" << entry.line << "): " << warning
+           << "\n";
+    }
+  } catch (const std::exception&) {
+    // A prompt the family cannot encode fails when its image starts, recorded in the manifest.
+  }
+  return BatchItem{i, entry.prompt, settings_of(i)};
+}
+
+std::optional<BatchItem> BatchRun::next() {
+  if (options_.stop_requested && (summary_.stopped_by = options_.stop_requested()) != 0) return std::nullopt;
+  while (cursor_ < count_) {
+    const int64_t i = cursor_++;
+    if (!options_.shard.owns(i)) continue;
+    if (std::optional<BatchItem> item = start_image(i)) return item;
+  }
+  // Once through: an owner that was killed since the cursor passed its images has left them to no one.
+  // They are looked at once more (claims of a dead owner on this host are taken over at once).
+  if (!revisited_) {
+    revisited_ = true;
+    revisit_.swap(held_elsewhere_);
+  }
+  while (revisit_at_ < revisit_.size()) {
+    const int64_t i = revisit_[revisit_at_++];
+    --summary_.elsewhere;  // counted again by start_image if it is still another's
+    if (std::optional<BatchItem> item = start_image(i)) return item;
+  }
+  return std::nullopt;
+}
+
+void BatchRun::write_done(const BatchItem& item, GenerationOutput out) {
+  if (!still_ours(item.id)) return;
+  nlohmann::json record = base_record(item.id);
+  const std::filesystem::path file = options_.out_dir / record["file"].get<std::string>();
+  double write_seconds = 0.0;
+  try {
+    write_seconds = write_image(file, out, item.prompt, model_);
+  } catch (const io::StorageError&) {
+    throw;  // a full disk stops the batch (exit code 1)
+  } catch (const std::exception& e) {  // e.g. a folder where the image must go: this image fails alone
+    record_failure(item.id, e.what());
+    return;
+  }
+  record["status"] = "ok";
+  record["method"] = out.method.describe();
+  record["exactness"] = decoding::exactness_name(out.method.exactness());  // as stats and compare's runs have it
+  record["settings"] = settings_to_json(item.settings);
+  record["steps"] = out.stats.steps;
+  record["tokens"] = out.stats.tokens;
+  record["step_compression"] = out.stats.step_compression();
+  const nlohmann::json stats = decoding::to_json(out.stats);
+  record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums
+  record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps
+  // Where that time went, as `generate` prints it; a batch's shared steps count in full for each of its images.
+  nlohmann::json stages = stats["seconds"];
+  stages["vq"] = out.vq_seconds;
+  stages["write"] = write_seconds;
+  record["seconds_by_stage"] = stages;
+  record_file_checksum(record, file);
+  ++summary_.generated;
+  summary_.compression_sum += out.stats.step_compression();
+  summary_.method = out.method.describe();  // the same for every image
+  finish_record(item.id, record);
+}
+
+// The cursor stopped early, so the counts of what it passed say nothing of the prompts after it:
+// count from the manifests (this run's images, earlier runs' and other processes').
+void BatchRun::count_after_stop() {
+  for (auto& [index, image] : manifest_reader_.read_new()) done_[index] = std::move(image);
+  int64_t done_owned = 0;
+  for (int64_t i = 0; i < count_; ++i) {
+    if (!options_.shard.owns(i) || failed_here_.count(i)) continue;
+    if (done_.count(i)) {
+      ++done_owned;
+    } else {
+      ++summary_.left;
+    }
+  }
+  summary_.skipped = done_owned - summary_.generated;  // made before this run, or by another process meanwhile
+  summary_.elsewhere = 0;  // those still being made elsewhere are counted as left
+  if (summary_.left == 0) summary_.stopped_by = 0;  // the stop came when nothing was left to start
+}
+
 }  // namespace
 
 BatchSummary run_batch(Generator& generator, const BatchOptions& options, std::ostream& log) {
-  const std::vector<io::PromptEntry> prompts = io::read_prompts(options.prompts);
-  prepare_output_dir(options.out_dir);
-  if (const int removed = io::remove_stale_temporaries(options.out_dir); removed > 0) {
-    log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
-  }
-  const std::filesystem::path manifest = options.out_dir / manifest_name(options.shard);
-  ManifestReader manifest_reader(options.out_dir, log);
-  std::map<int64_t, FinishedImage> done = manifest_reader.read_new();
-  const int64_t count = options.limit > 0 ? std::min<int64_t>(options.limit, static_cast<int64_t>(prompts.size()))
-                                          : static_cast<int64_t>(prompts.size());
-  if (count > 0 && options.settings.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(count - 1)) {
-    throw InputError("--seed " + std::to_string(options.settings.seed) + ": image i takes seed --seed + i, and " +
-                     std::to_string(count) + " prompts would pass 2^64 - 1 (image seeds would wrap to 0)");
-  }
-  const std::string model = generator.bundle().name;
-  // The batch size is resolved before anything else: it is part of every image's settings.
-  BatchPlan plan;
-  plan.settings = options.settings;
-  for (int64_t i = 0; i < count; ++i) plan.prompts.push_back(prompts[static_cast<size_t>(i)].prompt);
-  plan.pending = options.shard.owned_in(0, count);  // this shard's prompts, less the ones already made
-  for (const auto& [index, image] : done) {
-    if (index < count && options.shard.owns(index)) --plan.pending;
-  }
-  plan.settings.batch_size = generator.resolve_batch_size(plan);
-  if (options.settings.batch_size == kAuto) log << "batch size " << plan.settings.batch_size << " (auto)\n";
-  const auto settings_of = [&](int64_t index) {
-    GenerationSettings settings = plan.settings;
-    settings.seed = options.settings.seed + static_cast<uint64_t>(index);
-    return settings;
-  };
-  const nlohmann::json planning = generator.window_planning(plan.settings);  // the same for every image
-  const auto identity_of = [&](int64_t index) {
-    return image_identity(text::utf8::to_valid(prompts[static_cast<size_t>(index)].prompt), model,
-                          settings_to_json(settings_of(index)), planning);
-  };
-  for (const auto& [index, image] : done) {
-    if (index < count) check_same_run(image, identity_of(index));
-  }
-  ClaimBoard claims(options.out_dir, std::chrono::seconds(options.claim_timeout_seconds));
-  claims.check_live_claims(identity_of, count);
-  record_batch_size(options.out_dir, options.prompts, images_of_folder(options.out_dir, count, log));
-
-  BatchSummary summary;
-  const auto start = std::chrono::steady_clock::now();
-  const auto base_record = [&](int64_t i) {
-    const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
-    nlohmann::json record{{"index", i},
-                          {"prompt", text::utf8::to_valid(entry.prompt)},
-                          {"line", entry.line},
-                          {"seed", settings_of(i).seed},
-                          {"file", batch_file_name(i, entry.prompt)},
-                          {"model", model}};
-    if (!planning.is_null()) record["planning"] = planning;
-    return record;
-  };
-  const int64_t owned = options.shard.owned_in(0, count);  // this shard's prompts
-  // One line, rewritten after every step: images done, those in flight and how far they are, an ETA that
-  // counts the in-flight images' progress.
-  ProgressLine progress(log, options.progress, 0.25);
-  std::map<int64_t, double> in_flight;  // image index -> share of its tokens committed
-  const auto show_progress = [&](bool force) {
-    if (!progress.enabled()) return;
-    const int64_t finished = summary.generated + summary.failed;
-    double partial = 0.0;
-    for (const auto& [index, share] : in_flight) partial += share;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = static_cast<double>(owned - finished - summary.skipped - summary.elsewhere) - partial;
-    const double made = static_cast<double>(finished) + partial;
-    std::ostringstream text;
-    text << "[" << (finished + summary.skipped) << "/" << owned << "] " << finished << " generated, "
-         << in_flight.size() << " in flight ("
-         << static_cast<int>(100.0 * partial / static_cast<double>(std::max<size_t>(in_flight.size(), 1)))
-         << "% on average), ETA " << (made > 0.0 ? format_duration(elapsed / made * left) : std::string("?"));
-    progress.show(text.str(), force);
-  };
-  plan.on_step = [&](int64_t index, const decoding::StepProgress& step) {
-    in_flight[index] = static_cast<double>(step.tokens_done) / static_cast<double>(std::max<int64_t>(step.tokens_total, 1));
-    show_progress(false);
-  };
-  const auto finish_record = [&](int64_t i, const nlohmann::json& record) {
-    io::append_line(manifest, record.dump());
-    claims.release(i);
-    in_flight.erase(i);
-    show_progress(true);
-  };
-  // Whether this process may still record image i: false (and said) when its claim was taken over
-  // while the process was stopped past the claim timeout; the image is then the new owner's.
-  const auto still_ours = [&](int64_t i) {
-    if (claims.still_holds(i)) return true;
-    log << "warning: prompt " << i << ": another process took this image over while this one was stopped for longer "
-        << "than the claim timeout (" << options.claim_timeout_seconds << " s, --claim-timeout); left to it\n";
-    in_flight.erase(i);
-    ++summary.elsewhere;
-    return false;
-  };
-  std::set<int64_t> failed_here;
-  const auto record_failure = [&](int64_t i, const std::string& error) {
-    if (!still_ours(i)) return;
-    failed_here.insert(i);
-    nlohmann::json record = base_record(i);
-    record["status"] = "failed";
-    record["error"] = text::utf8::to_valid(error);
-    log << "error: prompt " << i << " (" << options.prompts.string() << ":" << prompts[static_cast<size_t>(i)].line
-        << "): " << error << "\n";
-    ++summary.failed;
-    finish_record(i, record);
-  };
-
-  // Image i, when this process is to make it now: not done, claimed by no one else, with a usable prompt.
-  std::vector<int64_t> held_elsewhere;  // images another live process had claimed when the cursor passed
-  const auto start_image = [&](int64_t i) -> std::optional<BatchItem> {
-    const io::PromptEntry& entry = prompts[static_cast<size_t>(i)];
-    if (done.count(i)) {
-      claims.drop_if_stale(i);
-      ++summary.skipped;
-      return std::nullopt;
-    }
-    if (!claims.try_claim(i, identity_of(i))) {
-      ++summary.elsewhere;  // another process is making it
-      held_elsewhere.push_back(i);
-      return std::nullopt;
-    }
-    // Another process may have finished it since this run started.
-    for (auto& [index, image] : manifest_reader.read_new()) {
-      if (index < count) check_same_run(image, identity_of(index));
-      done[index] = std::move(image);
-    }
-    if (done.count(i)) {
-      claims.release(i);
-      ++summary.skipped;
-      return std::nullopt;
-    }
-    // Invalid UTF-8 cannot go into the JSON manifest as it is (it is recorded lossily), nor a NUL byte
-    // into the PNG's text: the prompt fails before its image is made.
-    if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
-      record_failure(i, options.prompts.string() + ":" + std::to_string(entry.line) + ": " + problem);
-      return std::nullopt;
-    }
-    try {
-      const std::string warning = generator.context_warning(entry.prompt, settings_of(i));
-      if (!warning.empty()) {
-        log << "warning: prompt " << i << " (" << options.prompts.string() << ":" << entry.line << "): " << warning
-            << "\n";
-      }
-    } catch (const std::exception&) {
-      // A prompt the family cannot encode fails when its image starts, recorded in the manifest.
-    }
-    return BatchItem{i, entry.prompt, settings_of(i)};
-  };
-  int64_t cursor = 0;
-  bool revisited = false;
-  std::vector<int64_t> revisit;
-  size_t revisit_at = 0;
-  const auto next = [&]() -> std::optional<BatchItem> {
-    if (options.stop_requested && (summary.stopped_by = options.stop_requested()) != 0) return std::nullopt;
-    while (cursor < count) {
-      const int64_t i = cursor++;
-      if (!options.shard.owns(i)) continue;
-      if (std::optional<BatchItem> item = start_image(i)) return item;
-    }
-    // Once through: an owner that was killed since the cursor passed its images has left them to no one.
-    // They are looked at once more (claims of a dead owner on this host are taken over at once).
-    if (!revisited) {
-      revisited = true;
-      revisit.swap(held_elsewhere);
-    }
-    while (revisit_at < revisit.size()) {
-      const int64_t i = revisit[revisit_at++];
-      --summary.elsewhere;  // counted again by start_image if it is still another's
-      if (std::optional<BatchItem> item = start_image(i)) return item;
-    }
-    return std::nullopt;
-  };
-  const auto write_done = [&](const BatchItem& item, GenerationOutput out) {
-    if (!still_ours(item.id)) return;
-    nlohmann::json record = base_record(item.id);
-    const std::filesystem::path file = options.out_dir / record["file"].get<std::string>();
-    double write_seconds = 0.0;
-    try {
-      write_seconds = write_image(file, out, item.prompt, model);
-    } catch (const io::StorageError&) {
-      throw;  // a full disk stops the batch (exit code 1)
-    } catch (const std::exception& e) {  // e.g. a folder where the image must go: this image fails alone
-      record_failure(item.id, e.what());
-      return;
-    }
-    record["status"] = "ok";
-    record["method"] = out.method.describe();
-    record["exactness"] = decoding::exactness_name(out.method.exactness());  // as stats and compare's runs have it
-    record["settings"] = settings_to_json(item.settings);
-    record["steps"] = out.stats.steps;
-    record["tokens"] = out.stats.tokens;
-    record["step_compression"] = out.stats.step_compression();
-    const nlohmann::json stats = decoding::to_json(out.stats);
-    record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums
-    record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps
-    // Where that time went, as `generate` prints it; a batch's shared steps count in full for each of its images.
-    nlohmann::json stages = stats["seconds"];
-    stages["vq"] = out.vq_seconds;
-    stages["write"] = write_seconds;
-    record["seconds_by_stage"] = stages;
-    record_file_checksum(record, file);
-    ++summary.generated;
-    summary.compression_sum += out.stats.step_compression();
-    summary.method = out.method.describe();  // the same for every image
-    finish_record(item.id, record);
-  };
-  // A full disk (io::StorageError) stops the batch with exit code 1; the claims go with the process.
-  generator.generate_batch(plan, next, write_done,
-                           [&](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  summary.batch_size = plan.settings.batch_size;
-  if (summary.stopped_by != 0) {
-    // The cursor stopped early, so the counts of what it passed say nothing of the prompts after it:
-    // count from the manifests (this run's images, earlier runs' and other processes').
-    for (auto& [index, image] : manifest_reader.read_new()) done[index] = std::move(image);
-    int64_t done_owned = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      if (!options.shard.owns(i) || failed_here.count(i)) continue;
-      if (done.count(i)) {
-        ++done_owned;
-      } else {
-        ++summary.left;
-      }
-    }
-    summary.skipped = done_owned - summary.generated;  // made before this run, or by another process meanwhile
-    summary.elsewhere = 0;  // those still being made elsewhere are counted as left
-    if (summary.left == 0) summary.stopped_by = 0;  // the stop came when nothing was left to start
-  }
-  progress.finish();
-  return summary;
+  BatchRun run(generator, options, log);
+  return run.run();
 }
 
 }  // namespace sjd::engine

@@ -50,7 +50,7 @@ int bars_height(const CompareReport& report, const io::TextRenderer& text) {
 
 // Step compression and wall-clock speed-up per method, on one scale with a mark at 1x.
 int draw_bars(io::Canvas& canvas, int x, int y, int width, const CompareReport& report, const io::TextRenderer& text) {
-  text.draw(canvas, x, y, "Speed-up against ar", style::kHeaderSize, style::kText);
+  text.draw(canvas, x, y, bars_title(report), style::kHeaderSize, style::kText);
   y += text.line_height(style::kHeaderSize);
   // Legend: a swatch and a word for each bar kind.
   int lx = x;
@@ -84,6 +84,16 @@ int draw_bars(io::Canvas& canvas, int x, int y, int width, const CompareReport& 
   canvas.fill_rect(x + length(1.0), chart_top, 1, y - chart_top - kMethodGap, style::kMuted);
   return y;
 }
+
+}  // namespace
+
+std::string bars_title(const CompareReport& report) {
+  const bool timed_against_ar =
+      std::any_of(report.rows.begin(), report.rows.end(), [](const CompareRow& row) { return row.speedup > 0.0; });
+  return timed_against_ar ? "Speed-up against ar" : "Step compression (no ar run to time a speed-up against)";
+}
+
+namespace {
 
 int histogram_height(const CompareReport& report, const io::TextRenderer& text) {
   const int per_method = text.line_height(style::kLabelSize) + kHistogramHeight + kMethodGap;

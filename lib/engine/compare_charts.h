@@ -3,6 +3,8 @@
 // wall-clock speed-up against ar as bars (lossy methods in another colour and
 // marked LOSSY), and the accepted-length histogram (share of steps that
 // committed 1, 2, 3, 4, 5-8, ... tokens).
+#include <string>
+
 #include "engine/compare.h"
 #include "io/canvas.h"
 #include "io/text_renderer.h"
@@ -15,6 +17,10 @@ int compare_charts_height(const CompareReport& report, const io::TextRenderer& t
 // Draws both charts with their top-left corner at (x, y), `width` pixels wide.
 void draw_compare_charts(io::Canvas& canvas, int x, int y, int width, const CompareReport& report,
                          const io::TextRenderer& text);
+
+// The bar chart's title: "Speed-up against ar", or, when no run was timed against ar (a compare
+// without it), a title that says the bars hold step compression alone.
+std::string bars_title(const CompareReport& report);
 
 // Histogram bins of the charts: [first, last] tokens committed in a step (last -1: open).
 struct AcceptedBin {

@@ -5,8 +5,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
+#include "engine/setting_fields.h"
 #include "engine/settings_checks.h"
 #include "text/closest_name.h"
 
@@ -18,23 +20,29 @@ namespace {
   throw std::invalid_argument(where + ": /" + key + ": expected " + expected + " (got " + layer.at(key).dump() + ")");
 }
 
-void read(const nlohmann::json& layer, const char* key, std::string& out, const std::string& where) {
-  if (!layer.contains(key)) return;
+void read_field(const nlohmann::json& layer, const char* key, const TextSetting& kind, GenerationSettings& s,
+                const std::string& where) {
   if (!layer.at(key).is_string()) wrong_value(layer, key, where, "a string");
-  out = layer.at(key).get<std::string>();
+  s.*kind.member = layer.at(key).get<std::string>();
 }
 
-void read(const nlohmann::json& layer, const char* key, bool& out, const std::string& where) {
-  if (!layer.contains(key)) return;
+void read_field(const nlohmann::json& layer, const char* key, const FlagSetting& kind, GenerationSettings& s,
+                const std::string& where) {
   if (!layer.at(key).is_boolean()) wrong_value(layer, key, where, "true or false");
-  out = layer.at(key).get<bool>();
+  s.*kind.member = layer.at(key).get<bool>();
+}
+
+void read_field(const nlohmann::json& layer, const char* key, const NumberSetting& kind, GenerationSettings& s,
+                const std::string& where) {
+  if (!layer.at(key).is_number()) wrong_value(layer, key, where, "a number");
+  s.*kind.member = layer.at(key).get<double>();
 }
 
 // JSON numbers convert silently (16.7 -> 16, 3000000000 -> a wrapped int, -1 -> 2^64-1):
 // an integer setting must be a JSON integer that fits its type.
 template <typename T>
-void read_integer(const nlohmann::json& layer, const char* key, T& out, const std::string& where) {
-  if (!layer.contains(key)) return;
+void read_field(const nlohmann::json& layer, const char* key, const IntegerSetting<T>& kind, GenerationSettings& s,
+                const std::string& where) {
   const nlohmann::json& value = layer.at(key);
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
@@ -50,28 +58,22 @@ void read_integer(const nlohmann::json& layer, const char* key, T& out, const st
   } else {
     wrong_value(layer, key, where, "an integer");
   }
-  out = value.get<T>();
-}
-
-void read_number(const nlohmann::json& layer, const char* key, double& out, const std::string& where) {
-  if (!layer.contains(key)) return;
-  if (!layer.at(key).is_number()) wrong_value(layer, key, where, "a number");
-  out = layer.at(key).get<double>();
+  s.*kind.member = value.get<T>();
 }
 
 // A count that may be "auto": an integer (not 16.7) >= `least`, or the string "auto".
-void read_count_or_auto(const nlohmann::json& layer, const char* key, int least, int& out, const std::string& where) {
-  if (!layer.contains(key)) return;
+void read_field(const nlohmann::json& layer, const char* key, const CountSetting& kind, GenerationSettings& s,
+                const std::string& where) {
   const nlohmann::json& v = layer.at(key);
   if (v.is_string()) {
-    out = parse_count_or_auto(v.get<std::string>(), least, where + ": /" + key);
+    s.*kind.member = parse_count_or_auto(v.get<std::string>(), kind.least, where + ": /" + key);
     return;
   }
-  if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 1000000) {
-    throw std::invalid_argument(where + ": /" + key + ": expected \"auto\" or an integer >= " + std::to_string(least) +
-                                " (got " + v.dump() + ")");
+  if (!v.is_number_integer() || v.get<int64_t>() < kind.least || v.get<int64_t>() > 1000000) {
+    throw std::invalid_argument(where + ": /" + key + ": expected \"auto\" or an integer >= " +
+                                std::to_string(kind.least) + " (got " + v.dump() + ")");
   }
-  out = v.get<int>();
+  s.*kind.member = v.get<int>();
 }
 
 nlohmann::json count_or_auto(int value) { return value == kAuto ? nlohmann::json("auto") : nlohmann::json(value); }
@@ -91,10 +93,11 @@ int parse_count_or_auto(const std::string& text, int least, const std::string& w
 }
 
 const std::vector<std::string>& setting_keys() {
-  static const std::vector<std::string> keys = {
-      "method", "window", "init", "pd_k", "pd_depth", "relax", "delta", "nu", "lantern_k", "lantern_lambda",
-      "lantern_own_residual", "cfg", "temperature", "top_k", "seed", "resolution", "device", "dtype", "cost_profile",
-      "batch_size"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const SettingField& field : setting_fields()) out.emplace_back(field.key);
+    return out;
+  }();
   return keys;
 }
 
@@ -134,29 +137,11 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
                                   (guess ? " -- did you mean '" + *guess + "'?" : ""));
     }
   }
-  if (layer.contains("method")) {
-    read(layer, "method", s.method, where);
-    split_method_entry(s);
+  for (const SettingField& field : setting_fields()) {
+    if (!layer.contains(field.key)) continue;
+    std::visit([&](const auto& kind) { read_field(layer, field.key, kind, s, where); }, field.kind);
+    if (std::string(field.key) == "method") split_method_entry(s);
   }
-  read_count_or_auto(layer, "window", 1, s.window, where);
-  read(layer, "init", s.init, where);
-  read_count_or_auto(layer, "pd_k", 1, s.pd_k, where);
-  read_count_or_auto(layer, "pd_depth", 0, s.pd_depth, where);
-  read(layer, "relax", s.relax, where);
-  read_number(layer, "delta", s.delta, where);
-  read_number(layer, "nu", s.nu, where);
-  read_integer(layer, "lantern_k", s.lantern_k, where);
-  read_number(layer, "lantern_lambda", s.lantern_lambda, where);
-  read(layer, "lantern_own_residual", s.lantern_own_residual, where);
-  read_number(layer, "cfg", s.cfg, where);
-  read_number(layer, "temperature", s.temperature, where);
-  read_integer(layer, "top_k", s.top_k, where);
-  read_integer(layer, "seed", s.seed, where);
-  read_integer(layer, "resolution", s.resolution, where);
-  read(layer, "device", s.device, where);
-  read(layer, "dtype", s.dtype, where);
-  read(layer, "cost_profile", s.cost_profile, where);
-  read_count_or_auto(layer, "batch_size", 1, s.batch_size, where);
   for (const auto& item : layer.items()) {
     std::string problem = setting_problem(s, item.key());
     if (problem.empty()) problem = name_problem(s, item.key());
@@ -165,13 +150,19 @@ void apply_settings(GenerationSettings& s, const nlohmann::json& layer, const st
 }
 
 nlohmann::json settings_to_json(const GenerationSettings& s) {
-  return {{"method", s.method},   {"window", count_or_auto(s.window)},   {"init", s.init},
-          {"pd_k", count_or_auto(s.pd_k)}, {"pd_depth", count_or_auto(s.pd_depth)}, {"relax", s.relax},
-          {"delta", s.delta},     {"nu", s.nu},           {"lantern_k", s.lantern_k},
-          {"lantern_lambda", s.lantern_lambda}, {"lantern_own_residual", s.lantern_own_residual},
-          {"cfg", s.cfg},         {"temperature", s.temperature}, {"top_k", s.top_k},
-          {"seed", s.seed},       {"resolution", s.resolution}, {"device", s.device}, {"dtype", s.dtype},
-          {"cost_profile", s.cost_profile}, {"batch_size", count_or_auto(s.batch_size)}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const SettingField& field : setting_fields()) {
+    std::visit(
+        [&](const auto& kind) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(kind)>, CountSetting>) {
+            out[field.key] = count_or_auto(s.*kind.member);
+          } else {
+            out[field.key] = s.*kind.member;
+          }
+        },
+        field.kind);
+  }
+  return out;
 }
 
 void split_method_entry(GenerationSettings& s) {
@@ -226,17 +217,13 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {
   decoding::MethodConfig m = decoding::make_method(s.method);
-  if (s.window != kAuto && !window_problem(s.window).empty()) {
-    throw std::invalid_argument("window " + window_problem(s.window));
+  for (const SettingField& field : setting_fields()) {
+    const std::string problem = setting_problem(s, field.key);
+    if (!problem.empty()) throw std::invalid_argument(std::string(field.key) + " " + problem);
   }
   m.auto_window = m.speculative() && s.window == kAuto;
   if (m.speculative() && s.window != kAuto) m.window = s.window;
   m.init = decoding::parse_init_scheme(s.init);
-  for (const char* key : {"pd_k", "pd_depth", "delta", "nu", "lantern_k", "lantern_lambda", "cfg", "temperature",
-                          "top_k", "resolution"}) {
-    const std::string problem = setting_problem(s, key);
-    if (!problem.empty()) throw std::invalid_argument(std::string(key) + " " + problem);
-  }
   // A tree is automatic unless both of its numbers are given; one given alone keeps the other's default.
   m.auto_tree = m.proactive_tree && s.pd_k == kAuto && s.pd_depth == kAuto;
   if (s.pd_k != kAuto) m.pd_k = s.pd_k;

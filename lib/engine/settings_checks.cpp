@@ -5,8 +5,11 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "decoding/method.h"
+#include "engine/setting_fields.h"
 #include "sampling/relaxation.h"
 #include "text/closest_name.h"
 
@@ -20,7 +23,8 @@ std::string number_problem(double value, double lo, double hi) {
          format_setting_number(value) + ")";
 }
 
-std::string integer_problem(int64_t value, int64_t lo, int64_t hi) {
+template <typename T>
+std::string integer_problem(T value, T lo, T hi) {
   if (value >= lo && value <= hi) return {};
   return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " +
          std::to_string(value) + ")";
@@ -33,8 +37,6 @@ std::string format_setting_number(double value) {
   out << value;
   return out.str();
 }
-
-std::string window_problem(int64_t window) { return integer_problem(window, 1, kMaxWindow); }
 
 int64_t tree_node_count(int64_t pd_k, int64_t pd_depth) {
   int64_t nodes = 0;
@@ -65,27 +67,27 @@ std::string name_problem(const GenerationSettings& s, const std::string& key) {
 }
 
 std::string setting_problem(const GenerationSettings& s, const std::string& key) {
-  if (key == "window" || key == "pd_k" || key == "pd_depth" || key == "batch_size") {
-    const int value = key == "window" ? s.window : key == "pd_k" ? s.pd_k : key == "pd_depth" ? s.pd_depth : s.batch_size;
-    if (value == kAuto) return {};  // chosen per step (decoding/window_planner.h)
-  }
-  if (key == "window") return window_problem(s.window);
-  if (key == "pd_k") return integer_problem(s.pd_k, 1, 64);
-  if (key == "pd_depth") return integer_problem(s.pd_depth, 0, 16);
-  if (key == "batch_size") return integer_problem(s.batch_size, 1, kMaxBatchSize);
-  if (key == "delta") return number_problem(s.delta, 0.0, 100.0);
-  if (key == "nu") return number_problem(s.nu, 0.0, 100.0);
-  if (key == "lantern_k") return integer_problem(s.lantern_k, 1, 1024);
-  if (key == "lantern_lambda") return number_problem(s.lantern_lambda, 0.0, 1000.0);
-  if (key == "cfg") return number_problem(s.cfg, 0.0, kMaxGuidance);
-  if (key == "temperature") {
-    if (s.temperature == 0.0) return {};  // greedy
-    const std::string problem = number_problem(s.temperature, kMinTemperature, kMaxTemperature);
-    return problem.empty() ? problem : problem + "; 0 decodes greedily";
-  }
-  if (key == "top_k") return integer_problem(s.top_k, 0, std::numeric_limits<int32_t>::max());
-  if (key == "resolution") return integer_problem(s.resolution, 0, kMaxResolution);
-  return {};  // strings (checked where they are parsed), booleans, the seed (any uint64)
+  const SettingField* field = find_setting_field(key);
+  if (field == nullptr) return {};
+  return std::visit(
+      [&s](const auto& kind) -> std::string {
+        using Kind = std::decay_t<decltype(kind)>;
+        if constexpr (std::is_same_v<Kind, CountSetting>) {
+          const int value = s.*kind.member;
+          if (value == kAuto) return {};  // chosen per step (decoding/window_planner.h)
+          return integer_problem(value, kind.least, kind.hi);
+        } else if constexpr (std::is_same_v<Kind, NumberSetting>) {
+          const double value = s.*kind.member;
+          if (kind.zero_is_greedy && value == 0.0) return {};
+          const std::string problem = number_problem(value, kind.lo, kind.hi);
+          return problem.empty() || !kind.zero_is_greedy ? problem : problem + "; 0 decodes greedily";
+        } else if constexpr (std::is_same_v<Kind, TextSetting> || std::is_same_v<Kind, FlagSetting>) {
+          return {};  // names are checked where they are parsed (name_problem); a flag is true or false
+        } else {
+          return integer_problem(s.*kind.member, kind.lo, kind.hi);  // IntegerSetting<T>
+        }
+      },
+      field->kind);
 }
 
 void check_window_fits(int window, int64_t image_tokens) {

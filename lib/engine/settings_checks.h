@@ -31,9 +31,6 @@ std::string setting_problem(const GenerationSettings& settings, const std::strin
 // names are checked with it, so its errors name the file and key as its numbers' do.
 std::string name_problem(const GenerationSettings& settings, const std::string& key);
 
-// The window must be a positive integer no larger than kMaxWindow.
-std::string window_problem(int64_t window);
-
 // Nodes of an sjd-pac draft tree with `pd_k` candidates per depth over `pd_depth`
 // depths, saturating at kMaxTreeNodes + 1 (so a huge request cannot overflow).
 int64_t tree_node_count(int64_t pd_k, int64_t pd_depth);

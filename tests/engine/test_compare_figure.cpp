@@ -114,6 +114,13 @@ TEST_CASE("compare figure: large images are averaged down, small ones enlarged b
   CHECK(reduced.eq(90).all().item<bool>());
 }
 
+TEST_CASE("compare charts: the bars' title says when no ar run was timed", "[engine][figure]") {
+  auto [report, options] = synthetic_compare();
+  CHECK(bars_title(report) == "Speed-up against ar");
+  for (CompareRow& row : report.rows) row.speedup = 0.0;  // what a compare without ar reports
+  CHECK(bars_title(report) == "Step compression (no ar run to time a speed-up against)");
+}
+
 TEST_CASE("compare charts: accepted lengths are binned 1, 2, 3, 4, 5-8, ... and keep their share", "[engine][figure]") {
   // [n] = share of steps that committed n tokens.
   std::vector<double> share(40, 0.0);
