@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -31,13 +33,20 @@ const nlohmann::json& member(const nlohmann::json& j, const char* key, const std
   return j.at(key);
 }
 
+// A JSON integer that an int holds: get<int>() would wrap 4294967297 to 1.
+bool is_int(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+  return value.is_number_integer() && value.get<int64_t>() >= std::numeric_limits<int>::min() &&
+         value.get<int64_t>() <= std::numeric_limits<int>::max();
+}
+
 std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, const std::string& where) {
   const nlohmann::json& all = member(j, "points", where.empty() ? "step-cost profile" : where);
   if (!all.is_array()) throw std::invalid_argument(where + "/points: expected an array of [tokens, ms]");
   std::vector<std::pair<int, double>> points;
   for (const auto& p : all) {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
-      throw std::invalid_argument(where + "/points: each point is [tokens, ms]");
+    if (!p.is_array() || p.size() != 2 || !is_int(p[0]) || !p[1].is_number()) {
+      throw std::invalid_argument(where + "/points: each point is [tokens, ms] (got " + p.dump() + ")");
     }
     points.emplace_back(p[0].get<int>(), p[1].get<double>());
   }
@@ -46,7 +55,7 @@ std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, co
 
 int rows_from_json(const nlohmann::json& j, const std::string& where) {
   const nlohmann::json& rows = member(j, "rows", where.empty() ? "step-cost profile" : where);
-  if (!rows.is_number_integer()) throw std::invalid_argument(where + "/rows: expected an integer");
+  if (!is_int(rows)) throw std::invalid_argument(where + "/rows: expected an integer (got " + rows.dump() + ")");
   return rows.get<int>();
 }
 

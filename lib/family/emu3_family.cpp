@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/json_fields.h"
+
 namespace sjd::family {
 namespace {
 
@@ -12,14 +14,6 @@ const std::set<std::string> kLayoutKeys = {"kind",   "image_area",      "max_pos
                                            "tokens", "positive_prompt", "negative_prompt", "size_template"};
 const std::set<std::string> kTokenKeys = {"bos", "eos", "image_start",  "image_end",  "image_token",
                                           "eol", "eof", "visual_first", "visual_last"};
-
-int64_t positive_int(const nlohmann::json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0) {
-    throw std::invalid_argument(where + "." + key + ": expected a positive integer" +
-                                (j.contains(key) ? ", found " + j[key].dump() : " (missing)"));
-  }
-  return j[key].get<int64_t>();
-}
 
 std::string text(const nlohmann::json& j, const std::string& key, const std::string& where, bool allow_empty) {
   if (!j.contains(key) || !j[key].is_string() || (!allow_empty && j[key].get<std::string>().empty())) {
@@ -58,9 +52,9 @@ Emu3Config parse_emu3_config(const nlohmann::json& j, int64_t downsample, int64_
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ decoder's downsample factor is not set");
   Emu3Config c;
   c.downsample = downsample;
-  c.codebook_size = positive_int(j, "codebook_size", where);
-  c.max_positions = positive_int(j, "max_positions", where);
-  const int64_t image_area = positive_int(j, "image_area", where);
+  c.codebook_size = io::required_integer(j, "codebook_size", where, 1);
+  c.max_positions = io::required_integer(j, "max_positions", where, 1);
+  const int64_t image_area = io::required_integer(j, "image_area", where, 1);
   if (!j.contains("tokens") || !j["tokens"].is_object()) {
     throw std::invalid_argument(where + ".tokens: expected an object of special-token names");
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/input_files.h"
+#include "io/json_fields.h"
 #include "io/weight_checks.h"
 #include "text/caption_cleaning.h"
 
@@ -14,14 +15,6 @@ namespace sjd::family {
 namespace {
 
 const std::set<std::string> kLayoutKeys = {"kind", "grid_height", "grid_width", "image_token_first", "codebook_size"};
-
-int64_t integer(const nlohmann::json& j, const std::string& key, const std::string& where, int64_t minimum) {
-  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < minimum) {
-    throw std::invalid_argument(where + "." + key + ": expected an integer >= " + std::to_string(minimum) +
-                                (j.contains(key) ? ", found " + j[key].dump() : " (missing)"));
-  }
-  return j[key].get<int64_t>();
-}
 
 const nlohmann::json& object(const nlohmann::json& j, const std::string& key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_object()) throw std::invalid_argument(where + ": missing object \"" + key + "\"");
@@ -75,15 +68,15 @@ LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
     throw std::invalid_argument(where + ".kind: expected \"llamagen\", found " + layout["kind"].dump());
   }
   LlamaGenConfig c;
-  const int64_t grid_height = integer(layout, "grid_height", where, 1);
-  c.grid_size = integer(layout, "grid_width", where, 1);
+  const int64_t grid_height = io::required_integer(layout, "grid_height", where, 1);
+  c.grid_size = io::required_integer(layout, "grid_width", where, 1);
   check_grid_side(c.grid_size, where + ".grid_width");
   if (grid_height != c.grid_size) {
     throw std::invalid_argument(where + ": LlamaGen's grid is square (its 2D RoPE table is grid x grid), got " +
                                 std::to_string(grid_height) + "x" + std::to_string(c.grid_size));
   }
-  c.first_code_id = integer(layout, "image_token_first", where, 0);
-  c.codebook_size = integer(layout, "codebook_size", where, 1);
+  c.first_code_id = io::required_integer(layout, "image_token_first", where, 0);
+  c.codebook_size = io::required_integer(layout, "codebook_size", where, 1);
   check_codes_in_vocabulary(c.first_code_id, c.codebook_size, context.vocab_size, where);
   c.downsample = context.downsample;
   if (c.downsample <= 0) throw std::invalid_argument(where + ": the VQ decoder's downsample factor is not set");
@@ -93,11 +86,11 @@ LlamaGenConfig parse_llamagen_config(const FamilyContext& context) {
   if (transformer.value("rope", std::string()) != "2d") {
     throw std::invalid_argument(twhere + ".rope: LlamaGen needs \"2d\"");
   }
-  if (integer(transformer, "grid_width", twhere, 1) != c.grid_size) {
+  if (io::required_integer(transformer, "grid_width", twhere, 1) != c.grid_size) {
     throw std::invalid_argument(twhere + ".grid_width: " + transformer["grid_width"].dump() +
                                 " differs from layout.grid_width " + std::to_string(c.grid_size));
   }
-  c.caption_length = integer(transformer, "caption_length", twhere, 1);
+  c.caption_length = io::required_integer(transformer, "caption_length", twhere, 1);
 
   const int64_t native = c.grid_size * c.downsample;
   if (context.resolution != 0 && context.resolution != native) {
@@ -217,8 +210,8 @@ std::unique_ptr<ImageFamily> make_llamagen_family(const FamilyContext& context) 
   io::WeightMap t5_weights = io::WeightMap::load_all(files);
   io::check_weights_usable(t5_weights, /*floating_only=*/true);
   auto encoder = std::make_shared<const model::T5Encoder>(t5, std::move(t5_weights));
-  const int64_t hidden = integer(object(context.bundle, "transformer", context.where), "hidden_size",
-                                 context.where + ": transformer", 1);
+  const int64_t hidden = io::required_integer(object(context.bundle, "transformer", context.where), "hidden_size",
+                                             context.where + ": transformer", 1);
   CaptionEmbedder embedder = CaptionEmbedder::load(*context.weights, hidden, t5.d_model, config.caption_length);
   return std::make_unique<LlamaGenFamily>(config, *context.tokenizer, context.vocab_size, std::move(encoder),
                                           std::move(embedder));

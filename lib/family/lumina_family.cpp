@@ -5,15 +5,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/json_fields.h"
+
 namespace sjd::family {
 namespace {
-
-int64_t need(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_number_integer()) {
-    throw std::invalid_argument(where + "." + key + ": expected an integer");
-  }
-  return j[key].get<int64_t>();
-}
 
 // layout.resolutions: the image sides in pixels the model draws at besides its grid's (the release
 // lists 512, 768 and 1024). Each names its entry when it is wrong: a side past what a grid can be
@@ -54,28 +49,21 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   if (j.contains("kind") && j["kind"] != "lumina-mgpt") {
     throw std::invalid_argument(where + ".kind: expected \"lumina-mgpt\", found " + j["kind"].dump());
   }
-  c.grid_height = need(j, "grid_height", where);
-  c.grid_width = need(j, "grid_width", where);
+  c.grid_height = io::required_integer(j, "grid_height", where, 1);
+  c.grid_width = io::required_integer(j, "grid_width", where, 1);
   c.downsample = downsample;
-  c.image_token_first = need(j, "image_token_first", where);
-  c.codebook_size = need(j, "codebook_size", where);
-  c.bos_id = need(j, "bos_id", where);
-  c.begin_image_id = need(j, "begin_image_id", where);
-  c.end_image_id = need(j, "end_image_id", where);
-  c.newline_id = need(j, "newline_id", where);
-  c.end_of_turn_id = need(j, "end_of_turn_id", where);
-  c.size_token_base = need(j, "size_token_base", where);
-  if (c.grid_height <= 0 || c.grid_width <= 0 || c.codebook_size <= 0 || c.image_token_first < 0) {
-    throw std::invalid_argument(where + ": grid_height, grid_width and codebook_size must be positive, "
-                                "image_token_first not negative");
-  }
+  c.image_token_first = io::required_integer(j, "image_token_first", where, 0);
+  c.codebook_size = io::required_integer(j, "codebook_size", where, 1);
+  c.bos_id = io::required_integer(j, "bos_id", where, 0);
+  c.begin_image_id = io::required_integer(j, "begin_image_id", where, 0);
+  c.end_image_id = io::required_integer(j, "end_image_id", where, 0);
+  c.newline_id = io::required_integer(j, "newline_id", where, 0);
+  c.end_of_turn_id = io::required_integer(j, "end_of_turn_id", where, 0);
+  c.size_token_base = io::required_integer(j, "size_token_base", where, 0);
   check_grid_side(c.grid_height, where + ".grid_height");
   check_grid_side(c.grid_width, where + ".grid_width");
-  c.size_token_unit_px = j.contains("size_token_unit_px") ? need(j, "size_token_unit_px", where) : 32;
-  if (j.contains("max_positions")) {
-    c.max_positions = need(j, "max_positions", where);
-    if (c.max_positions <= 0) throw std::invalid_argument(where + ".max_positions: must be positive");
-  }
+  c.size_token_unit_px = io::optional_integer(j, "size_token_unit_px", where, 32, 1);
+  c.max_positions = io::optional_integer(j, "max_positions", where, c.max_positions, 1);
   if (j.contains("prompt_template") && !j["prompt_template"].is_string()) {
     throw std::invalid_argument(where + ".prompt_template: expected a string");
   }
@@ -86,7 +74,6 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   }
   c.where = where;
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ's downsample must be positive");
-  if (c.size_token_unit_px <= 0) throw std::invalid_argument(where + ".size_token_unit_px: must be positive");
   const std::vector<int64_t> allowed = parse_resolutions(j, downsample, where);
   if (resolution > 0 && resolution != c.grid_height * downsample) {
     if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end()) {

@@ -6,14 +6,13 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "io/json_fields.h"
+
 namespace sjd::model {
 namespace {
 
 int64_t positive(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0) {
-    throw std::invalid_argument(where + "." + key + ": expected a positive integer");
-  }
-  return j[key].get<int64_t>();
+  return io::required_integer(j, key, where, 1);
 }
 
 at::Tensor load(const io::WeightMap& w, const std::string& name, at::IntArrayRef shape) {
@@ -39,12 +38,10 @@ T5Config parse_t5_config(const nlohmann::json& j, const std::string& where) {
   c.num_heads = positive(j, "num_heads", where);
   c.d_kv = positive(j, "d_kv", where);
   c.d_ff = positive(j, "d_ff", where);
-  if (j.contains("relative_attention_num_buckets")) {
-    c.relative_attention_num_buckets = positive(j, "relative_attention_num_buckets", where);
-  }
-  if (j.contains("relative_attention_max_distance")) {
-    c.relative_attention_max_distance = positive(j, "relative_attention_max_distance", where);
-  }
+  c.relative_attention_num_buckets =
+      io::optional_integer(j, "relative_attention_num_buckets", where, c.relative_attention_num_buckets, 1);
+  c.relative_attention_max_distance =
+      io::optional_integer(j, "relative_attention_max_distance", where, c.relative_attention_max_distance, 1);
   if (j.contains("layer_norm_epsilon")) {
     if (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() <= 0.0) {
       throw std::invalid_argument(where + ".layer_norm_epsilon: expected a positive number");

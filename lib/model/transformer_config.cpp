@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "io/json_fields.h"
+
 namespace sjd::model {
 namespace {
 
@@ -14,14 +16,7 @@ namespace {
 constexpr int64_t kLargestSize = int64_t{1} << 24;
 
 int64_t positive(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0) {
-    throw std::invalid_argument(where + "." + key + ": expected a positive integer");
-  }
-  if (j[key].get<int64_t>() > kLargestSize) {
-    throw std::invalid_argument(where + "." + key + ": " + j[key].dump() + " is past the largest size sjd takes (" +
-                                std::to_string(kLargestSize) + ")");
-  }
-  return j[key].get<int64_t>();
+  return io::required_integer(j, key, where, 1, kLargestSize);
 }
 
 // A positive finite number (norm epsilons, the RoPE base): 0, a negative value or
@@ -53,8 +48,8 @@ TransformerConfig parse_transformer_config(const nlohmann::json& j, const std::s
   c.hidden_size = positive(j, "hidden_size", where);
   c.num_layers = positive(j, "num_layers", where);
   c.num_heads = positive(j, "num_heads", where);
-  c.num_kv_heads = j.contains("num_kv_heads") ? positive(j, "num_kv_heads", where) : c.num_heads;
-  c.head_dim = j.contains("head_dim") ? positive(j, "head_dim", where) : c.hidden_size / c.num_heads;
+  c.num_kv_heads = io::optional_integer(j, "num_kv_heads", where, c.num_heads, 1, kLargestSize);
+  c.head_dim = io::optional_integer(j, "head_dim", where, c.hidden_size / c.num_heads, 1, kLargestSize);
   c.intermediate_size = positive(j, "intermediate_size", where);
   c.norm_eps = positive_number(j, "norm_eps", 1e-5, where);
   c.rope_theta = positive_number(j, "rope_theta", 10000.0, where);
@@ -76,11 +71,8 @@ TransformerConfig parse_transformer_config(const nlohmann::json& j, const std::s
   } else {
     throw std::invalid_argument(where + ".key_style: expected \"hf\" or \"llamagen\", got \"" + style + "\"");
   }
-  c.grid_width = typed(j, "grid_width", int64_t{0}, where);
-  c.caption_length = typed(j, "caption_length", int64_t{0}, where);
-  if (c.grid_width < 0 || c.caption_length < 0) {
-    throw std::invalid_argument(where + ": grid_width and caption_length must not be negative");
-  }
+  c.grid_width = io::optional_integer(j, "grid_width", where, 0, 0, kLargestSize);
+  c.caption_length = io::optional_integer(j, "caption_length", where, 0, 0, kLargestSize);
   if (c.num_heads % c.num_kv_heads != 0) {
     throw std::invalid_argument(where + ": num_heads must be a multiple of num_kv_heads");
   }

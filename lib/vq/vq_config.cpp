@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "vq/vq_decoder.h"
+#include "io/json_fields.h"
 
 namespace sjd::vq {
 namespace {
@@ -24,12 +25,7 @@ class ConfigReader {
     return *it;
   }
 
-  int64_t positive_int(const std::string& key) const {
-    const auto& v = required(key);
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-      fail(key, "expected a positive integer, found " + v.dump());
-    return v.get<int64_t>();
-  }
+  int64_t positive_int(const std::string& key) const { return io::required_integer(j_, key, where_, 1); }
 
   std::vector<int64_t> positive_ints(const std::string& key, bool allow_empty) const {
     const auto& v = required(key);

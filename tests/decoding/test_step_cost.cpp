@@ -93,6 +93,11 @@ TEST_CASE("step cost: bad profiles name the file, the curve and what is wrong", 
              Catch::Contains("no curves"));
   CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 2}, {"points", {{1, -1.0}}}}}}}),
              Catch::Contains("positive finite ms"));
+  // Integers past an int are refused, not wrapped (2^32 + 2 rows read as 2, 2^32 + 1 tokens as 1).
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 4294967298ull}, {"points", good_points}}}}}),
+             Catch::Contains("/curves/0/rows: expected an integer (got 4294967298)"));
+  CHECK_THAT(error_of({{"name", "x"}, {"curves", {{{"rows", 2}, {"points", {{4294967297ll, 1.0}}}}}}}),
+             Catch::Contains("/curves/0/points: each point is [tokens, ms] (got [4294967297,1.0])"));
 }
 
 TEST_CASE("window planner: the curve of the batch's own row count decides the window", "[decoding][step_cost]") {

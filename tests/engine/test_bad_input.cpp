@@ -205,7 +205,10 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["name"] = 5; }, "\"name\""},
       {[](J& j) { j["transformer"]["norm_eps"] = -1e-5; }, "norm_eps"},
       {[](J& j) { j["transformer"]["rope_theta"] = 0; }, "rope_theta"},
-      {[](J& j) { j["transformer"]["vocab_size"] = 1000000000000; }, "vocab_size: 1000000000000 is past the largest"},
+      {[](J& j) { j["transformer"]["vocab_size"] = 1000000000000; },
+       "transformer.vocab_size: expected a positive integer no larger than 16777216, found 1000000000000"},
+      {[](J& j) { j["transformer"]["grid_width"] = 16.7; },  // was read as 16
+       "transformer.grid_width: expected a non-negative integer no larger than 16777216, found 16.7"},
       {[](J& j) { j["transformer"]["qk_norm"] = "yes"; }, "qk_norm"},
       {[](J& j) { j["vq"]["codebook_size"] = 0; }, "codebook_size"},
       {[](J& j) { j["layout"]["kind"] = "mystery"; }, "layout.kind"},

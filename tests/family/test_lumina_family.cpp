@@ -204,7 +204,11 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
   layout["max_positions"] = 10240;
   CHECK(lumina.make(0, layout)->max_positions() == 10240);
   layout["max_positions"] = 0;
-  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.max_positions: must be positive"));
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.max_positions: expected a positive integer, found 0"));
+  // A negative id is refused where it is read, by the rule of every integer field.
+  layout = release_layout();
+  layout["bos_id"] = -1;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.bos_id: expected a non-negative integer, found -1"));
   // resolutions: checked whether or not a resolution is asked for, each entry by its place.
   const std::vector<std::pair<nlohmann::json, std::string>> bad_resolutions = {
       {"512", "layout.resolutions: expected an array of image sides in pixels"},
