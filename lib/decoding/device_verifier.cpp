@@ -33,7 +33,6 @@ WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::W
                            std::to_string(vocab) + " or a path node outside the window's " +
                            std::to_string(in.nodes->size()));
   }
-  const auto& drafts = book.drafts();
   WindowOutcome out;
   out.path = result.path;
   out.tokens = result.tokens;
@@ -50,21 +49,15 @@ WindowOutcome adopt_window_result(const WindowInput& in, const sampling::cuda::W
     if (i < out.path.size()) slot = out.path[i] + 1;
   }
   // ... and every later spine slot's p becomes the q of its position's next draft.
-  const int begin = static_cast<int>(out.tokens.size());
-  int end = begin;
-  while (end <= in.chain_length && first + end < in.total_length) ++end;
-  if (static_cast<size_t>(end - begin) != result.next_drafts.size()) {
+  const int expected = next_draft_count(in, out.tokens.size());
+  if (static_cast<size_t>(expected) != result.next_drafts.size()) {
     throw std::logic_error("device verifier: the kernels drafted " + std::to_string(result.next_drafts.size()) +
-                           " positions, the window has " + std::to_string(end - begin) + " after the commit");
+                           " positions, the window has " + std::to_string(expected) + " after the commit");
   }
-  std::vector<Draft> next;
-  for (int s = begin; s < end; ++s) {
-    const at::Tensor p = in.probs[s];
-    book.remember_p(first + s, p);
-    const int age = (s < in.chain_length ? drafts[static_cast<size_t>(s)].age : 0) + 1;
-    next.push_back({result.next_drafts[static_cast<size_t>(s - begin)], p, age});
-  }
-  book.replace(first + static_cast<int64_t>(out.tokens.size()), std::move(next), {});
+  const int begin = static_cast<int>(out.tokens.size());
+  adopt_next_drafts(in, out.tokens.size(), book, [&](int s, const at::Tensor& p, const Draft*) {
+    return Draft{result.next_drafts[static_cast<size_t>(s - begin)], p};
+  });
   return out;
 }
 

@@ -154,19 +154,32 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
   if (final_token >= 0) out.tokens.push_back(final_token);
 
   // Next drafts: every later position with a fresh p on the spine gets the tail update.
-  const int64_t next_first = in.first_position + static_cast<int64_t>(out.tokens.size());
+  adopt_next_drafts(in, out.tokens.size(), book, [&](int s, const at::Tensor& p, const Draft* old) {
+    return book.update_tail(in.first_position + s, p, old, in.step);
+  });
+  return out;
+}
+
+int next_draft_count(const WindowInput& in, size_t committed) {
+  const int begin = static_cast<int>(committed);
+  int end = begin;
+  while (end <= in.chain_length && in.first_position + end < in.total_length) ++end;
+  return end - begin;
+}
+
+void adopt_next_drafts(const WindowInput& in, size_t committed, DraftBook& book, const NextDraftFn& draft_for) {
+  const auto& drafts = book.drafts();
+  const int begin = static_cast<int>(committed);
   std::vector<Draft> next;
-  for (int s = static_cast<int>(next_first - in.first_position);
-       s <= in.chain_length && in.first_position + s < in.total_length; ++s) {
+  for (int s = begin; s < begin + next_draft_count(in, committed); ++s) {
     const at::Tensor p = in.probs[s];
     book.remember_p(in.first_position + s, p);
     const Draft* old = s < in.chain_length ? &drafts[static_cast<size_t>(s)] : nullptr;
-    Draft draft = book.update_tail(in.first_position + s, p, old, in.step);
+    Draft draft = draft_for(s, p, old);
     draft.age = (old != nullptr ? old->age : 0) + 1;  // one more p computed for this position
     next.push_back(std::move(draft));
   }
-  book.replace(next_first, std::move(next), {});
-  return out;
+  book.replace(in.first_position + begin, std::move(next), {});
 }
 
 }  // namespace sjd::decoding

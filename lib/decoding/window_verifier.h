@@ -4,6 +4,7 @@
 // accepts plus one residual or bonus token, and prepares the next drafts.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
 #include "decoding/draft_book.h"
@@ -39,6 +40,16 @@ struct WindowInput {
 // child_of[slot][k] is the node holding candidate k under the node in `slot`
 // (slot 0: the root).
 void build_window(const DraftBook& book, int chain, model::DraftTree& nodes, std::vector<std::vector<int>>& child_of);
+
+// After a window committed `committed` tokens: every later position with a fresh p on the spine (up
+// to the chain's end and the image's) remembers that p and takes its next draft from
+// `draft_for(slot, p, old)` (old: the draft verified in that slot, null past the chain), one window
+// older than `old`; the book then holds those drafts. Both verifiers (this one and the device's)
+// update the book through it.
+using NextDraftFn = std::function<Draft(int slot, const at::Tensor& p, const Draft* old)>;
+void adopt_next_drafts(const WindowInput& in, size_t committed, DraftBook& book, const NextDraftFn& draft_for);
+// How many next drafts adopt_next_drafts asks for after `committed` tokens.
+int next_draft_count(const WindowInput& in, size_t committed);
 
 class WindowVerifier {
  public:

@@ -136,9 +136,230 @@ CompareRow summarise(const std::string& entry, const std::vector<const CompareRu
   return row;
 }
 
-std::string progress_label(const CompareOptions& options, const CompareRun& run, uint64_t seed) {
-  return options.methods[static_cast<size_t>(run.method)] + ", seed " + std::to_string(seed) + ", prompt " +
-         std::to_string(run.prompt + 1) + "/" + std::to_string(options.prompts.size());
+// One `sjd compare` invocation: its runs (prompts x seeds x methods, in index order), the ones an
+// earlier invocation recorded in runs/manifest.jsonl, and the new ones, recorded as each finishes.
+class CompareSession {
+ public:
+  // Checks the bundle and the output folder, and lays out the runs with their settings.
+  CompareSession(Generator& generator, const CompareOptions& options, std::ostream& log);
+  CompareReport run();
+
+ private:
+  nlohmann::json identity_of(int64_t i) const;
+  void resume_recorded();
+  int64_t record_index_of(int64_t i);
+  std::string progress_text(int64_t i) const;
+  void write_run(const BatchItem& item, const GenerationOutput& out);
+  void decode_group(const std::vector<int64_t>& group);
+  void summarise_rows();
+
+  Generator& generator_;
+  const CompareOptions& options_;
+  std::ostream& log_;
+  const int methods_;
+  const int64_t total_;
+  const std::filesystem::path runs_dir_;
+  const std::filesystem::path manifest_;  // read as a batch folder's manifest
+  const std::string model_;
+  std::vector<CompareRun> runs_;
+  std::vector<GenerationSettings> settings_;  // per run
+  std::vector<nlohmann::json> planning_;      // per method entry: what its automatic windows read from the bundle
+  CompareReport report_;
+  std::set<int64_t> taken_;                   // the recorded runs' indices: a new run's record and file reuse none
+  std::map<int64_t, int64_t> redo_index_;     // run -> the index of its recorded line that cannot be used
+  ProgressLine progress_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+CompareSession::CompareSession(Generator& generator, const CompareOptions& options, std::ostream& log)
+    : generator_(generator),
+      options_(options),
+      log_(log),
+      methods_(static_cast<int>(options.methods.size())),
+      total_(static_cast<int64_t>(options.prompts.size()) * options.seeds * methods_),
+      runs_dir_(options.out_dir / "runs"),
+      manifest_(runs_dir_ / "manifest.jsonl"),
+      model_(generator.bundle().name),
+      progress_(log, options.progress) {
+  check_window_prior(generator_.bundle());  // a malformed bundle is refused even when every run is resumed
+  prepare_output_dir(runs_dir_);
+  if (const int removed = io::remove_stale_temporaries(runs_dir_); removed > 0) {
+    log_ << "removed " << removed << " temporary file(s) left by an interrupted run\n";
+  }
+  for (size_t p = 0; p < options_.prompts.size(); ++p) {  // every method's run of it sees the same positions
+    const std::string warning = generator_.context_warning(options_.prompts[p], options_.base);
+    if (!warning.empty()) log_ << "warning: prompt " << p + 1 << ": " << warning << "\n";
+  }
+  runs_.resize(static_cast<size_t>(total_));
+  settings_.resize(static_cast<size_t>(total_));
+  for (int64_t i = 0; i < total_; ++i) {
+    CompareRun& run = runs_[static_cast<size_t>(i)];
+    run.index = i;
+    run.method = static_cast<int>(i % methods_);
+    run.seed_index = static_cast<int>((i / methods_) % options_.seeds);
+    run.prompt = static_cast<int>(i / methods_ / options_.seeds);
+    GenerationSettings& settings = settings_[static_cast<size_t>(i)];
+    settings = compare_settings(options_.base, options_.methods[static_cast<size_t>(run.method)]);
+    settings.seed = options_.base.seed + static_cast<uint64_t>(run.seed_index);
+  }
+  for (const std::string& entry : options_.methods) {
+    planning_.push_back(generator_.window_planning(compare_settings(options_.base, entry)));
+  }
+}
+
+nlohmann::json CompareSession::identity_of(int64_t i) const {
+  const CompareRun& run = runs_[static_cast<size_t>(i)];
+  return image_identity(text::utf8::to_valid(options_.prompts[static_cast<size_t>(run.prompt)]), model_,
+                        settings_to_json(settings_[static_cast<size_t>(i)]),
+                        planning_[static_cast<size_t>(run.method)]);
+}
+
+// Earlier runs are found by what they are, not by their place, so a --methods list, --seeds count or prompt
+// file that changed keeps the runs it shares with the earlier command.
+void CompareSession::resume_recorded() {
+  ManifestReader reader(runs_dir_, log_);
+  std::map<int64_t, FinishedImage> recorded = reader.read_new();
+  std::multimap<std::string, FinishedImage*> recorded_by_key;
+  for (auto& [index, done] : recorded) {
+    taken_.insert(index);
+    recorded_by_key.emplace(run_key(done.record.value("prompt", std::string()),
+                                    done.record.value("settings", nlohmann::json::object())),
+                            &done);
+  }
+  for (int64_t i = 0; i < total_; ++i) {
+    const nlohmann::json expected = identity_of(i);
+    const auto [first, last] = recorded_by_key.equal_range(run_key(expected["prompt"], expected["settings"]));
+    if (first == last) continue;  // not made yet
+    const auto match =
+        std::find_if(first, last, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
+    if (match == last) {
+      check_same_run(*first->second, expected, "the same settings and bundle");  // throws, naming what differs
+    }
+    FinishedImage& done = *match->second;
+    const std::string problem = run_record_problem(done.record);
+    if (!problem.empty()) {
+      log_ << "warning: " << manifest_.string() << ":" << done.line << ": " << problem
+           << "; the run will be made again\n";
+      redo_index_[i] = done.record["index"].get<int64_t>();
+      continue;
+    }
+    CompareRun& run = runs_[static_cast<size_t>(i)];
+    run.image = io::read_png_rgb(runs_dir_ / done.record["file"].get<std::string>());
+    run.record = done.record;
+    run.resumed = true;
+    ++report_.resumed;
+  }
+}
+
+// The index a new run's line and file take: its place in this command's order when no recorded run holds it,
+// as in a fresh folder; else the next unused one.
+int64_t CompareSession::record_index_of(int64_t i) {
+  if (const auto redo = redo_index_.find(i); redo != redo_index_.end()) return redo->second;  // replaces that line
+  const int64_t index = taken_.count(i) == 0 ? i : *taken_.rbegin() + 1;
+  taken_.insert(index);
+  return index;
+}
+
+std::string CompareSession::progress_text(int64_t i) const {
+  const CompareRun& run = runs_[static_cast<size_t>(i)];
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::string label = options_.methods[static_cast<size_t>(run.method)] + ", seed " +
+                            std::to_string(settings_[static_cast<size_t>(i)].seed) + ", prompt " +
+                            std::to_string(run.prompt + 1) + "/" + std::to_string(options_.prompts.size());
+  return count_progress_text(report_.resumed + report_.made, total_, report_.made, elapsed, label);
+}
+
+void CompareSession::write_run(const BatchItem& item, const GenerationOutput& out) {
+  CompareRun& run = runs_[static_cast<size_t>(item.id)];
+  const std::string& entry = options_.methods[static_cast<size_t>(run.method)];
+  const int64_t index = record_index_of(item.id);
+  const std::string file = run_file_name(index, entry, item.settings.seed);
+  const double write_seconds = write_image(runs_dir_ / file, out, item.prompt, model_);
+  run.record = run_record(index, run, item.prompt, model_, entry, out, file, out.total_seconds + write_seconds);
+  if (const nlohmann::json& p = planning_[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
+  record_file_checksum(run.record, runs_dir_ / file);
+  io::append_line(manifest_, run.record.dump());
+  run.image = out.image;
+  ++report_.made;
+  progress_.show(progress_text(item.id), true);
+}
+
+// Decodes a group of runs of one method through one continuous batch (decoder.h, decode_batch).
+void CompareSession::decode_group(const std::vector<int64_t>& group) {
+  const auto prompt_of = [&](int64_t i) {
+    return options_.prompts[static_cast<size_t>(runs_[static_cast<size_t>(i)].prompt)];
+  };
+  BatchPlan plan;
+  plan.settings = settings_[static_cast<size_t>(group.front())];
+  for (const int64_t i : group) plan.prompts.push_back(prompt_of(i));
+  plan.settings.batch_size = generator_.resolve_batch_size(plan);  // one that does not fit exits 2 with the estimate
+  if (progress_.enabled()) {
+    plan.on_step = [this](int64_t id, const decoding::StepProgress& p) {
+      progress_.show(progress_text(id) + ": tokens " + std::to_string(p.tokens_done) + "/" +
+                     std::to_string(p.tokens_total));
+    };
+  }
+  size_t cursor = 0;
+  generator_.generate_batch(
+      plan,
+      [&]() -> std::optional<BatchItem> {
+        if (cursor == group.size()) return std::nullopt;
+        if (options_.stop_requested && (report_.stopped_by = options_.stop_requested()) != 0) return std::nullopt;
+        const int64_t i = group[cursor++];
+        return BatchItem{i, prompt_of(i), settings_[static_cast<size_t>(i)]};
+      },
+      [this](const BatchItem& item, const GenerationOutput& out) { write_run(item, out); },
+      [this](const BatchItem& item, const std::string& error) {  // the report needs every run: stop with exit 2
+        throw InputError("prompt " + std::to_string(runs_[static_cast<size_t>(item.id)].prompt + 1) + ": " + error);
+      });
+}
+
+// A row per method, in --methods order, with its speed-up against the first ar entry when there is one.
+void CompareSession::summarise_rows() {
+  for (int m = 0; m < methods_; ++m) {
+    std::vector<const CompareRun*> of_method;
+    for (const CompareRun& run : runs_) {
+      if (run.method == m) of_method.push_back(&run);
+    }
+    report_.rows.push_back(summarise(options_.methods[static_cast<size_t>(m)], of_method));
+  }
+  for (int m = 0; m < methods_; ++m) {
+    if (compare_settings(options_.base, options_.methods[static_cast<size_t>(m)]).method != "ar") continue;
+    const CompareRow ar = report_.rows[static_cast<size_t>(m)];
+    for (auto& row : report_.rows) {
+      row.speedup = row.seconds > 0.0 ? ar.seconds / row.seconds : 0.0;
+      row.decode_speedup = row.decode_seconds > 0.0 ? ar.decode_seconds / row.decode_seconds : 0.0;
+    }
+    break;
+  }
+}
+
+CompareReport CompareSession::run() {
+  resume_recorded();
+  start_ = std::chrono::steady_clock::now();
+  // At batch size 1 the runs go in index order, one at a time, so every method meets the machine's load of the
+  // same minutes; at B > 1 each method's runs form one continuously refilled batch.
+  const bool batched = compare_settings(options_.base, options_.methods.front()).batch_size > 1;
+  for (int m = 0; m < (batched ? methods_ : 1); ++m) {
+    std::vector<int64_t> pending;
+    for (const CompareRun& run : runs_) {
+      if (run.resumed || (batched && run.method != m)) continue;
+      if (report_.stopped_by != 0) break;
+      if (batched) {
+        pending.push_back(run.index);
+      } else {
+        decode_group({run.index});
+      }
+    }
+    if (!pending.empty()) decode_group(pending);
+  }
+  progress_.finish();
+  // A table needs every run: after a stop with runs left, the next invocation makes them.
+  const bool complete = report_.resumed + report_.made == total_;
+  if (report_.stopped_by != 0 && complete) report_.stopped_by = 0;  // the stop came when every run was made
+  if (report_.stopped_by == 0) summarise_rows();
+  report_.runs = std::move(runs_);
+  return report_;
 }
 
 }  // namespace
@@ -153,181 +374,8 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
 }
 
 CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log) {
-  check_window_prior(generator.bundle());  // a malformed bundle is refused even when every run is resumed
-  const int methods = static_cast<int>(options.methods.size());
-  const int64_t total = static_cast<int64_t>(options.prompts.size()) * options.seeds * methods;
-  const std::filesystem::path runs_dir = options.out_dir / "runs";
-  const std::filesystem::path manifest = runs_dir / "manifest.jsonl";  // read as a batch folder's manifest
-  prepare_output_dir(runs_dir);
-  if (const int removed = io::remove_stale_temporaries(runs_dir); removed > 0) {
-    log << "removed " << removed << " temporary file(s) left by an interrupted run\n";
-  }
-  const std::string model = generator.bundle().name;
-  for (size_t p = 0; p < options.prompts.size(); ++p) {  // every method's run of it sees the same positions
-    const std::string warning = generator.context_warning(options.prompts[p], options.base);
-    if (!warning.empty()) log << "warning: prompt " << p + 1 << ": " << warning << "\n";
-  }
-  std::vector<CompareRun> runs(static_cast<size_t>(total));
-  std::vector<GenerationSettings> settings(static_cast<size_t>(total));
-  for (int64_t i = 0; i < total; ++i) {
-    CompareRun& run = runs[static_cast<size_t>(i)];
-    run.index = i;
-    run.method = static_cast<int>(i % methods);
-    run.seed_index = static_cast<int>((i / methods) % options.seeds);
-    run.prompt = static_cast<int>(i / methods / options.seeds);
-    settings[static_cast<size_t>(i)] = compare_settings(options.base, options.methods[static_cast<size_t>(run.method)]);
-    settings[static_cast<size_t>(i)].seed = options.base.seed + static_cast<uint64_t>(run.seed_index);
-  }
-  std::vector<nlohmann::json> planning;  // per method entry: what its automatic windows read from the bundle
-  for (const std::string& entry : options.methods) {
-    planning.push_back(generator.window_planning(compare_settings(options.base, entry)));
-  }
-  const auto identity_of = [&](int64_t i) {
-    return image_identity(text::utf8::to_valid(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]),
-                          model, settings_to_json(settings[static_cast<size_t>(i)]),
-                          planning[static_cast<size_t>(runs[static_cast<size_t>(i)].method)]);
-  };
-
-  // Earlier runs are found by what they are, not by their place, so a --methods list, --seeds count or prompt
-  // file that changed keeps the runs it shares with the earlier command.
-  CompareReport report;
-  ManifestReader reader(runs_dir, log);
-  std::map<int64_t, FinishedImage> recorded = reader.read_new();
-  std::multimap<std::string, FinishedImage*> recorded_by_key;
-  std::set<int64_t> taken;  // the recorded runs' indices: a new run's record and file must not reuse one
-  for (auto& [index, done] : recorded) {
-    taken.insert(index);
-    recorded_by_key.emplace(run_key(done.record.value("prompt", std::string()),
-                                    done.record.value("settings", nlohmann::json::object())),
-                            &done);
-  }
-  std::map<int64_t, int64_t> redo_index;  // run -> the index of its recorded line that cannot be used
-  for (int64_t i = 0; i < total; ++i) {
-    const nlohmann::json expected = identity_of(i);
-    const auto [first, last] = recorded_by_key.equal_range(run_key(expected["prompt"], expected["settings"]));
-    if (first == last) continue;  // not made yet
-    const auto match =
-        std::find_if(first, last, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
-    if (match == last) {
-      check_same_run(*first->second, expected, "the same settings and bundle");  // throws, naming what differs
-    }
-    FinishedImage& done = *match->second;
-    const std::string problem = run_record_problem(done.record);
-    if (!problem.empty()) {
-      log << "warning: " << manifest.string() << ":" << done.line << ": " << problem << "; the run will be made again\n";
-      redo_index[i] = done.record["index"].get<int64_t>();
-      continue;
-    }
-    CompareRun& run = runs[static_cast<size_t>(i)];
-    run.image = io::read_png_rgb(runs_dir / done.record["file"].get<std::string>());
-    run.record = done.record;
-    run.resumed = true;
-    ++report.resumed;
-  }
-  // The index a new run's line and file take: its place in this command's order when no recorded run holds it,
-  // as in a fresh folder; else the next unused one.
-  const auto record_index_of = [&](int64_t i) {
-    if (const auto redo = redo_index.find(i); redo != redo_index.end()) return redo->second;  // replaces that line
-    const int64_t index = taken.count(i) == 0 ? i : *taken.rbegin() + 1;
-    taken.insert(index);
-    return index;
-  };
-
-  ProgressLine progress(log, options.progress);
-  const auto start = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  int64_t made = 0;
-  const auto write_run = [&](const BatchItem& item, const GenerationOutput& out) {
-    CompareRun& run = runs[static_cast<size_t>(item.id)];
-    const std::string& entry = options.methods[static_cast<size_t>(run.method)];
-    const int64_t index = record_index_of(item.id);
-    const std::string file = run_file_name(index, entry, item.settings.seed);
-    const double write_seconds = write_image(runs_dir / file, out, item.prompt, model);
-    run.record = run_record(index, run, item.prompt, model, entry, out, file, out.total_seconds + write_seconds);
-    if (const nlohmann::json& p = planning[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
-    record_file_checksum(run.record, runs_dir / file);
-    io::append_line(manifest, run.record.dump());
-    run.image = out.image;
-    ++made;
-    progress.show(count_progress_text(report.resumed + made, total, made, elapsed(),
-                                      progress_label(options, run, item.settings.seed)),
-                  true);
-  };
-  // Decodes a group of runs of one method through one continuous batch (decoder.h, decode_batch).
-  const auto decode_group = [&](const std::vector<int64_t>& group) {
-    BatchPlan plan;
-    plan.settings = settings[static_cast<size_t>(group.front())];
-    for (const int64_t i : group) {
-      plan.prompts.push_back(options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)]);
-    }
-    plan.settings.batch_size = generator.resolve_batch_size(plan);  // one that does not fit exits 2 with the estimate
-    if (progress.enabled()) {
-      plan.on_step = [&](int64_t id, const decoding::StepProgress& p) {
-        const CompareRun& run = runs[static_cast<size_t>(id)];
-        progress.show(count_progress_text(report.resumed + made, total, made, elapsed(),
-                                          progress_label(options, run, settings[static_cast<size_t>(id)].seed)) +
-                      ": tokens " + std::to_string(p.tokens_done) + "/" + std::to_string(p.tokens_total));
-      };
-    }
-    size_t cursor = 0;
-    generator.generate_batch(
-        plan,
-        [&]() -> std::optional<BatchItem> {
-          if (cursor == group.size()) return std::nullopt;
-          if (options.stop_requested && (report.stopped_by = options.stop_requested()) != 0) return std::nullopt;
-          const int64_t i = group[cursor++];
-          return BatchItem{i, options.prompts[static_cast<size_t>(runs[static_cast<size_t>(i)].prompt)],
-                           settings[static_cast<size_t>(i)]};
-        },
-        write_run,
-        [&](const BatchItem& item, const std::string& error) {  // the report needs every run: stop with exit 2
-          throw InputError("prompt " + std::to_string(runs[static_cast<size_t>(item.id)].prompt + 1) + ": " + error);
-        });
-  };
-  // At batch size 1 the runs go in index order, one at a time, so every method meets the machine's load of the
-  // same minutes; at B > 1 each method's runs form one continuously refilled batch.
-  const bool batched = compare_settings(options.base, options.methods.front()).batch_size > 1;
-  for (int m = 0; m < (batched ? methods : 1); ++m) {
-    std::vector<int64_t> pending;
-    for (const CompareRun& run : runs) {
-      if (run.resumed || (batched && run.method != m)) continue;
-      if (report.stopped_by != 0) break;
-      if (batched) {
-        pending.push_back(run.index);
-      } else {
-        decode_group({run.index});
-      }
-    }
-    if (!pending.empty()) decode_group(pending);
-  }
-  progress.finish();
-  report.made = made;
-  if (report.stopped_by != 0) {
-    if (report.resumed + made < total) {  // a table needs every run: the next invocation makes it
-      report.runs = std::move(runs);
-      return report;
-    }
-    report.stopped_by = 0;  // the stop came when every run was made
-  }
-
-  for (int m = 0; m < methods; ++m) {
-    std::vector<const CompareRun*> of_method;
-    for (const CompareRun& run : runs) {
-      if (run.method == m) of_method.push_back(&run);
-    }
-    report.rows.push_back(summarise(options.methods[static_cast<size_t>(m)], of_method));
-  }
-  for (int m = 0; m < methods; ++m) {
-    if (compare_settings(options.base, options.methods[static_cast<size_t>(m)]).method != "ar") continue;
-    const CompareRow ar = report.rows[static_cast<size_t>(m)];
-    for (auto& row : report.rows) {
-      row.speedup = row.seconds > 0.0 ? ar.seconds / row.seconds : 0.0;
-      row.decode_speedup = row.decode_seconds > 0.0 ? ar.decode_seconds / row.decode_seconds : 0.0;
-    }
-    break;
-  }
-  report.runs = std::move(runs);
-  return report;
+  CompareSession session(generator, options, log);
+  return session.run();
 }
 
 }  // namespace sjd::engine

@@ -88,7 +88,7 @@ TEST_CASE("every setting has its long flag, the key with '-' for '_'", "[engine]
   }
 }
 
-TEST_CASE("--lantern-own-residual switches lantern to its own residual, and says so", "[engine][settings][cli]") {
+TEST_CASE("the flag --lantern-own-residual switches lantern to its own residual, and says so", "[engine][settings][cli]") {
   const std::filesystem::path out = std::filesystem::temp_directory_path() / "sjd_test_own_residual.png";
   const std::string run = "generate --model " + testing::shell_quoted(testing::default_model()) +
                           " -p 'a red fox' --method sjd:lantern --window 4 -o " + testing::shell_quoted(out);
