@@ -185,6 +185,121 @@ struct PaperMethod {
 };
 constexpr PaperMethod kPaperMethods[] = {{"ar", 1.0, 0}, {"sjd", 2.2, 16}, {"scd", 4.2, 16}, {"sjd-pac", 4.5, 64}};
 
+// sjd with an automatic window: what the bench plans windows for.
+decoding::MethodConfig auto_sjd() {
+  decoding::MethodConfig sjd = decoding::make_method("sjd");
+  sjd.auto_window = true;
+  return sjd;
+}
+
+// The CFG pair of prompt rows of `length` tokens each.
+std::vector<model::RowPrompt> cfg_rows(int64_t length, int64_t vocab) {
+  return {prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};
+}
+
+// Each paper method's image time from its step compression and the measured step of its window.
+void estimate_methods(BenchReport& report) {
+  const double vq_seconds = std::max(report.vq_seconds, 0.0);
+  for (const auto& m : kPaperMethods) {
+    MethodEstimate e;
+    e.method = m.name;
+    e.step_compression = m.compression;
+    e.window = m.window;
+    e.steps = static_cast<int64_t>(std::ceil(static_cast<double>(report.preset.generated_tokens) / m.compression));
+    double step_ms = report.ar.step_ms();
+    for (const auto& t : report.windows) {
+      if (t.window == m.window) step_ms = t.step_ms();
+    }
+    e.seconds = report.prefill_seconds + static_cast<double>(e.steps) * step_ms / 1e3 + vq_seconds;
+    report.methods.push_back(e);
+  }
+}
+
+// What --window auto would start from on this device: the measured steps as a step-cost profile,
+// the planner's prior acceptance (no image seen yet), CFG batch 2.
+void plan_auto_window(BenchReport& report, int64_t image_tokens) {
+  std::vector<std::pair<int, double>> points = {{1, report.ar.step_ms()}};
+  for (const auto& t : report.windows) points.emplace_back(t.window + 1, std::max(t.step_ms(), points.back().second));
+  report.step_cost = decoding::StepCostProfile(
+      report.preset.name + " " + report.device + "-" + report.dtype + " (bench)", 2, std::move(points));
+  report.auto_chain =
+      decoding::WindowPlanner(auto_sjd(), report.step_cost, 2).next(false, static_cast<int>(image_tokens)).chain;
+}
+
+// The batch axis at `batch` prompts: their CFG pairs in one forward at mid-image, the AR step and a
+// BatchTiming::kBatchWindow chain, and the window the planner would choose from those two steps.
+BatchTiming time_batch(model::Transformer& model, const BenchOptions& options, const BenchReport& report,
+                       const family::TokenLayout& layout, int batch) {
+  const BenchPreset& preset = report.preset;
+  const int64_t half = layout.length() / 2;
+  std::vector<model::RowPrompt> batch_rows;
+  for (int i = 0; i < batch; ++i) {
+    for (const auto& row : cfg_rows(preset.prompt_tokens + half, preset.transformer.vocab_size)) {
+      batch_rows.push_back(row);
+    }
+  }
+  // Each batch size on a cache of its own, sized as a generation sizes it (the rest of the image
+  // and the batch window): a cache kept from the fixtures above would be larger, and a graphed
+  // step reads its whole capacity. Its graph count is then this batch size's alone.
+  model.release_cache();
+  model.start(batch_rows, layout.length() - half, BatchTiming::kBatchWindow);
+  const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
+  model::DraftTree chain;
+  for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
+  const at::Device device = options.placement.device;
+  const auto forward_ms = [&](const model::DraftTree& nodes) {
+    const auto windows = model::shared_window(roots, nodes);
+    for (int i = 0; i < options.warmup; ++i) model.forward_rows(windows);
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < options.iterations; ++i) {
+      best = std::min(best, timed_ms(device, [&] { model.forward_rows(windows); }));
+    }
+    return best;
+  };
+  BatchTiming t;
+  t.batch = batch;
+  t.ar_ms = forward_ms(model::DraftTree{});
+  t.window_ms = forward_ms(chain);
+  t.graphs = model.captured_step_graphs();
+  // Planned on this batch's own two measured points (the batch-1 curve scaled would misjudge
+  // both the AR step and the window: every row's attention reads its own KV cache).
+  std::vector<decoding::StepCostCurve> curves = report.step_cost.curves();
+  if (batch > 1) {
+    curves.push_back({2 * batch, {{1, t.ar_ms}, {1 + BatchTiming::kBatchWindow, std::max(t.window_ms, t.ar_ms)}}});
+  }
+  const decoding::StepCostProfile batch_cost(report.step_cost.name(), std::move(curves));
+  t.auto_chain =
+      decoding::WindowPlanner(auto_sjd(), batch_cost, 2 * batch).next(false, static_cast<int>(layout.length())).chain;
+  return t;
+}
+
+// Last, so that no profiler state is left in the figures: the AR step, the widest chain window and
+// the tree window at mid-image again, each warmed up first (and their graphs captured again, the
+// batch axis having rebuilt the cache).
+void profile_bench_steps(model::Transformer& model, const BenchOptions& options, BenchReport& report,
+                         const family::TokenLayout& layout, int widest, const decoding::WindowShape& tree,
+                         int longest) {
+  const BenchPreset& preset = report.preset;
+  const int64_t half = layout.length() / 2;
+  model.start(cfg_rows(preset.prompt_tokens + half, preset.transformer.vocab_size), layout.length() - half, longest);
+  const auto profile = [&](const std::string& label, const std::string& file, int window,
+                           decoding::WindowShape shape) {
+    StepFixture fixture(model, preset, layout, window, options.placement, options.seed, shape);
+    for (int i = 0; i <= options.warmup; ++i) fixture.step(i);
+    // A profiler that fails (CUPTI, the trace file) costs its profile, not the bench's figures.
+    try {
+      report.profiles.push_back(profile_steps(label, options.placement.device, options.profile_steps,
+                                              [&](int i) { fixture.step(i); },
+                                              options.profile_dir + "/" + preset.name + "-" + file + ".trace.json"));
+    } catch (const std::exception& e) {
+      report.profile_failures.push_back(label + ": " + e.what());
+    }
+  };
+  profile("ar", "ar", 0, {});
+  profile("L=" + std::to_string(widest), "L" + std::to_string(widest), widest, {});
+  profile("tree L=" + std::to_string(tree.chain), "tree", tree.chain, tree);
+}
+
 }  // namespace
 
 BenchReport run_bench(const BenchOptions& options) {
@@ -236,9 +351,7 @@ BenchReport run_bench(const BenchOptions& options) {
   }
   const decoding::WindowShape tree{BenchReport::kTreeChain, BenchReport::kTreeK, BenchReport::kTreeDepth};
   const int longest = std::max(*windows.rbegin(), decoding::window_nodes(tree));
-  const auto rows = [&](int64_t length) {
-    return std::vector<model::RowPrompt>{prompt_row(length, vocab, 1), prompt_row(length, vocab, 2)};  // CFG pair
-  };
+  const auto rows = [&](int64_t length) { return cfg_rows(length, vocab); };
   // The prefill of a whole image's cache, the fastest of the timed runs after the warm-ups: a single
   // run took 0.05 to 1.2 s on an H100 (first-shape costs, such as cuDNN plans, may be why; unproven).
   // Sized as a generation sizes its cache (decoding/decoder.cpp: the layout's tokens), as the
@@ -272,92 +385,13 @@ BenchReport run_bench(const BenchOptions& options) {
   }
   report.peak = peak_memory(device);
 
-  const double vq_seconds = std::max(report.vq_seconds, 0.0);
-  for (const auto& m : kPaperMethods) {
-    MethodEstimate e;
-    e.method = m.name;
-    e.step_compression = m.compression;
-    e.window = m.window;
-    e.steps = static_cast<int64_t>(std::ceil(static_cast<double>(preset.generated_tokens) / m.compression));
-    double step_ms = report.ar.step_ms();
-    for (const auto& t : report.windows) {
-      if (t.window == m.window) step_ms = t.step_ms();
-    }
-    e.seconds = report.prefill_seconds + static_cast<double>(e.steps) * step_ms / 1e3 + vq_seconds;
-    report.methods.push_back(e);
-  }
-
-  // What --window auto would start from on this device: the measured steps as a
-  // step-cost profile, the planner's prior acceptance (no image seen yet), CFG batch 2.
-  std::vector<std::pair<int, double>> points = {{1, report.ar.step_ms()}};
-  for (const auto& t : report.windows) points.emplace_back(t.window + 1, std::max(t.step_ms(), points.back().second));
-  report.step_cost = decoding::StepCostProfile(preset.name + " " + report.device + "-" + report.dtype + " (bench)", 2,
-                                               std::move(points));
-  decoding::MethodConfig sjd = decoding::make_method("sjd");
-  sjd.auto_window = true;
-  report.auto_chain = decoding::WindowPlanner(sjd, report.step_cost, 2).next(false, static_cast<int>(layout.length())).chain;
-
-  // The batch axis: B prompts' CFG pairs in one forward, mid-image.
-  for (int b : options.batch_sizes) {
-    std::vector<model::RowPrompt> batch_rows;
-    for (int i = 0; i < b; ++i) {
-      for (const auto& row : rows(preset.prompt_tokens + layout.length() / 2)) batch_rows.push_back(row);
-    }
-    // Each batch size on a cache of its own, sized as a generation sizes it (the rest of the image
-    // and the batch window): a cache kept from the fixtures above would be larger, and a graphed
-    // step reads its whole capacity. Its graph count is then this batch size's alone.
-    model.release_cache();
-    model.start(batch_rows, layout.length() - half, BatchTiming::kBatchWindow);
-    const std::vector<int64_t> roots(batch_rows.size(), preset.first_code_id);
-    model::DraftTree chain;
-    for (int i = 0; i < BatchTiming::kBatchWindow; ++i) chain.push(preset.first_code_id + i, i - 1);
-    const auto forward_ms = [&](const model::DraftTree& nodes) {
-      const auto windows = model::shared_window(roots, nodes);
-      for (int i = 0; i < options.warmup; ++i) model.forward_rows(windows);
-      double best = std::numeric_limits<double>::infinity();
-      for (int i = 0; i < options.iterations; ++i) {
-        best = std::min(best, timed_ms(device, [&] { model.forward_rows(windows); }));
-      }
-      return best;
-    };
-    BatchTiming t;
-    t.batch = b;
-    t.ar_ms = forward_ms(model::DraftTree{});
-    t.window_ms = forward_ms(chain);
-    t.graphs = model.captured_step_graphs();
-    // Planned on this batch's own two measured points (the batch-1 curve scaled would misjudge
-    // both the AR step and the window: every row's attention reads its own KV cache).
-    std::vector<decoding::StepCostCurve> curves = report.step_cost.curves();
-    if (b > 1) {
-      curves.push_back({2 * b, {{1, t.ar_ms}, {1 + BatchTiming::kBatchWindow, std::max(t.window_ms, t.ar_ms)}}});
-    }
-    const decoding::StepCostProfile batch_cost(report.step_cost.name(), std::move(curves));
-    t.auto_chain = decoding::WindowPlanner(sjd, batch_cost, 2 * b).next(false, static_cast<int>(layout.length())).chain;
-    report.batches.push_back(t);
-  }
+  estimate_methods(report);
+  plan_auto_window(report, layout.length());
+  for (int b : options.batch_sizes) report.batches.push_back(time_batch(model, options, report, layout, b));
   report.step_graphs_failure = model.step_graphs_failure();
   if (options.figures_ready) options.figures_ready(report);
   if (!options.profile_dir.empty()) {
-    // Last, so that no profiler state is left in the figures above: the AR step, the widest
-    // chain window and the tree window at mid-image again, each warmed up first (and their
-    // graphs captured again, the batch axis having rebuilt the cache).
-    model.start(rows(preset.prompt_tokens + half), layout.length() - half, longest);
-    const auto profile = [&](const std::string& label, const std::string& file, int window,
-                             decoding::WindowShape shape) {
-      StepFixture fixture(model, preset, layout, window, placement, options.seed, shape);
-      for (int i = 0; i <= options.warmup; ++i) fixture.step(i);
-      // A profiler that fails (CUPTI, the trace file) costs its profile, not the bench's figures.
-      try {
-        report.profiles.push_back(profile_steps(label, device, options.profile_steps, [&](int i) { fixture.step(i); },
-                                                options.profile_dir + "/" + preset.name + "-" + file + ".trace.json"));
-      } catch (const std::exception& e) {
-        report.profile_failures.push_back(label + ": " + e.what());
-      }
-    };
-    const int widest = *windows.rbegin();
-    profile("ar", "ar", 0, {});
-    profile("L=" + std::to_string(widest), "L" + std::to_string(widest), widest, {});
-    profile("tree L=" + std::to_string(tree.chain), "tree", tree.chain, tree);
+    profile_bench_steps(model, options, report, layout, *windows.rbegin(), tree, longest);
   }
   report.step_graphs_failure = model.step_graphs_failure();  // after every forward of the bench
   return report;
