@@ -50,6 +50,68 @@ std::vector<std::string> split_methods(const std::string& text) {
   }
 }
 
+// The --methods entries, each checked: a bad name fails naming its entry, and a method listed twice
+// (an alias such as pac-ac or sjd:none is the same method) is refused, since the same seeds would
+// make the same images twice.
+std::vector<std::string> checked_methods(const std::string& text, const engine::GenerationSettings& base) {
+  const std::vector<std::string> methods = split_methods(text);
+  if (methods.empty()) throw engine::InputError("--methods: no method given");
+  std::vector<std::string> canonical;
+  for (const std::string& entry : methods) {
+    engine::GenerationSettings s;
+    try {
+      s = engine::compare_settings(base, entry);  // bad names fail here
+    } catch (const std::invalid_argument& e) {  // "unknown relaxation ''" alone did not say where it came from
+      throw engine::InputError("--methods entry '" + entry + "': " + e.what());
+    }
+    canonical.push_back(engine::method_from_settings(s).name + (s.relax == "none" ? "" : ":" + s.relax));
+    const auto earlier = std::find(canonical.begin(), canonical.end() - 1, canonical.back());
+    if (earlier != canonical.end() - 1) {
+      const std::string& first = methods[static_cast<size_t>(earlier - canonical.begin())];
+      throw engine::InputError("--methods lists " + canonical.back() + " twice" +
+                               (first == entry ? std::string() : " (as " + first + " and " + entry + ")"));
+    }
+  }
+  return methods;
+}
+
+// -p's prompt, then the first --limit prompts of --prompts FILE (every one when --limit is 0).
+std::vector<std::string> compare_prompts(const CompareArgs& args) {
+  std::vector<std::string> prompts;
+  if (args.prompt_given) {
+    check_prompt_flag(args.prompt);
+    prompts.push_back(args.prompt);
+  }
+  if (!args.prompts_file.empty()) {
+    const std::vector<io::PromptEntry> entries = io::read_prompts(args.prompts_file);
+    const std::string unread = engine::prompt_file_settings_warning(entries, args.prompts_file);
+    if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
+    for (const auto& entry : entries) {
+      if (args.limit > 0 && static_cast<int64_t>(prompts.size()) >= args.limit) break;
+      if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
+        throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": " + problem);
+      }
+      prompts.push_back(entry.prompt);
+    }
+  }
+  if (prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
+  return prompts;
+}
+
+// Every run keeps its row (and its accepted lengths) in memory for the table: 200,000 prompts x 1000 seeds x
+// 6 methods ran out of memory. A comparison that large is a batch per method.
+void check_run_count(const engine::CompareOptions& options) {
+  constexpr int64_t kMaxRuns = 1000000;
+  const int64_t runs = static_cast<int64_t>(options.prompts.size()) * options.seeds *
+                       static_cast<int64_t>(options.methods.size());
+  if (runs > kMaxRuns) {
+    throw engine::InputError(std::to_string(options.prompts.size()) + " prompts x " + std::to_string(options.seeds) +
+                             " seeds x " + std::to_string(options.methods.size()) + " methods are " +
+                             std::to_string(runs) + " runs, more than compare holds (" + std::to_string(kMaxRuns) +
+                             "): use --limit or fewer --seeds, or sjd batch per method");
+  }
+}
+
 int run_compare_command(const CompareArgs& args) {
   if (args.settings.given("--relax")) {
     throw engine::InputError("compare takes each method's relaxation from its --methods entry (e.g. --methods "
@@ -60,26 +122,8 @@ int run_compare_command(const CompareArgs& args) {
   engine::CompareOptions options;
   options.base = args.settings.resolve(bundle.defaults, bundle.json_path.string());
   check_resolution(bundle, options.base.resolution, args.settings);
-  options.methods = split_methods(args.methods);
+  options.methods = checked_methods(args.methods, options.base);
   options.seeds = args.seeds;
-  if (options.methods.empty()) throw engine::InputError("--methods: no method given");
-  // The same seeds would make the same images twice; an alias (pac-ac, sjd:none) is the same method.
-  std::vector<std::string> canonical;
-  for (const std::string& entry : options.methods) {
-    engine::GenerationSettings s;
-    try {
-      s = engine::compare_settings(options.base, entry);  // bad names fail here
-    } catch (const std::invalid_argument& e) {  // "unknown relaxation ''" alone did not say where it came from
-      throw engine::InputError("--methods entry '" + entry + "': " + e.what());
-    }
-    canonical.push_back(engine::method_from_settings(s).name + (s.relax == "none" ? "" : ":" + s.relax));
-    const auto earlier = std::find(canonical.begin(), canonical.end() - 1, canonical.back());
-    if (earlier != canonical.end() - 1) {
-      const std::string& first = options.methods[static_cast<size_t>(earlier - canonical.begin())];
-      throw engine::InputError("--methods lists " + canonical.back() + " twice" +
-                               (first == entry ? std::string() : " (as " + first + " and " + entry + ")"));
-    }
-  }
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
   if (options.base.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(args.seeds - 1)) {
     throw engine::InputError("--seed " + std::to_string(options.base.seed) + " with --seeds " +
@@ -99,34 +143,8 @@ int run_compare_command(const CompareArgs& args) {
   for (const auto& m : options.methods) {  // bad names fail before any work
     print_settings_note(engine::compare_settings(options.base, m), engine::compare_settings(baseline, m));
   }
-  if (args.prompt_given) {
-    check_prompt_flag(args.prompt);
-    options.prompts.push_back(args.prompt);
-  }
-  if (!args.prompts_file.empty()) {
-    const std::vector<io::PromptEntry> entries = io::read_prompts(args.prompts_file);
-    const std::string unread = engine::prompt_file_settings_warning(entries, args.prompts_file);
-    if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
-    for (const auto& entry : entries) {
-      if (args.limit > 0 && static_cast<int64_t>(options.prompts.size()) >= args.limit) break;
-      if (const std::string problem = io::prompt_text_problem(entry.prompt); !problem.empty()) {
-        throw engine::InputError(args.prompts_file + ":" + std::to_string(entry.line) + ": " + problem);
-      }
-      options.prompts.push_back(entry.prompt);
-    }
-  }
-  if (options.prompts.empty()) throw engine::InputError("give a prompt with -p or a prompt file with --prompts");
-  // Every run keeps its row (and its accepted lengths) in memory for the table: 200,000 prompts x 1000 seeds x
-  // 6 methods ran out of memory. A comparison that large is a batch per method.
-  constexpr int64_t kMaxRuns = 1000000;
-  const int64_t runs = static_cast<int64_t>(options.prompts.size()) * options.seeds *
-                       static_cast<int64_t>(options.methods.size());
-  if (runs > kMaxRuns) {
-    throw engine::InputError(std::to_string(options.prompts.size()) + " prompts x " + std::to_string(options.seeds) +
-                             " seeds x " + std::to_string(options.methods.size()) + " methods are " +
-                             std::to_string(runs) + " runs, more than compare holds (" + std::to_string(kMaxRuns) +
-                             "): use --limit or fewer --seeds, or sjd batch per method");
-  }
+  options.prompts = compare_prompts(args);
+  check_run_count(options);
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
   engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png"},
