@@ -316,13 +316,7 @@ void BatchRun::write_done(const BatchItem& item, GenerationOutput out) {
     record_failure(item.id, e.what());
     return;
   }
-  record["status"] = "ok";
-  record["method"] = out.method.describe();
-  record["exactness"] = decoding::exactness_name(out.method.exactness());  // as stats and compare's runs have it
-  record["settings"] = settings_to_json(item.settings);
-  record["steps"] = out.stats.steps;
-  record["tokens"] = out.stats.tokens;
-  record["step_compression"] = out.stats.step_compression();
+  record_outcome(record, out);  // out.settings are the item's
   const nlohmann::json stats = decoding::to_json(out.stats);
   record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums
   record["seconds"] = out.total_seconds + write_seconds;  // from its start to its file, sharing the batch's steps

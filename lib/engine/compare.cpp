@@ -36,27 +36,23 @@ nlohmann::json run_record(int64_t index, const CompareRun& run, const std::strin
                           const std::string& entry, const GenerationOutput& out, const std::string& file,
                           double seconds) {
   const decoding::RunStats& st = out.stats;
-  return {{"index", index},
-          {"status", "ok"},
-          {"file", file},
-          {"prompt", text::utf8::to_valid(prompt)},
-          {"prompt_index", run.prompt},
-          {"model", model},
-          {"settings", settings_to_json(out.settings)},
-          {"entry", entry},
-          {"seed", out.settings.seed},
-          {"method", out.method.describe()},
-          {"exactness", decoding::exactness_name(out.method.exactness())},
-          {"steps", st.steps},
-          {"tokens", st.tokens},
-          {"step_compression", st.step_compression()},
-          {"seconds", seconds},
-          {"decode_seconds", st.prefill_seconds + st.forward_seconds + st.pipeline_seconds + st.verify_seconds},
-          {"chain_sum", st.mean_chain() * static_cast<double>(st.steps)},
-          {"tree_windows", st.tree_windows},
-          {"tree_k_sum", st.tree_k_sum},
-          {"tree_depth_sum", st.tree_depth_sum},
-          {"accepted_histogram", st.accepted_histogram}};
+  nlohmann::json record = {
+      {"index", index},
+      {"file", file},
+      {"prompt", text::utf8::to_valid(prompt)},
+      {"prompt_index", run.prompt},
+      {"model", model},
+      {"entry", entry},
+      {"seed", out.settings.seed},
+      {"seconds", seconds},
+      {"decode_seconds", st.prefill_seconds + st.forward_seconds + st.pipeline_seconds + st.verify_seconds},
+      {"chain_sum", st.mean_chain() * static_cast<double>(st.steps)},
+      {"tree_windows", st.tree_windows},
+      {"tree_k_sum", st.tree_k_sum},
+      {"tree_depth_sum", st.tree_depth_sum},
+      {"accepted_histogram", st.accepted_histogram}};
+  record_outcome(record, out);
+  return record;
 }
 
 // What is wrong with a finished run's line for the report, "" when it can be used

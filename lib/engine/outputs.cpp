@@ -210,6 +210,16 @@ double write_image(const std::filesystem::path& file, const GenerationOutput& ou
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void record_outcome(nlohmann::json& record, const GenerationOutput& out) {
+  record["status"] = "ok";
+  record["method"] = out.method.describe();
+  record["exactness"] = decoding::exactness_name(out.method.exactness());  // as stats files have it
+  record["settings"] = settings_to_json(out.settings);
+  record["steps"] = out.stats.steps;
+  record["tokens"] = out.stats.tokens;
+  record["step_compression"] = out.stats.step_compression();
+}
+
 nlohmann::json stats_json(const GenerationOutput& out, double write_seconds, const RunContext& context) {
   nlohmann::json j = decoding::to_json(out.stats);
   j["prompt"] = text::utf8::to_valid(context.prompt);  // JSON holds text only

@@ -54,6 +54,11 @@ void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name);
 
+// The fields of a finished image's manifest line that batch and compare both record, from its
+// output: status "ok", the method and its exactness, the resolved settings, steps, tokens and step
+// compression.
+void record_outcome(nlohmann::json& record, const GenerationOutput& out);
+
 // What a stats file records besides the run itself: what was asked and where the image went.
 struct RunContext {
   std::string prompt;
