@@ -170,8 +170,9 @@ int next_draft_count(const WindowInput& in, size_t committed) {
 void adopt_next_drafts(const WindowInput& in, size_t committed, DraftBook& book, const NextDraftFn& draft_for) {
   const auto& drafts = book.drafts();
   const int begin = static_cast<int>(committed);
+  const int end = begin + next_draft_count(in, committed);
   std::vector<Draft> next;
-  for (int s = begin; s < begin + next_draft_count(in, committed); ++s) {
+  for (int s = begin; s < end; ++s) {
     const at::Tensor p = in.probs[s];
     book.remember_p(in.first_position + s, p);
     const Draft* old = s < in.chain_length ? &drafts[static_cast<size_t>(s)] : nullptr;
