@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "io/json_fields.h"
 #include "text/json_error.h"
 
 namespace sjd::decoding {
@@ -35,9 +35,7 @@ const nlohmann::json& member(const nlohmann::json& j, const char* key, const std
 
 // A JSON integer that an int holds: get<int>() would wrap 4294967297 to 1.
 bool is_int(const nlohmann::json& value) {
-  if (value.is_number_unsigned()) return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
-  return value.is_number_integer() && value.get<int64_t>() >= std::numeric_limits<int>::min() &&
-         value.get<int64_t>() <= std::numeric_limits<int>::max();
+  return io::is_integer_in(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
 }
 
 std::vector<std::pair<int, double>> points_from_json(const nlohmann::json& j, const std::string& where) {

@@ -13,7 +13,9 @@ std::string range_words(int64_t minimum, int64_t maximum) {
   return "an integer in [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]";
 }
 
-bool in_range(const nlohmann::json& value, int64_t minimum, int64_t maximum) {
+}  // namespace
+
+bool is_integer_in(const nlohmann::json& value, int64_t minimum, int64_t maximum) {
   // A JSON integer past int64's range reads as unsigned; get<int64_t>() would wrap it negative.
   if (value.is_number_unsigned()) {
     return maximum >= 0 && value.get<uint64_t>() <= static_cast<uint64_t>(maximum) &&
@@ -22,12 +24,10 @@ bool in_range(const nlohmann::json& value, int64_t minimum, int64_t maximum) {
   return value.is_number_integer() && value.get<int64_t>() >= minimum && value.get<int64_t>() <= maximum;
 }
 
-}  // namespace
-
 int64_t required_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
                          int64_t minimum, int64_t maximum) {
   const bool present = object.is_object() && object.contains(key);
-  if (!present || !in_range(object.at(key), minimum, maximum)) {
+  if (!present || !is_integer_in(object.at(key), minimum, maximum)) {
     throw std::invalid_argument(where + "." + key + ": expected " + range_words(minimum, maximum) +
                                 (present ? ", found " + object.at(key).dump() : " (missing)"));
   }

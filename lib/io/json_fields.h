@@ -13,6 +13,9 @@ namespace sjd::io {
 
 constexpr int64_t kNoMaximum = std::numeric_limits<int64_t>::max();
 
+// Whether `value` is a JSON integer in [minimum, maximum] (one past int64's range reads as unsigned).
+bool is_integer_in(const nlohmann::json& value, int64_t minimum, int64_t maximum);
+
 int64_t required_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
                          int64_t minimum, int64_t maximum = kNoMaximum);
 
