@@ -204,10 +204,14 @@ std::string SettingsFlags::origin_of(const std::string& flag, const std::string&
   return bundle_where + ": defaults: " + key;
 }
 
-void check_resolution(const engine::Bundle& bundle, int64_t resolution, const SettingsFlags& flags) {
-  if (resolution == 0) return;
-  engine::check_resolution_supported(bundle, resolution,
-                                     flags.origin_of("--resolution", "resolution", bundle.json_path.string()));
+std::unique_ptr<text::Tokenizer> load_checked_tokenizer(const engine::Bundle& bundle, int64_t resolution,
+                                                        const SettingsFlags& flags) {
+  std::unique_ptr<text::Tokenizer> tokenizer = engine::load_bundle_tokenizer(bundle);
+  if (resolution != 0) {
+    engine::check_resolution_supported(bundle, *tokenizer, resolution,
+                                       flags.origin_of("--resolution", "resolution", bundle.json_path.string()));
+  }
+  return tokenizer;
 }
 
 void check_prompt_flag(const std::string& prompt) {

@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "engine/bundle.h"
 #include "engine/settings.h"
+#include "text/tokenizer.h"
 
 namespace sjd::app {
 
@@ -53,8 +55,10 @@ void refuse_empty_values(CLI::App& command);
 // when it is not valid UTF-8 (the byte counted in the prompt, not the family's template around it).
 void check_prompt_flag(const std::string& prompt);
 
-// A resolution the bundle cannot draw is refused before its weights load, naming where it was asked for.
-void check_resolution(const engine::Bundle& bundle, int64_t resolution, const SettingsFlags& flags);
+// The bundle's tokenizer, for the Generator; a resolution the bundle cannot draw is refused with it,
+// before the weights load, naming where the resolution was asked for.
+std::unique_ptr<text::Tokenizer> load_checked_tokenizer(const engine::Bundle& bundle, int64_t resolution,
+                                                        const SettingsFlags& flags);
 
 // Prints engine::ignored_settings_note (a setting the method ignores) to stderr, if any.
 void print_settings_note(const engine::GenerationSettings& settings, const engine::GenerationSettings& baseline);

@@ -121,7 +121,7 @@ int run_compare_command(const CompareArgs& args) {
   bundle.trust_code = args.settings.trust_code();
   engine::CompareOptions options;
   options.base = args.settings.resolve(bundle.defaults, bundle.json_path.string());
-  check_resolution(bundle, options.base.resolution, args.settings);
+  std::unique_ptr<text::Tokenizer> tokenizer = load_checked_tokenizer(bundle, options.base.resolution, args.settings);
   options.methods = checked_methods(args.methods, options.base);
   options.seeds = args.seeds;
   if (args.seeds < 1 || args.seeds > 1000) throw engine::InputError("--seeds must be in [1, 1000]");
@@ -155,7 +155,7 @@ int run_compare_command(const CompareArgs& args) {
   engine::prepare_output_dir(args.out_dir);
   options.out_dir = args.out_dir;
   options.progress = show_progress(args.quiet);
-  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base), std::move(tokenizer));
   generator.set_memory_limit(args.settings.max_memory());
   install_stop_signals();  // from here a Ctrl-C lets the runs in flight finish (stop_signals.h)
   options.stop_requested = stop_signal;

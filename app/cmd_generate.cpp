@@ -61,12 +61,12 @@ int run_generate(const GenerateArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
   bundle.trust_code = args.settings.trust_code();
   const engine::GenerationSettings settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
-  check_resolution(bundle, settings.resolution, args.settings);
+  std::unique_ptr<text::Tokenizer> tokenizer = load_checked_tokenizer(bundle, settings.resolution, args.settings);
   engine::check_outputs_apart(
       {{"-o", args.output}, {"--heatmap", args.heatmap}, {"--stats", args.stats}, {"--tokens", args.tokens}},
       {{"--config", args.settings.config_file()}, {"--cost-profile", settings.cost_profile}}, args.model);
   print_settings_note(settings, SettingsFlags::baseline(bundle.defaults, bundle.json_path.string()));
-  engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings), std::move(tokenizer));
   generator.set_memory_limit(args.settings.max_memory());
   generator.set_warning_handler([](const std::string& warning) { std::cerr << "sjd: warning: " << warning << "\n"; });
   engine::ProgressLine progress(std::cerr, show_progress(args.quiet));

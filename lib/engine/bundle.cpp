@@ -175,11 +175,11 @@ std::unique_ptr<family::ImageFamily> make_bundle_family(const Bundle& bundle, co
   }
 }
 
-void check_resolution_supported(const Bundle& bundle, int64_t resolution, const std::string& asked_by) {
+void check_resolution_supported(const Bundle& bundle, const text::Tokenizer& tokenizer, int64_t resolution,
+                                const std::string& asked_by) {
   if (resolution == 0) return;
-  const std::unique_ptr<text::Tokenizer> tokenizer = load_bundle_tokenizer(bundle);
   try {
-    make_bundle_family(bundle, *tokenizer, nullptr, resolution);
+    make_bundle_family(bundle, tokenizer, nullptr, resolution);
   } catch (const std::invalid_argument& e) {
     throw InputError(asked_by + " " + std::to_string(resolution) + ": " + e.what());
   }

@@ -63,6 +63,7 @@ std::unique_ptr<family::ImageFamily> make_bundle_family(const Bundle& bundle, co
 
 // Refuses (InputError) a `resolution` the bundle's family cannot draw, before its weights are read: the
 // family is built on the tokenizer alone. `asked_by` names where the value came from ("--resolution").
-void check_resolution_supported(const Bundle& bundle, int64_t resolution, const std::string& asked_by);
+void check_resolution_supported(const Bundle& bundle, const text::Tokenizer& tokenizer, int64_t resolution,
+                                const std::string& asked_by);
 
 }  // namespace sjd::engine

@@ -72,12 +72,13 @@ bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity&
 
 }  // namespace
 
-Generator::Generator(Bundle bundle, Placement placement) : bundle_(std::move(bundle)), placement_(placement) {
+Generator::Generator(Bundle bundle, Placement placement, std::unique_ptr<text::Tokenizer> tokenizer)
+    : bundle_(std::move(bundle)), placement_(placement), tokenizer_(std::move(tokenizer)) {
   if (!bundle_.trust_code) {  // a LlamaGen family refuses its text encoder's archives itself (family_context)
     io::refuse_code_archives(bundle_.transformer_weights);
     io::refuse_code_archives(bundle_.vq_weights);
   }
-  tokenizer_ = load_bundle_tokenizer(bundle_);
+  if (!tokenizer_) tokenizer_ = load_bundle_tokenizer(bundle_);
   weights_ = io::WeightMap::load_all(bundle_.transformer_weights);
   io::check_weights_usable(weights_, /*floating_only=*/true);
   check_no_extra_layers(weights_, bundle_.transformer.num_layers, bundle_.json_path.string() + ": transformer.num_layers");

@@ -54,8 +54,9 @@ struct BatchPlan {
 
 class Generator {
  public:
-  // The transformer's weights go to `placement` (device and dtype) as they load.
-  explicit Generator(Bundle bundle, Placement placement = {});
+  // The transformer's weights go to `placement` (device and dtype) as they load. `tokenizer` is the
+  // bundle's, when the caller has loaded it already (a large vocabulary takes a while); null: loaded here.
+  explicit Generator(Bundle bundle, Placement placement = {}, std::unique_ptr<text::Tokenizer> tokenizer = nullptr);
   ~Generator();
 
   const Bundle& bundle() const { return bundle_; }
