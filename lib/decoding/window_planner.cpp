@@ -112,6 +112,7 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
   const bool auto_tree = tree_now && method_.auto_tree;
   const std::vector<double> rate = rates_by_age();  // once per step: the search below reads it ~10^5 times
   const int k_lo = auto_tree ? 1 : best.tree_k, k_hi = auto_tree ? kMaxAutoK : best.tree_k;
+  const int fixed_depth = best.tree_depth;  // read before the search overwrites `best`
   // No window commits more than (1 + a) / (1 - a) tokens a step, a being the best acceptance any
   // draft or tree level can have: each reach is a product of such rates, the steady chain's sum and
   // a tree's gain each stay under a / (1 - a). (The margin covers rounding in the sums.)
@@ -126,8 +127,10 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
     if (chain > chain_lo && most_tokens / cheapest_from_[static_cast<size_t>(1 + chain)] < best_rate) break;
     const double tokens = steady_tokens(chain, rate);
     for (int k = k_lo; k <= k_hi; ++k) {
-      const int d_lo = k > 1 ? (auto_tree ? 1 : best.tree_depth) : 0;
-      const int d_hi = std::min(k > 1 ? (auto_tree ? kMaxAutoDepth : best.tree_depth) : 0, chain);
+      // A tree is no deeper than the chain (build_window cuts it there): a fixed tree's depth is
+      // cut too, so chains shorter than it, the AR step among them, are weighed as well.
+      const int d_hi = std::min(k > 1 ? (auto_tree ? kMaxAutoDepth : fixed_depth) : 0, chain);
+      const int d_lo = k > 1 && auto_tree ? 1 : d_hi;
       for (int depth = d_lo; depth <= d_hi; ++depth) {
         // A tree raises the first `depth` levels' acceptance; the rest of the chain is as in steady state.
         double gain = 0.0, reach_single = 1.0, reach_tree = 1.0;
@@ -137,7 +140,7 @@ WindowShape WindowPlanner::next(bool after_rejection, int remaining) const {
           reach_tree *= tree_acceptance(k, single);
           gain += reach_tree - reach_single;
         }
-        const WindowShape s{chain, k, depth};
+        const WindowShape s = depth > 0 ? WindowShape{chain, k, depth} : WindowShape{chain, 1, 0};
         const double per_ms = (tokens + gain) / profile_.ms(1 + window_nodes(s), rows_);
         if (per_ms > best_rate) {
           best_rate = per_ms;
@@ -156,17 +159,18 @@ void WindowPlanner::record(const WindowReport& r) {
   const int tree_levels = r.shape.tree_k > 1 ? r.shape.tree_depth : 0;
   for (int j = 1; j <= tested; ++j) {
     const bool passed = j <= r.accepted;
+    const bool forced = j <= static_cast<int>(r.ages.size()) && r.ages[static_cast<size_t>(j - 1)] < 0;
+    if (forced) continue;  // a structure token says nothing about drafts, in a tree level or the chain
     Count* c = nullptr;
     if (j <= tree_levels) {
       c = &tree_[static_cast<size_t>(r.shape.tree_k - 1)];  // several candidates were tried
-    } else if (j <= static_cast<int>(r.ages.size()) && r.ages[static_cast<size_t>(j - 1)] >= 0) {
+    } else if (j <= static_cast<int>(r.ages.size())) {
       const auto bin = static_cast<size_t>(std::min(r.ages[static_cast<size_t>(j - 1)], kAgeBins - 1));
       c = &by_age_[bin];
       tallies_[bin].tested += 1;
       tallies_[bin].accepted += passed ? 1 : 0;
     }
-    // A forced structure token says nothing about drafts; a planner that does not learn only tallies.
-    if (c == nullptr || !learn_) continue;
+    if (c == nullptr || !learn_) continue;  // a planner that does not learn only tallies
     c->tested += 1.0;
     c->accepted += passed ? 1.0 : 0.0;
   }

@@ -79,13 +79,15 @@ class WindowPlanner {
   // sjd-pac tree may be drafted; `remaining`: positions left to generate.
   WindowShape next(bool after_rejection, int remaining) const;
   void record(const WindowReport& report);
+  // The acceptance expected of a tree level of k candidates whose first alone would pass at `single`:
+  // a prior from `single`, then the levels of k candidates this image verified.
+  double tree_acceptance(int k, double single) const;
 
  private:
   struct Count {
     double tested = 0.0;
     double accepted = 0.0;
   };
-  double tree_acceptance(int k, double single) const;
   std::vector<double> rates_by_age() const;  // estimated acceptance of a single draft per age bin
   // The rate at a fractional age (linear between bins).
   static double interpolate(const std::vector<double>& rate, double age);

@@ -60,7 +60,7 @@ static bool passes_alone(const float* p, const TreeLevel& level, int k, const sa
 
 int WindowVerifier::longest_path(const WindowInput& in, const std::vector<TreeLevel>& tree, int slot,
                                  int depth) const {
-  if (depth >= static_cast<int>(tree.size()) || tree[static_cast<size_t>(depth)].candidates.size() < 2) return 0;
+  if (depth >= static_cast<int>(tree.size())) return 0;
   const float* p = in.probs[slot].data_ptr<float>();
   const sampling::RngKey accept = key(in.step, in.first_position + depth, Purpose::kAccept);
   int best = 0;
@@ -120,7 +120,9 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     book.remember_p(position, in.probs[slot]);
     sampling::VerifyOutcome verdict;
     int node = k;
-    if (k < static_cast<int>(tree.size()) && tree[static_cast<size_t>(k)].candidates.size() > 1) {
+    // A level of several candidates, or any level under an off-spine node (a forced token's level has one
+    // candidate, but the window holds its node under every path: the path goes on through it).
+    if (k < static_cast<int>(tree.size()) && (tree[static_cast<size_t>(k)].candidates.size() > 1 || !on_spine)) {
       verdict = verify_level(p, tree, k, weight, in, slot);
       if (verdict.accepted) {
         node = (*in.child_of)[static_cast<size_t>(slot)][static_cast<size_t>(verdict.candidate)];

@@ -25,7 +25,7 @@ __global__ void window_walk_kernel(WalkArgs a) {
     int node = k;
     bool accepted;
     int64_t token;
-    if (k < a.levels && a.level_size[k] > 1) {  // a tree level: the recursive verdict of this slot
+    if (k < a.levels && (a.level_size[k] > 1 || !on_spine)) {  // a tree level: the recursive verdict of this slot
       const int t = a.tree_index_of_slot[slot];
       const int candidate = a.tree_candidate[t];
       accepted = candidate >= 0;

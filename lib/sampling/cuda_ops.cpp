@@ -402,12 +402,13 @@ at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const Step
   for (int d : w.node_depth) depth.push_back(d);
   const at::Tensor sampled = sample_slots(probs, depth, keys);
 
-  // Tree levels: every slot whose depth has a level of several candidates.
+  // Tree levels: every slot whose depth has a level of several candidates, and every off-spine slot
+  // (a node past the chain) above a level: the walk goes on through one-candidate levels off the spine.
   const int levels = static_cast<int>(w.levels.size());
   std::vector<int32_t> tree_slot, tree_depth, tree_index_of_slot(static_cast<size_t>(slots), -1);
   for (int s = 0; s < slots; ++s) {
     const int d = depth[static_cast<size_t>(s)];
-    if (d < levels && w.levels[static_cast<size_t>(d)].candidates.size() > 1) {
+    if (d < levels && (w.levels[static_cast<size_t>(d)].candidates.size() > 1 || s > w.chain)) {
       tree_index_of_slot[static_cast<size_t>(s)] = static_cast<int32_t>(tree_slot.size());
       tree_slot.push_back(s);
       tree_depth.push_back(d);

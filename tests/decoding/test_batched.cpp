@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <string>
 
 #include "decoding/decoder.h"
 #include "table_model.h"
@@ -122,13 +123,21 @@ TEST_CASE("batched decoding: every sequence gets its batch-1 tokens, for every m
 
 TEST_CASE("batched decoding: sequences finish out of order and the freed rows take the next request",
           "[decoding][batch]") {
-  TableModel model({});
-  std::vector<int64_t> order;
-  const auto batched = run_batched(model, {"sjd-pac"}, 12, 3, true, &order);
-  CHECK(batched.size() == 12);
+  // Speculative sequences take different numbers of steps, so some finish before one that started
+  // earlier. Whether a given batch shows it is chance (every completion can happen to fall in order):
+  // four batch sizes make that all but impossible.
   bool out_of_order = false;
-  for (size_t i = 1; i < order.size(); ++i) out_of_order |= order[i] < order[i - 1];
-  CHECK(out_of_order);  // speculative sequences take different numbers of steps
+  std::string orders;
+  for (int sequences : {2, 3, 4, 5}) {
+    TableModel model({});
+    std::vector<int64_t> order;
+    const auto batched = run_batched(model, {"sjd-pac"}, 12, sequences, true, &order);
+    CHECK(batched.size() == 12);
+    orders += "B=" + std::to_string(sequences) + ": " + ::Catch::Detail::stringify(order) + "\n";
+    for (size_t i = 1; i < order.size(); ++i) out_of_order |= order[i] < order[i - 1];
+  }
+  INFO("completion orders:\n" << orders);
+  CHECK(out_of_order);
 }
 
 TEST_CASE("batched decoding: the comparison with batch-1 catches logits that leak across the batch",

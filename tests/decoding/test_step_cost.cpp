@@ -186,6 +186,48 @@ TEST_CASE("window planner: drafts tested and accepted are tallied by age, forced
   CHECK(t.back().tested == 0);  // age 40 was never reached: the window stopped at age 3
 }
 
+TEST_CASE("window planner: a forced token inside a tree window is no tree level passing", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig pac = sjd::decoding::make_method("sjd-pac");
+  pac.auto_window = true;
+  const StepCostProfile profile("test", 2, {{1, 1.0}, {64, 2.0}});
+  using sjd::decoding::WindowReport;
+  using sjd::decoding::WindowShape;
+  // Levels of two candidates: the first passes, the second is a row end, the third is rejected.
+  sjd::decoding::WindowPlanner with_row_end(pac, profile, 2);
+  with_row_end.record(WindowReport{WindowShape{4, 2, 3}, {0, -1, 0, 0}, 2, true});
+  // The same two tree levels without the row end between them.
+  sjd::decoding::WindowPlanner without(pac, profile, 2);
+  without.record(WindowReport{WindowShape{3, 2, 2}, {0, 0, 0}, 1, true});
+  const sjd::decoding::WindowPlanner fresh(pac, profile, 2);
+  INFO("expected tree acceptance: " << with_row_end.tree_acceptance(2, 0.5) << " with the row end, "
+                                    << without.tree_acceptance(2, 0.5) << " without, "
+                                    << fresh.tree_acceptance(2, 0.5) << " before any window");
+  CHECK(with_row_end.tree_acceptance(2, 0.5) == Approx(without.tree_acceptance(2, 0.5)));
+  CHECK(with_row_end.tree_acceptance(2, 0.5) < fresh.tree_acceptance(2, 0.5));  // one of two levels failed
+}
+
+TEST_CASE("window planner: a fixed tree with an automatic chain weighs chains shorter than the tree",
+          "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig pac = sjd::decoding::make_method("sjd-pac");
+  pac.auto_window = true;
+  pac.pd_k = 4;
+  pac.pd_depth = 3;
+  // Every token as dear as a step: nothing beats the AR step, which has no room for a tree.
+  const StepCostProfile dear("test", 2, {{1, 1.0}, {512, 512.0}});
+  const sjd::decoding::WindowPlanner dear_planner(pac, dear, 2);
+  CHECK(dear_planner.next(true, 256).chain == 0);
+  // Windows nearly free: the whole tree, cut to the chain when fewer positions than its depth are left.
+  const StepCostProfile cheap("test", 2, {{1, 1.0}, {512, 1.1}});
+  const sjd::decoding::WindowPlanner cheap_planner(pac, cheap, 2);
+  const auto full = cheap_planner.next(true, 256);
+  CHECK(full.tree_k == 4);
+  CHECK(full.tree_depth == 3);
+  const auto end = cheap_planner.next(true, 2);
+  CHECK(end.chain == 2);
+  CHECK(end.tree_k == 4);
+  CHECK(end.tree_depth == 2);
+}
+
 TEST_CASE("run stats: drafts by age in JSON, the last bin labelled as the older ones, empty bins left out",
           "[decoding][step_cost]") {
   sjd::decoding::RunStats stats;
