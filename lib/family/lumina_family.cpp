@@ -35,6 +35,22 @@ std::vector<int64_t> parse_resolutions(const nlohmann::json& j, int64_t downsamp
   return sides;
 }
 
+// A `{name}` in the template that is none of {prompt}, {width} and {height} would reach the model as
+// literal text: most likely a misspelt placeholder.
+void check_template_placeholders(const std::string& text, const std::string& key) {
+  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos) break;
+    const std::string name = text.substr(open + 1, close - open - 1);
+    const bool identifier = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    });
+    if (identifier && name != "prompt" && name != "width" && name != "height") {
+      throw std::invalid_argument(key + ": unknown placeholder {" + name + "} (known: {prompt}, {width}, {height})");
+    }
+  }
+}
+
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -72,16 +88,20 @@ LuminaConfig parse_lumina_config(const nlohmann::json& j, int64_t downsample, in
   if (c.prompt_template.find("{prompt}") == std::string::npos) {
     throw std::invalid_argument(where + ".prompt_template: has no {prompt} placeholder");
   }
+  check_template_placeholders(c.prompt_template, where + ".prompt_template");
   c.where = where;
   if (downsample <= 0) throw std::invalid_argument(where + ": the VQ's downsample must be positive");
   const std::vector<int64_t> allowed = parse_resolutions(j, downsample, where);
   if (resolution > 0 && resolution != c.grid_height * downsample) {
     if (std::find(allowed.begin(), allowed.end(), resolution) == allowed.end()) {
+      std::vector<int64_t> supported = allowed;  // the grid's own side is always drawn
+      supported.push_back(c.grid_height * downsample);
+      std::sort(supported.begin(), supported.end());
+      supported.erase(std::unique(supported.begin(), supported.end()), supported.end());
       std::string list;
-      for (int64_t r : allowed) list += (list.empty() ? "" : ", ") + std::to_string(r);
+      for (int64_t r : supported) list += (list.empty() ? "" : ", ") + std::to_string(r);
       throw std::invalid_argument(where + ": resolution " + std::to_string(resolution) +
-                                  " is not supported (supported: " +
-                                  (list.empty() ? std::to_string(c.grid_height * downsample) : list) + ")");
+                                  " is not supported (supported: " + list + ")");
     }
     c.grid_height = c.grid_width = resolution / downsample;
   }
@@ -116,7 +136,16 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
 }  // namespace
 
 LuminaFamily::LuminaFamily(LuminaConfig config, const text::Tokenizer& tokenizer, int64_t vocab_size)
-    : config_(std::move(config)), tokenizer_(tokenizer), layout_(lumina_layout(config_, vocab_size)) {}
+    : config_(std::move(config)), tokenizer_(tokenizer), layout_(lumina_layout(config_, vocab_size)) {
+  // No prompt could go with an image that fills the model's positions by itself.
+  if (config_.max_positions > 0 && layout_.length() >= config_.max_positions) {
+    throw std::invalid_argument(config_.where + ".max_positions: " + std::to_string(config_.max_positions) +
+                                " positions leave none for the prompt: the image alone is " +
+                                std::to_string(layout_.length()) + " generated tokens at " +
+                                std::to_string(config_.grid_height * config_.downsample) + "x" +
+                                std::to_string(config_.grid_width * config_.downsample) + " px");
+  }
+}
 
 std::vector<int64_t> LuminaFamily::prompt_ids(const std::string& prompt, bool with_template) const {
   std::string text = prompt;

@@ -146,6 +146,36 @@ TEST_CASE("lumina resolutions 512 and 1024 are accepted with their size tokens, 
   REQUIRE_THROWS_WITH(lumina.make(640), Contains("lumina/bundle.json: layout") &&
                                             Contains("resolution 640 is not supported (supported: 512, 768, 1024)"));
   REQUIRE_THROWS_WITH(lumina.make(2048), Contains("resolution 2048 is not supported"));
+  // The grid's own side is drawn whether or not resolutions lists it, and the message says so.
+  nlohmann::json layout = release_layout();
+  layout["resolutions"] = {1024};
+  REQUIRE(lumina.make(768)->layout().length() == 2357);
+  REQUIRE_THROWS_WITH(lumina.make(512, layout), Contains("resolution 512 is not supported (supported: 768, 1024)"));
+}
+
+TEST_CASE("lumina refuses a max_positions that the image alone fills, at its own or an asked resolution", "[lumina]") {
+  const Lumina lumina;
+  nlohmann::json layout = release_layout();
+  layout["max_positions"] = 2357;  // the 768 px image's generated tokens: no room for a prompt
+  REQUIRE_THROWS_WITH(lumina.make(0, layout),
+                      Contains("lumina/bundle.json: layout.max_positions: 2357 positions leave none for the prompt: "
+                               "the image alone is 2357 generated tokens at 768x768 px"));
+  layout["max_positions"] = 2358;
+  CHECK(lumina.make(0, layout)->max_positions() == 2358);
+  CHECK(lumina.make(512, layout)->layout().length() == 1061);
+  REQUIRE_THROWS_WITH(lumina.make(1024, layout), Contains("the image alone is 4165 generated tokens at 1024x1024 px"));
+}
+
+TEST_CASE("lumina refuses a template placeholder it does not fill, naming it", "[lumina]") {
+  const Lumina lumina;
+  nlohmann::json layout = release_layout();
+  layout["prompt_template"] = "{prompt} at {widht}";
+  REQUIRE_THROWS_WITH(lumina.make(0, layout),
+                      Contains("lumina/bundle.json: layout.prompt_template: unknown placeholder {widht} "
+                               "(known: {prompt}, {width}, {height})"));
+  // Braces that are no placeholder name stay text.
+  layout["prompt_template"] = "{ } {prompt} {a-b} {}";
+  CHECK(lumina.make(0, layout)->conditional("x").tokens.size() > 1);
 }
 
 TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn, the CFG row starts at begin-image", "[lumina]") {
