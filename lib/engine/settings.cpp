@@ -61,12 +61,13 @@ void read_field(const nlohmann::json& layer, const char* key, const IntegerSetti
   s.*kind.member = value.get<T>();
 }
 
-// A count that may be "auto": an integer (not 16.7) >= `least`, or the string "auto".
+// A count that may be "auto": a JSON integer (not 16.7, nor "4", as no other integer key takes a
+// string) >= `least`, or the string "auto".
 void read_field(const nlohmann::json& layer, const char* key, const CountSetting& kind, GenerationSettings& s,
                 const std::string& where) {
   const nlohmann::json& v = layer.at(key);
-  if (v.is_string()) {
-    s.*kind.member = parse_count_or_auto(v.get<std::string>(), kind.least, where + ": /" + key);
+  if (v == "auto") {
+    s.*kind.member = kAuto;
     return;
   }
   if (!v.is_number_integer() || v.get<int64_t>() < kind.least || v.get<int64_t>() > 1000000) {
@@ -82,11 +83,13 @@ nlohmann::json count_or_auto(int value) { return value == kAuto ? nlohmann::json
 
 int parse_count_or_auto(const std::string& text, int least, const std::string& what) {
   if (text == "auto") return kAuto;
+  // Digits only: stol alone would also take " 4" and "+4".
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   try {
     size_t used = 0;
-    const long value = std::stol(text, &used);
-    if (used == text.size() && value >= least && value <= 1000000) return static_cast<int>(value);
-  } catch (const std::exception&) {
+    const long value = digits ? std::stol(text, &used) : -1;
+    if (digits && used == text.size() && value >= least && value <= 1000000) return static_cast<int>(value);
+  } catch (const std::exception&) {  // out of long's range
   }
   throw std::invalid_argument(what + ": expected \"auto\" or an integer >= " + std::to_string(least) + " (got '" +
                               text + "')");

@@ -107,7 +107,7 @@ TEST_CASE("generate: the step-cost profile steers the window, the same profile g
 TEST_CASE("generate: window and tree sizes take auto or a whole number in range", "[cli][auto]") {
   TempDir dir("bad-windows");
   for (const std::string flags : {"--window 0", "--window 2.5", "--window -3", "--window lots", "--pd-k 0",
-                                  "--pd-depth -1", "--pd-k auto2"}) {
+                                  "--pd-depth -1", "--pd-k auto2", "--window +4", "--window ' 4'"}) {
     const auto r = run_sjd(generate(dir.path(), "x", "--method sjd-pac " + flags));
     INFO(flags << ": " << r.err);
     CHECK(r.exit_code == 2);

@@ -128,6 +128,9 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"relax": "coool"})", "/relax: unknown relaxation 'coool'"},
       {R"({"method": "sjd-pac:cooll"})", "/method: unknown relaxation 'cooll'"},
       {R"({"batch_size": 5000})", "/batch_size"},
+      // Only "auto" is a string: no other integer key takes "4" either.
+      {R"({"window": "4"})", R"(/window: expected "auto" or an integer >= 1 (got "4"))"},
+      {R"({"batch_size": " 4"})", "/batch_size"},
       {R"({"window": 4, "window": 8})", "key \"window\" appears twice in one object"},
       {R"({"window": 4,})", "invalid JSON: parse error at line 1, column 14"},
       // Copying or printing a value nested this deep would recurse as deep (a bundle.json like it crashed sjd).
