@@ -101,6 +101,10 @@ int run_calibrate(const BenchArgs& args) {
   options.iterations = args.iterations;
   options.warmup = args.warmup;
   options.batch_sizes = parse_sizes(args.batch_sizes.empty() ? "1,2,4,8,16" : args.batch_sizes, "--batch-sizes");
+  options.on_curve = [&](int batch, int index, int count) {
+    std::cerr << "sjd: timing batch size " << batch << " (" << index + 1 << " of " << count << "), "
+              << options.tokens.size() << " window sizes x " << options.warmup + options.iterations << " forwards\n";
+  };
   const decoding::StepCostProfile profile = engine::calibrate_step_cost(generator, settings, options);
   std::cout << "step-cost profile: " << profile.name() << " (mid-image, fastest of " << options.iterations << ")\n";
   for (const decoding::StepCostCurve& curve : profile.curves()) {
@@ -109,7 +113,10 @@ int run_calibrate(const BenchArgs& args) {
       std::printf("%14d %14.3f %22.4f\n", tokens, ms, ms / (tokens * curve.rows));
     }
   }
-  if (!args.out.empty()) io::write_file_atomic(args.out, profile.to_json().dump(2) + "\n");
+  if (!args.out.empty()) {
+    io::write_file_atomic(args.out, profile.to_json().dump(2) + "\n");
+    std::cout << "wrote the profile to " << args.out << " (for --cost-profile)\n";
+  }
   if (args.into_bundle) {
     // Read again: an edit made to the bundle while the calibration ran is kept, not written over.
     nlohmann::json updated = engine::read_json_input(json_path, "bundle.json");

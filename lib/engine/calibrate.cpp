@@ -102,7 +102,10 @@ decoding::StepCostProfile calibrate_step_cost(Generator& generator, const Genera
   check_calibration_memory(generator, settings, batches.back(),
                            *std::max_element(options.tokens.begin(), options.tokens.end()));
   std::vector<decoding::StepCostCurve> curves;
-  for (int batch : batches) curves.push_back(measure_curve(generator, settings, options, batch));
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (options.on_curve) options.on_curve(batches[i], static_cast<int>(i), static_cast<int>(batches.size()));
+    curves.push_back(measure_curve(generator, settings, options, batches[i]));
+  }
   std::ostringstream name;
   name << generator.bundle().name << " " << cost_profile_key(settings.device, settings.dtype) << " "
        << at::get_num_threads() << " thread" << (at::get_num_threads() == 1 ? "" : "s");

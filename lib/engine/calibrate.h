@@ -3,6 +3,7 @@
 // machine -- ms of one step (forward and logits pipeline, every CFG row of
 // every prompt) for a range of window sizes at mid-image, one curve per batch
 // size -- for the automatic window choice.
+#include <functional>
 #include <vector>
 
 #include "decoding/step_cost.h"
@@ -15,6 +16,8 @@ struct CalibrateOptions {
   std::vector<int> batch_sizes = {1};  // prompts per forward: one curve each
   int iterations = 7;  // timed repetitions per size (the fastest is kept)
   int warmup = 2;
+  // Told before each batch size's curve is timed (a default calibration takes minutes); may be empty.
+  std::function<void(int batch, int index, int count)> on_curve;
 };
 
 // Times the generator's model with `settings` (cfg decides the rows per

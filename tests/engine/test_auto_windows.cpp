@@ -129,7 +129,8 @@ TEST_CASE("bench --calibrate measures a curve per batch size that generate reads
                          " --into-bundle");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("ms per step"));
+  CHECK_THAT(r.out, Catch::Contains("ms per step") && Catch::Contains("wrote the profile to " + (dir / "profile.json").string()));
+  CHECK_THAT(r.err, Catch::Contains("timing batch size 1 (1 of 2)") && Catch::Contains("timing batch size 3 (2 of 2)"));
   const auto profile = nlohmann::json::parse(read_file(dir / "profile.json"));
   const auto& curves = profile["curves"];
   REQUIRE(curves.size() == 2);
