@@ -7,7 +7,7 @@
 namespace sjd::text {
 
 ByteTokenizer::ByteTokenizer(const JsonNode& options) {
-  options.reject_unknown_keys({"kind", "file", "first_id"});
+  options.reject_unknown_keys({"first_id"});
   // The id of byte 0x00 is the model's, not the file's: nothing in a byte vocabulary says where it starts.
   if (!options.find("first_id")) {
     options.fail("missing key \"first_id\" (the token id of byte 0x00 in the model's vocabulary)");

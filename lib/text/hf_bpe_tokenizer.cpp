@@ -23,7 +23,7 @@ nlohmann::json read_json(const std::filesystem::path& file) {
 
 HfBpeTokenizer::HfBpeTokenizer(const std::filesystem::path& file, const JsonNode& options)
     : file_name_(file.string()) {
-  options.reject_unknown_keys({"kind", "file"});
+  options.reject_unknown_keys({});
   const nlohmann::json document = read_json(file);
   const JsonNode root(document, file_name_);
   root.expect_object();

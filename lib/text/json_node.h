@@ -36,7 +36,7 @@ class JsonNode {
   std::string string_or(const std::string& key, const std::string& fallback) const;
   bool bool_or(const std::string& key, bool fallback) const;
 
-  // Members other than `known` are errors that name them.
+  // Members other than `known` (a tokenizer's options) are errors that name them and list `known`.
   void reject_unknown_keys(std::initializer_list<std::string_view> known) const;
 
   // Throws TokenizerError "<source>: <path>: <problem>".

@@ -28,7 +28,7 @@ void check_file_size(const std::filesystem::path& file) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::filesystem::path& file,
                                           const nlohmann::json& options, const std::string& options_where) {
   const nlohmann::json no_options = nlohmann::json::object();
-  // The options may be the bundle's whole tokenizer section, so its "kind" and "file" are allowed in it.
+  // The options are the bundle's tokenizer section without its "kind" and "file", or tokenize's --options.
   const JsonNode node(options.is_null() ? no_options : options, options_where);
   node.expect_object();
   if (kind == "byte") return std::make_unique<ByteTokenizer>(node);

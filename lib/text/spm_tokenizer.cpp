@@ -8,7 +8,7 @@ namespace sjd::text {
 
 SpmTokenizer::SpmTokenizer(const std::filesystem::path& file, const JsonNode& options)
     : file_name_(file.string()), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-  options.reject_unknown_keys({"kind", "file"});
+  options.reject_unknown_keys({});
   const auto status = processor_->Load(file_name_);
   if (!status.ok()) throw TokenizerError(file_name_ + ": cannot load the SentencePiece model: " + status.ToString());
 }

@@ -32,7 +32,7 @@ std::string read_whole_file(const std::filesystem::path& file) {
 
 TiktokenTokenizer::TiktokenTokenizer(const std::filesystem::path& file, const JsonNode& options)
     : file_name_(file.string()), split_(kQwenSplitPattern, "tiktoken split pattern") {
-  options.reject_unknown_keys({"kind", "file", "special_tokens", "qwen_specials"});
+  options.reject_unknown_keys({"special_tokens", "qwen_specials"});
   load_ranks(file);
   if (options.bool_or("qwen_specials", false)) {
     const JsonNode where = options.at("qwen_specials");

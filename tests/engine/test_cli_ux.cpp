@@ -239,6 +239,9 @@ TEST_CASE("tokenize refuses flags that its other flags would leave unused", "[cl
        "--options: \"kind\" is given by --kind"},
       {"tokenize --kind byte --options '{\"first_id\": 3, \"first_id\": 4}' 'a cat'",
        "--options: key \"first_id\" appears twice"},
+      // An unknown option lists the tokenizer's own options, not the keys --kind and --tokenizer give.
+      {"tokenize --kind byte --options '{\"first_id\": 3, \"frist\": 4}' 'a cat'",
+       "frist: unknown key (this tokenizer's options: first_id)"},
   };
   for (const auto& [command, said] : cases) {
     const auto r = run_sjd(command);
