@@ -32,14 +32,18 @@ struct InspectArgs {
 constexpr size_t kMaxRequestTokens = 8192;
 constexpr size_t kMaxRequestRows = 256;
 
-std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const std::string& where) {
+// A list of integers in [0, limit). The errors call them `items` and say what `one` must be
+// (default: "an id in [0, limit)").
+std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const std::string& where,
+                            const std::string& items = "ids", std::string one = "") {
+  if (one.empty()) one = "an id in [0, " + std::to_string(limit) + ")";
   if (!value.is_array() || value.size() > kMaxRequestTokens) {
-    throw engine::InputError(where + ": expected a list of at most " + std::to_string(kMaxRequestTokens) + " ids");
+    throw engine::InputError(where + ": expected a list of at most " + std::to_string(kMaxRequestTokens) + " " + items);
   }
   std::vector<int64_t> ids;
   for (const auto& id : value) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= limit) {
-      throw engine::InputError(where + ": " + id.dump() + " is not an id in [0, " + std::to_string(limit) + ")");
+      throw engine::InputError(where + ": " + id.dump() + " is not " + one);
     }
     ids.push_back(id.get<int64_t>());
   }
@@ -70,18 +74,28 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
     throw engine::InputError(where + ": a row is {\"text\"}, {\"uncond\", \"prompt\"} or {\"tokens\", \"positions\", "
                              "\"key_valid\"}, not a mix of them");
   }
-  if (j.contains("text")) return generator.family().conditional(j["text"].get<std::string>());
-  if (j.value("uncond", false)) return generator.family().unconditional(j.value("prompt", std::string()));
+  if (by_text) {
+    if (!j["text"].is_string()) throw engine::InputError(where + ".text: expected a string");
+    return generator.family().conditional(j["text"].get<std::string>());
+  }
+  if (by_uncond) {  // {"uncond": false} would otherwise be read as a row of tokens, which it names none of
+    if (!j.contains("uncond") || j["uncond"] != true) {
+      throw engine::InputError(where + ": the unconditional row is {\"uncond\": true, \"prompt\": ...}");
+    }
+    if (j.contains("prompt") && !j["prompt"].is_string()) throw engine::InputError(where + ".prompt: expected a string");
+    return generator.family().unconditional(j.value("prompt", std::string()));
+  }
   model::RowPrompt row;
   row.tokens = ids_in(j.value("tokens", nlohmann::json()), generator.bundle().transformer.vocab_size, where + ".tokens");
   if (row.tokens.empty()) throw engine::InputError(where + ".tokens: must not be empty");
   for (size_t i = 0; i < row.tokens.size(); ++i) row.positions.push_back(static_cast<int64_t>(i));
   if (j.contains("positions")) {
-    row.positions = ids_in(j["positions"], static_cast<int64_t>(kMaxRequestTokens), where + ".positions");
+    row.positions = ids_in(j["positions"], static_cast<int64_t>(kMaxRequestTokens), where + ".positions", "positions",
+                           "a position in [0, " + std::to_string(kMaxRequestTokens) + ")");
   }
   row.key_valid.assign(row.tokens.size(), 1);
   if (j.contains("key_valid")) {  // 0 or 1 each: 300 was cut to a byte, 44
-    const std::vector<int64_t> flags = ids_in(j["key_valid"], 2, where + ".key_valid");
+    const std::vector<int64_t> flags = ids_in(j["key_valid"], 2, where + ".key_valid", "flags", "0 or 1");
     row.key_valid.assign(flags.begin(), flags.end());
   }
   if (row.positions.size() != row.tokens.size() || row.key_valid.size() != row.tokens.size()) {

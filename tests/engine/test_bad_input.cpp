@@ -334,7 +334,11 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"text": 5}]})", "o_5.json"},
       {R"([1])", "rows"},
       // A byte of 300 (44) and a dropped "tokens" went by without a word.
-      {R"({"rows": [{"tokens": [1, 2, 3], "key_valid": [300, 1, 0]}]})", "rows[0].key_valid: 300 is not an id in [0, 2)"},
+      {R"({"rows": [{"tokens": [1, 2, 3], "key_valid": [300, 1, 0]}]})", "rows[0].key_valid: 300 is not 0 or 1"},
+      {R"({"rows": [{"tokens": [1, 2], "positions": [0, 99999999]}]})", "rows[0].positions: 99999999 is not a position in [0, 8192)"},
+      {R"({"rows": [{"uncond": false, "prompt": "b"}]})", R"(rows[0]: the unconditional row is {"uncond": true, "prompt": ...})"},
+      {R"({"rows": [{"uncond": true, "prompt": 5}]})", "rows[0].prompt: expected a string"},
+      {R"({"rows": [{"text": ["a"]}]})", "rows[0].text: expected a string"},
       {R"({"rows": [{"text": "a cat", "tokens": [1, 2]}]})", "rows[0]: a row is {\"text\"}"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
