@@ -67,7 +67,9 @@ int run_batch_command(const BatchArgs& args) {
     std::cout << "batch: " << std::fixed << std::setprecision(1) << s.seconds << " s in all, "
               << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("
               << static_cast<double>(s.generated) / s.seconds << " images/s) at batch size " << s.batch_size
-              << (s.generated < s.batch_size ? " (" + std::to_string(s.generated) + " images)" : "")
+              << (s.generated < s.batch_size
+                      ? " (" + std::to_string(s.generated) + (s.generated == 1 ? " image)" : " images)")
+                      : "")
               << ", mean step compression " << s.compression_sum / static_cast<double>(s.generated) << "x\n"
               << "batch: method " << s.method << "\n";
   }

@@ -113,6 +113,7 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& c, con
   const int64_t capacity = add({s.longest_prompt, s.image_tokens, window_slots});
   MemoryEstimate e;
   e.kv_rows = s.rows;
+  e.window_nodes = s.window_nodes;
   e.kv_capacity = capacity;
   e.kv_cache = add({mul({2, c.num_layers, s.rows, c.num_kv_heads, capacity, c.head_dim, element}),
                     mul({s.rows, capacity})});
@@ -218,7 +219,8 @@ void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::
   }
   if (estimate.total() > limit) {
     throw InputError("this generation needs about " + estimate.describe() + ", more than " + against +
-                     "; use a shorter prompt, a smaller --window or draft tree, or raise --max-memory");
+                     "; use a shorter prompt, " + (estimate.window_nodes > 0 ? "a smaller --window or draft tree, " : "") +
+                     "or raise --max-memory");
   }
 }
 

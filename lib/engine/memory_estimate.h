@@ -28,6 +28,7 @@ struct MemoryEstimate {
   // keeps it (Transformer::reserve), so the generation holds that one, not a new one.
   int64_t kv_rows = 0;
   int64_t kv_capacity = 0;
+  int64_t window_nodes = 0;  // draft nodes of the step it was made for (0: AR steps, which a window does not shrink)
   // The KV cache, the draft books and the graphs live throughout; prefill, window steps and VQ decodes never overlap.
   int64_t total() const;  // saturates, as each term does: a hostile shape never sums to a small figure
   // "3.2 GB (KV cache 1.1 GB, drafts 0.1 GB, window step 0.4 GB, prefill 2.1 GB)", the graphs named where counted

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "text/utf8.h"
+
 namespace sjd::text {
 
 inline std::string json_error_message(const nlohmann::json::exception& error) {
@@ -14,7 +16,9 @@ inline std::string json_error_message(const nlohmann::json::exception& error) {
     const size_t end = message.find("] ");
     if (end != std::string::npos) message.erase(0, end + 2);
   }
-  return message;
+  // A parse error quotes the bytes it last read, which may be the very bytes that are not UTF-8:
+  // they would reach the terminal raw.
+  return utf8::to_valid(message);
 }
 
 }  // namespace sjd::text

@@ -101,7 +101,10 @@ TEST_CASE("integer flags outside the settings take whole decimal integers only",
       {c + " --seeds 0x2", "--seeds: must be an integer"},
       {"manifest " + quoted(dir.path()) + " --limit 1e3", "--limit: must be an integer"},
       {"bench --preset tiny --iterations ''", "--iterations: must be an integer"},
-      {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer"},
+      {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer in decimal digits (got -1)"},
+      // Not an integer at all: the message names no type's limit (it said 9223372036854775807 for --top-k 1e3).
+      {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --top-k 1e3",
+       "--top-k: must be an integer in decimal digits (got 1e3)"},
       // An empty value (an unset shell variable) left the flag as if absent: no stats, no shard, no config.
       {b + " --shard ''", "--shard: an empty value"},
       {b + " --config ''", "--config: an empty value"},
@@ -133,6 +136,8 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
       {R"({"batch_size": " 4"})", "/batch_size"},
       {R"({"window": 4, "window": 8})", "key \"window\" appears twice in one object"},
       {R"({"window": 4,})", "invalid JSON: parse error at line 1, column 14"},
+      // The bytes a parse error quotes are not passed on raw when they are not UTF-8 (U+FFFD stands for them).
+      {"{\"window\": \"\xff\"}", "ill-formed UTF-8 byte; last read: '\"\xEF\xBF\xBD'"},
       // Copying or printing a value nested this deep would recurse as deep (a bundle.json like it crashed sjd).
       {"{\"cfg\": " + std::string(200000, '[') + std::string(200000, ']') + "}", "nested more than 64 levels deep"},
   };
@@ -196,6 +201,11 @@ TEST_CASE("a prompt too long for the memory is refused with the estimate, before
   // It needs about 1.45 GB: 1 GB of address space above the libraries refuses it by the machine's own limit;
   // --max-memory refuses it anywhere.
   expect_refused({{g, "needs about"}, {g + " --max-memory 100M", "--max-memory 100.00 MB"}}, 1000);
+  // The advice names the window only where there is one: ar's steps have none to shrink.
+  const std::string small = "generate --model " + quoted(model) + " -o " + quoted(dir / "out.png") +
+                            " -p 'a red circle' --max-memory 1K --method ";
+  expect_refused({{small + "ar", "use a shorter prompt, or raise --max-memory"},
+                  {small + "sjd", "use a shorter prompt, a smaller --window or draft tree, or raise --max-memory"}});
   CHECK_FALSE(std::filesystem::exists(dir / "out.png"));
 }
 

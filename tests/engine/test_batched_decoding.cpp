@@ -147,6 +147,15 @@ TEST_CASE("batch: a batch killed mid-run resumes with every image made once and 
   for (size_t i = 0; i < whole.size(); ++i) CHECK(read_file(resumed[i]) == read_file(whole[i]));
 }
 
+TEST_CASE("batch: the summary counts the images a batch size larger than the prompt file made", "[cli][batch][ux]") {
+  TempDir dir("batched_summary");
+  write_file(dir / "one.txt", "a red circle\n");
+  const auto r = run_sjd(batch(dir / "one.txt", dir / "out", "--method ar --batch-size 2"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("at batch size 2 (1 image),"));
+}
+
 TEST_CASE("batch: on a terminal a progress line follows the images in flight step by step", "[cli][batch][ux]") {
   TempDir dir("batched_progress");
   write_file(dir / "prompts.txt", kPrompts);

@@ -508,6 +508,9 @@ TEST_CASE("a missing font fails before any work, naming what to install", "[cli]
                                    quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"));
   CHECK(heatmap.exit_code == 2);
   CHECK_FALSE(std::filesystem::exists(dir / "x.png"));
+  const auto folder = run_sjd_env("SJD_FONT=" + dir.path().string(), compare_command(dir / "c"));
+  CHECK(folder.exit_code == 2);
+  CHECK_THAT(folder.err, Contains("SJD_FONT=" + dir.path().string() + ": a folder, not a font file"));
 }
 
 TEST_CASE("generate --heatmap-view draws the map beside the image, over it, or alone, with a colour bar", "[cli][ux][heatmap]") {
