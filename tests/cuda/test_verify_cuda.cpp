@@ -3,7 +3,8 @@
 // decoding::DraftBook::update_tail), bonus draws (sample_race), tree levels
 // (sampling::verify_candidates), candidate draws (draw_without_replacement),
 // and whole windows (decoding::WindowVerifier::verify). Tokens, accept
-// decisions and accepted candidates must be identical.
+// decisions and accepted candidates must be identical, also where an off-spine path goes through a
+// forced token's one-candidate level.
 #include <catch2/catch.hpp>
 
 #include "decoding/draft_book.h"
@@ -77,6 +78,28 @@ decoding::Draft make_draft(int64_t vocab, int s, int64_t position) {
     q = cuda_testing::random_probs(1, vocab, 500 + static_cast<uint64_t>(s))[0].contiguous();
   }
   return {sampling::sample_race(q.data_ptr<float>(), vocab, key(0, position, sampling::Purpose::kInit)), q};
+}
+
+// The window that build_window made of `book`, verified by the kernels (before WindowVerifier::verify
+// hands the book its next drafts).
+sampling::cuda::WindowResult verify_on_device(const decoding::MethodConfig& method, const decoding::DraftBook& book,
+                                              int chain, const model::DraftTree& nodes,
+                                              const std::vector<std::vector<int>>& child_of, const at::Tensor& probs,
+                                              uint32_t step, int64_t first, int64_t total) {
+  const at::Device device = cuda_testing::device();
+  sampling::cuda::WindowSpec spec;
+  spec.chain = chain;
+  spec.node_tokens = nodes.tokens;
+  spec.node_depth = nodes.depth;
+  spec.child_of = child_of;
+  spec.tail = tail_of(method.tail);
+  for (int i = 0; i < chain; ++i) {
+    spec.drafts.tokens.push_back(book.drafts()[static_cast<size_t>(i)].token);
+    spec.drafts.q.push_back(book.drafts()[static_cast<size_t>(i)].q.contiguous().to(device));
+  }
+  for (const auto& level : book.tree()) spec.levels.push_back({level.candidates, level.q.contiguous().to(device)});
+  const auto device_relax = sampling::cuda::upload_relaxation(method.relax, chain, device);
+  return sampling::cuda::verify_window(probs.to(device), spec, step_keys(step, first, total), device_relax);
 }
 
 }  // namespace
@@ -236,7 +259,6 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
 }
 
 TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree windows included", "[cuda]") {
-  const at::Device device = cuda_testing::device();
   const int64_t vocab = 1500;
   const family::TokenLayout layout = open_layout(vocab, 8, 12);
   for (const char* method_name : {"sjd", "scd-mc", "scd-gs", "jacobi", "sjd-pac"}) {
@@ -265,21 +287,7 @@ TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree 
         probs = cuda_testing::peaked_at(probs, peak, 0.8);
       }
 
-      sampling::cuda::WindowSpec spec;
-      spec.chain = chain;
-      spec.node_tokens = nodes.tokens;
-      spec.node_depth = nodes.depth;
-      spec.child_of = child_of;
-      spec.tail = tail_of(method.tail);
-      for (int i = 0; i < chain; ++i) {
-        spec.drafts.tokens.push_back(book.drafts()[static_cast<size_t>(i)].token);
-        spec.drafts.q.push_back(book.drafts()[static_cast<size_t>(i)].q.contiguous().to(device));
-      }
-      for (const auto& level : book.tree()) spec.levels.push_back({level.candidates, level.q.contiguous().to(device)});
-      const auto device_relax = sampling::cuda::upload_relaxation(method.relax, chain, device);
-      const auto got = sampling::cuda::verify_window(probs.to(device), spec, step_keys(step, first, layout.length()),
-                                                     device_relax);
-
+      const auto got = verify_on_device(method, book, chain, nodes, child_of, probs, step, first, layout.length());
       const decoding::WindowInput input{first, layout.length(), chain, &nodes, &child_of, probs, step};
       const decoding::WindowOutcome expected = verifier.verify(input, book);
       REQUIRE(got.tokens == expected.tokens);
@@ -295,6 +303,49 @@ TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree 
     }
     if (std::string(method_name) == "sjd-pac") CHECK(tree_windows > 0);
   }
+}
+
+TEST_CASE("a sibling's path through a forced token's one-candidate level: the device walks it as the CPU does",
+          "[cuda]") {
+  // Three rows of two codes (0..9), each ended by the row end 11; the window starts at position 1, so
+  // its tree's levels are a code, the row end and a code (tests/decoding/test_tree_walk.cpp on the CPU).
+  const int64_t vocab = 12, row_end = 11;
+  const family::TokenLayout layout(vocab, {-1, -1, row_end, -1, -1, row_end, -1, -1, row_end}, 3, 2, 0, 10);
+  decoding::MethodConfig method = decoding::make_method("sjd-pac");
+  method.window = 4;
+  method.pd_k = 3;
+  method.pd_depth = 3;
+  decoding::DraftBook book(layout, method, decoding::Mutants{}, kSeed, kSequence);
+  const decoding::WindowVerifier verifier(method, decoding::Mutants{}, kSeed, kSequence);
+  const int chain = 4;
+  book.fill({5}, chain, 0);
+  book.grow_tree(method.pd_k, method.pd_depth, 0);
+  const std::vector<decoding::TreeLevel> tree = book.tree();
+  REQUIRE(tree.size() == 3);
+  REQUIRE(tree[1].candidates.size() == 1);
+  model::DraftTree nodes;
+  std::vector<std::vector<int>> child_of;
+  decoding::build_window(book, chain, nodes, child_of);
+  // The root's p is the first level's second candidate; a row end's slot the row end; every other slot
+  // the first candidate of the level it predicts (code 0 past the tree).
+  at::Tensor probs = at::zeros({1 + static_cast<int64_t>(nodes.size()), vocab});
+  probs[0][tree[0].candidates[1]] = 1.0f;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t position = 1 + nodes.depth[i];
+    const size_t level = static_cast<size_t>(nodes.depth[i]);
+    const int64_t token = layout.forced(position) >= 0 ? layout.forced(position)
+                          : level < tree.size()         ? tree[level].candidates[0]
+                                                        : 0;
+    probs[static_cast<int64_t>(i) + 1][token] = 1.0f;
+  }
+  const auto got = verify_on_device(method, book, chain, nodes, child_of, probs, 0, 1, layout.length());
+  const decoding::WindowInput input{1, layout.length(), chain, &nodes, &child_of, probs, 0};
+  const decoding::WindowOutcome expected = verifier.verify(input, book);
+  REQUIRE(expected.path.size() == 3);  // the CPU's walk went through the row end
+  CHECK(got.tokens == expected.tokens);
+  CHECK(got.path == expected.path);
+  CHECK(got.rejected == expected.rejected);
+  CHECK(got.sibling_accepts == expected.sibling_accepts);
 }
 
 TEST_CASE("candidate draws of a batch's sequences in one call: each on its own stream, a smaller want a prefix",
