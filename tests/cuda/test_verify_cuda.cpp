@@ -12,6 +12,7 @@
 #include "decoding/window_verifier.h"
 #include "device_cases.h"
 #include "family/token_layout.h"
+#include "forced_level_window.h"
 #include "model/token_model.h"
 #include "sampling/categorical.h"
 #include "sampling/cuda_ops.h"
@@ -307,40 +308,16 @@ TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree 
 
 TEST_CASE("a sibling's path through a forced token's one-candidate level: the device walks it as the CPU does",
           "[cuda]") {
-  // Three rows of two codes (0..9), each ended by the row end 11; the window starts at position 1, so
-  // its tree's levels are a code, the row end and a code (tests/decoding/test_tree_walk.cpp on the CPU).
-  const int64_t vocab = 12, row_end = 11;
-  const family::TokenLayout layout(vocab, {-1, -1, row_end, -1, -1, row_end, -1, -1, row_end}, 3, 2, 0, 10);
-  decoding::MethodConfig method = decoding::make_method("sjd-pac");
-  method.window = 4;
-  method.pd_k = 3;
-  method.pd_depth = 3;
-  decoding::DraftBook book(layout, method, decoding::Mutants{}, kSeed, kSequence);
-  const decoding::WindowVerifier verifier(method, decoding::Mutants{}, kSeed, kSequence);
-  const int chain = 4;
-  book.fill({5}, chain, 0);
-  book.grow_tree(method.pd_k, method.pd_depth, 0);
-  const std::vector<decoding::TreeLevel> tree = book.tree();
-  REQUIRE(tree.size() == 3);
-  REQUIRE(tree[1].candidates.size() == 1);
-  model::DraftTree nodes;
-  std::vector<std::vector<int>> child_of;
-  decoding::build_window(book, chain, nodes, child_of);
-  // The root's p is the first level's second candidate; a row end's slot the row end; every other slot
-  // the first candidate of the level it predicts (code 0 past the tree).
-  at::Tensor probs = at::zeros({1 + static_cast<int64_t>(nodes.size()), vocab});
-  probs[0][tree[0].candidates[1]] = 1.0f;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const int64_t position = 1 + nodes.depth[i];
-    const size_t level = static_cast<size_t>(nodes.depth[i]);
-    const int64_t token = layout.forced(position) >= 0 ? layout.forced(position)
-                          : level < tree.size()         ? tree[level].candidates[0]
-                                                        : 0;
-    probs[static_cast<int64_t>(i) + 1][token] = 1.0f;
-  }
-  const auto got = verify_on_device(method, book, chain, nodes, child_of, probs, 0, 1, layout.length());
-  const decoding::WindowInput input{1, layout.length(), chain, &nodes, &child_of, probs, 0};
-  const decoding::WindowOutcome expected = verifier.verify(input, book);
+  sjd::testing::ForcedLevelWindow w(kSeed, kSequence);
+  REQUIRE(w.tree.size() == 3);
+  REQUIRE(w.tree[1].candidates.size() == 1);
+  const int64_t total = w.layout.length();
+  const auto got = verify_on_device(w.method, w.book, sjd::testing::ForcedLevelWindow::kChain, w.nodes, w.child_of,
+                                    w.probs, 0, sjd::testing::ForcedLevelWindow::kFirst, total);
+  const decoding::WindowVerifier verifier(w.method, decoding::Mutants{}, kSeed, kSequence);
+  const decoding::WindowInput input{sjd::testing::ForcedLevelWindow::kFirst, total,
+                                    sjd::testing::ForcedLevelWindow::kChain, &w.nodes, &w.child_of, w.probs, 0};
+  const decoding::WindowOutcome expected = verifier.verify(input, w.book);
   REQUIRE(expected.path.size() == 3);  // the CPU's walk went through the row end
   CHECK(got.tokens == expected.tokens);
   CHECK(got.path == expected.path);
