@@ -34,12 +34,13 @@ std::string integer_text_problem(const std::string& text) {
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
   if (!text.empty() && error == std::errc() && stop == end) return "";
-  const std::string kind = std::is_unsigned_v<T> ? "must be a non-negative integer" : "must be an integer";
   // Past the type's range; a narrower setting's range is checked with the setting, and says its own limit.
   if (error == std::errc::result_out_of_range && stop == end) {
-    return kind + " no larger than " + std::to_string(std::numeric_limits<T>::max()) + " (got " + text + ")";
+    return "must be an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+           std::to_string(std::numeric_limits<T>::max()) + "] (got " + text + ")";
   }
-  return kind + " in decimal digits (got " + text + ")";
+  if (std::is_unsigned_v<T> && text.rfind('-', 0) == 0) return "must be a non-negative integer (got " + text + ")";
+  return "must be an integer in decimal digits (got " + text + ")";
 }
 
 // CLI11 reads an empty text as 0 (an unset shell variable: `--temperature "$T"` decoded greedily) and takes

@@ -120,8 +120,8 @@ WindowOutcome WindowVerifier::verify(const WindowInput& in, DraftBook& book) con
     book.remember_p(position, in.probs[slot]);
     sampling::VerifyOutcome verdict;
     int node = k;
-    // A level of several candidates, or any level under an off-spine node (a forced token's level has one
-    // candidate, but the window holds its node under every path: the path goes on through it).
+    // A level of several candidates, or any level under an off-spine node: a level of one candidate (a
+    // forced token's, or one whose q had no other token to draw) has its node under every path too.
     if (k < static_cast<int>(tree.size()) && (tree[static_cast<size_t>(k)].candidates.size() > 1 || !on_spine)) {
       verdict = verify_level(p, tree, k, weight, in, slot);
       if (verdict.accepted) {

@@ -403,7 +403,7 @@ at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const Step
   const at::Tensor sampled = sample_slots(probs, depth, keys);
 
   // Tree levels: every slot whose depth has a level of several candidates, and every off-spine slot
-  // (a node past the chain) above a level: the walk goes on through one-candidate levels off the spine.
+  // (a node past the chain) above any level: off the spine the walk goes on through levels of one candidate.
   const int levels = static_cast<int>(w.levels.size());
   std::vector<int32_t> tree_slot, tree_depth, tree_index_of_slot(static_cast<size_t>(slots), -1);
   for (int s = 0; s < slots; ++s) {

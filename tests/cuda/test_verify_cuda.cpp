@@ -323,6 +323,9 @@ TEST_CASE("a sibling's path through a forced token's one-candidate level: the de
   CHECK(got.path == expected.path);
   CHECK(got.rejected == expected.rejected);
   CHECK(got.sibling_accepts == expected.sibling_accepts);
+  std::vector<int64_t> next;
+  for (const auto& d : w.book.drafts()) next.push_back(d.token);
+  CHECK(got.next_drafts == next);
 }
 
 TEST_CASE("candidate draws of a batch's sequences in one call: each on its own stream, a smaller want a prefix",

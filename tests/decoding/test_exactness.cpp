@@ -32,9 +32,10 @@ struct Case {
   bool column = false;      // column_layout and its model, not the small 2x2 layout
 };
 
-// Two rows of one code out of six (tokens 1..6), each ended by a forced row end (7): trees of
-// two candidates leave most of q's support untried, and a tree's levels span a row end.
-family::TokenLayout column_layout() { return family::TokenLayout(8, {-1, 7, -1, 7}, 2, 1, 1, 6); }
+// Three rows of one code out of six (tokens 1..6), each ended by a forced row end (7): trees of
+// two candidates leave most of q's support untried, and a depth-3 tree from position 1 (row end,
+// code, row end) takes a path that a sibling won at the code through the row end below it.
+family::TokenLayout column_layout() { return family::TokenLayout(8, {-1, 7, -1, 7, -1, 7}, 3, 1, 1, 6); }
 
 // A fixed profile (tests never read the machine's speed): cheap windows, so the
 // planner moves between short and long ones as acceptance is learned.
@@ -115,8 +116,8 @@ TEST_CASE("every lossless method samples the exact AR distribution", "[exactness
 }
 
 // The sibling mutants below are rejected on the 2x2 layout; in the column they change the sequences'
-// distribution too little for 6000 runs to tell (p 0.43 and 0.37), so the column's own power is shown
-// by the shared accept draw's mutant, which it rejects at p < 1e-90.
+// distribution too little for 6000 runs to tell (p 0.68 and 0.48), so the column's own power is shown
+// by the shared accept draw's mutant, which it rejects at p ~ 1e-29.
 TEST_CASE("sjd-pac trees that leave most of q untried and go off the spine through row ends sample exactly",
           "[exactness]") {
   check_exact({

@@ -2,7 +2,7 @@
 // starts goes on through the levels below it, a forced token's level of one
 // candidate included (its node sits under every path of the window). The
 // distribution side of it is the chi-square cases of test_exactness.cpp, whose
-// column layout puts a forced row end inside sjd-pac's trees.
+// column layout puts a row end below the code where a sibling wins.
 #include <catch2/catch.hpp>
 
 #include <vector>

@@ -101,7 +101,9 @@ TEST_CASE("integer flags outside the settings take whole decimal integers only",
       {c + " --seeds 0x2", "--seeds: must be an integer"},
       {"manifest " + quoted(dir.path()) + " --limit 1e3", "--limit: must be an integer"},
       {"bench --preset tiny --iterations ''", "--iterations: must be an integer"},
-      {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer in decimal digits (got -1)"},
+      {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer (got -1)"},
+      {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") +
+           " --top-k -99999999999999999999", "--top-k: must be an integer in [-9223372036854775808, 9223372036854775807]"},
       // Not an integer at all: the message names no type's limit (it said 9223372036854775807 for --top-k 1e3).
       {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --top-k 1e3",
        "--top-k: must be an integer in decimal digits (got 1e3)"},

@@ -149,7 +149,7 @@ TEST_CASE("lumina resolutions 512 and 1024 are accepted with their size tokens, 
   // The grid's own side is drawn whether or not resolutions lists it, and the message says so.
   nlohmann::json layout = release_layout();
   layout["resolutions"] = {1024};
-  REQUIRE(lumina.make(768)->layout().length() == 2357);
+  REQUIRE(lumina.make(768, layout)->layout().length() == 2357);
   REQUIRE_THROWS_WITH(lumina.make(512, layout), Contains("resolution 512 is not supported (supported: 768, 1024)"));
 }
 

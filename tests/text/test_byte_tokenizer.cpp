@@ -37,7 +37,6 @@ TEST_CASE("byte tokenizer options are checked", "[text][byte]") {
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", std::numeric_limits<int64_t>::max()}}),
                     Catch::Contains("first_id: too large for 256 byte ids after it"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", 1}, {"frist", 2}}), Catch::Contains("frist: unknown key"));
-  // A bundle's whole tokenizer section can be passed as the options.
   // kind and file are given apart (a bundle's section keys, or tokenize's flags): no options.
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"kind", "byte"}, {"first_id", 1}}),
                     Catch::Contains("kind: unknown key (this tokenizer's options: first_id)"));
