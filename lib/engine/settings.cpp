@@ -1,6 +1,7 @@
 #include "engine/settings.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -83,13 +84,12 @@ nlohmann::json count_or_auto(int value) { return value == kAuto ? nlohmann::json
 
 int parse_count_or_auto(const std::string& text, int least, const std::string& what) {
   if (text == "auto") return kAuto;
-  // Digits only: stol alone would also take " 4" and "+4".
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  try {
-    size_t used = 0;
-    const long value = digits ? std::stol(text, &used) : -1;
-    if (digits && used == text.size() && value >= least && value <= 1000000) return static_cast<int>(value);
-  } catch (const std::exception&) {  // out of long's range
+  // from_chars, not stol: stol would also take " 4" and "+4".
+  long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (!text.empty() && error == std::errc() && stop == end && value >= least && value <= 1000000) {
+    return static_cast<int>(value);
   }
   throw std::invalid_argument(what + ": expected \"auto\" or an integer >= " + std::to_string(least) + " (got '" +
                               text + "')");
