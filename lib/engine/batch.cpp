@@ -174,7 +174,7 @@ GenerationSettings BatchRun::settings_of(int64_t index) const {
 
 nlohmann::json BatchRun::identity_of(int64_t index) const {
   return image_identity(text::utf8::to_valid(prompts_[static_cast<size_t>(index)].prompt), model_,
-                        settings_to_json(settings_of(index)), planning_);
+                        identity_settings(settings_of(index)), planning_);
 }
 
 nlohmann::json BatchRun::base_record(int64_t index) const {

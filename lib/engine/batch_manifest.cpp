@@ -136,7 +136,6 @@ void record_file_checksum(nlohmann::json& record, const std::filesystem::path& f
 
 nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
                               nlohmann::json planning) {
-  settings.erase("device");
   nlohmann::json identity = {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
   if (!planning.is_null()) identity["planning"] = std::move(planning);
   return identity;
@@ -165,23 +164,33 @@ std::string differing_key(const nlohmann::json& recorded, const nlohmann::json& 
   return {};
 }
 
-// The recorded identity, a line or claim written before images recorded their windows' planning
-// inputs taken to have the expected ones.
-nlohmann::json with_planning_of(nlohmann::json recorded, const nlohmann::json& expected) {
-  if (recorded.is_object() && !recorded.contains("planning") && expected.contains("planning")) {
-    recorded["planning"] = expected["planning"];
+// The recorded identity as the expected one is compared with it. Its settings that the expected identity
+// leaves out are dropped: they cannot change the expected run's images (engine::identity_settings), so a
+// line that recorded them (the device; ar's window; any setting, from an sjd that kept them all) is not
+// another run. A line or claim written before images recorded their windows' planning inputs is taken to
+// have the expected ones.
+nlohmann::json comparable(nlohmann::json recorded, const nlohmann::json& expected) {
+  if (!recorded.is_object()) return recorded;
+  const nlohmann::json expected_settings = field(expected, "settings");
+  if (recorded.contains("settings") && recorded["settings"].is_object() && expected_settings.is_object()) {
+    nlohmann::json kept = nlohmann::json::object();
+    for (const auto& [key, value] : recorded["settings"].items()) {
+      if (expected_settings.contains(key)) kept[key] = value;
+    }
+    recorded["settings"] = std::move(kept);
   }
+  if (!recorded.contains("planning") && expected.contains("planning")) recorded["planning"] = expected["planning"];
   return recorded;
 }
 
 }  // namespace
 
 bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expected) {
-  return with_planning_of(recorded, expected) == expected;
+  return comparable(recorded, expected) == expected;
 }
 
 std::string identity_difference(const nlohmann::json& recorded_identity, const nlohmann::json& expected) {
-  const nlohmann::json recorded = with_planning_of(recorded_identity, expected);
+  const nlohmann::json recorded = comparable(recorded_identity, expected);
   if (!recorded.is_object()) return "an identity that is not a JSON object";
   const auto head = [](const nlohmann::json& j) {
     return nlohmann::json{{"prompt", field(j, "prompt")}, {"model", field(j, "model")}};

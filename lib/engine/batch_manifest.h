@@ -60,15 +60,17 @@ class ManifestReader {
 // The size and CRC-32 of a written image, recorded in its manifest line.
 void record_file_checksum(nlohmann::json& record, const std::filesystem::path& file);
 
-// The picture's identity: its prompt, the model, every setting but the device
-// (a resumed run may move to another machine) and, with automatic windows, what
-// they read from the bundle (Generator::window_planning; null: left out).
+// The picture's identity: its prompt, the model, the settings that make it
+// (engine::identity_settings: not the device, nor what its method ignores) and,
+// with automatic windows, what they read from the bundle (Generator::window_planning;
+// null: left out).
 nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
                               nlohmann::json planning = nullptr);
 
-// Whether a recorded identity (a manifest line's or a claim's) is `expected`; one
-// written before images recorded their windows' planning inputs (an older sjd) is
-// taken to have the expected ones.
+// Whether a recorded identity (a manifest line's or a claim's) is `expected`. Recorded
+// settings that `expected` leaves out are not compared (they cannot change its images),
+// and one written before images recorded their windows' planning inputs (an older sjd)
+// is taken to have the expected ones.
 bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expected);
 
 // The first difference between a recorded and an expected identity, e.g.

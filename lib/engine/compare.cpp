@@ -206,7 +206,7 @@ CompareSession::CompareSession(Generator& generator, const CompareOptions& optio
 nlohmann::json CompareSession::identity_of(int64_t i) const {
   const CompareRun& run = runs_[static_cast<size_t>(i)];
   return image_identity(text::utf8::to_valid(options_.prompts[static_cast<size_t>(run.prompt)]), model_,
-                        settings_to_json(settings_[static_cast<size_t>(i)]),
+                        identity_settings(settings_[static_cast<size_t>(i)]),
                         planning_[static_cast<size_t>(run.method)]);
 }
 

@@ -80,6 +80,24 @@ void read_field(const nlohmann::json& layer, const char* key, const CountSetting
 
 nlohmann::json count_or_auto(int value) { return value == kAuto ? nlohmann::json("auto") : nlohmann::json(value); }
 
+// "window 4 is ignored", "window 4 and init sample-up are ignored", "a, b and c are ignored".
+std::string join_ignored(const std::vector<std::string>& items) {
+  std::string list;
+  for (size_t i = 0; i < items.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  }
+  return list + (items.size() == 1 ? " is" : " are") + " ignored";
+}
+
+// Whether windows are planned before each step (a setting "auto"); false where the settings are not valid.
+bool planned_windows(const GenerationSettings& s) {
+  try {
+    return method_from_settings(s).planned_windows();
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 int parse_count_or_auto(const std::string& text, int least, const std::string& what) {
@@ -190,8 +208,15 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
   } catch (const std::invalid_argument&) {
     return note.str();  // an unknown name fails where the method is made
   }
-  if (!method.speculative() && s.window != kAuto) {
-    line() << s.method << " decodes one token a step, so window " << s.window << " is ignored";
+  if (!method.speculative()) {
+    std::vector<std::string> unread;
+    if (s.window != kAuto) unread.push_back("window " + std::to_string(s.window));
+    if (s.init != baseline.init) unread.push_back("init " + s.init);
+    if (s.cost_profile != baseline.cost_profile) unread.push_back("cost_profile " + s.cost_profile);
+    if (!unread.empty()) line() << s.method << " decodes one token a step, so " << join_ignored(unread);
+  } else if (s.cost_profile != baseline.cost_profile && !planned_windows(s)) {
+    line() << "the windows are fixed (no setting is \"auto\"), so cost_profile " << s.cost_profile
+           << " is ignored: only automatic windows read it";
   }
   if (!method.proactive_tree && (s.pd_k != kAuto || s.pd_depth != kAuto)) {
     const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
@@ -210,12 +235,37 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
   }
   if (!reads_lantern && s.lantern_own_residual) unread.push_back("lantern_own_residual");
   if (!unread.empty()) {
-    std::string list;
-    for (const std::string& item : unread) list += (list.empty() ? "" : ", ") + item;
     line() << s.method << (s.relax == "none" ? " runs without a relaxation (relax none)" : " runs relaxation " + s.relax)
-           << ", so " << list << (unread.size() == 1 ? " is" : " are") << " ignored";
+           << ", so " << join_ignored(unread);
   }
   return note.str();
+}
+
+std::vector<std::string> keys_without_effect(const GenerationSettings& s) {
+  decoding::MethodConfig method;
+  try {
+    method = decoding::make_method(s.method);
+  } catch (const std::invalid_argument&) {
+    return {};
+  }
+  std::vector<std::string> keys;
+  if (s.method == "jacobi") keys.push_back("temperature");
+  if (!method.speculative()) keys.insert(keys.end(), {"window", "init"});
+  if (!method.proactive_tree) keys.insert(keys.end(), {"pd_k", "pd_depth"});
+  if (s.relax != "uniform" && s.relax != "cool") keys.push_back("delta");
+  if (s.relax != "cool") keys.push_back("nu");
+  if (s.relax != "lantern") keys.insert(keys.end(), {"lantern_k", "lantern_lambda", "lantern_own_residual"});
+  // Rows of a batch decode as they would alone; only the window planner sees the batch (docs/cli.md).
+  if (!planned_windows(s)) keys.insert(keys.end(), {"batch_size", "cost_profile"});
+  return keys;
+}
+
+nlohmann::json identity_settings(const GenerationSettings& s) {
+  nlohmann::json settings = settings_to_json(s);
+  for (const std::string& key : keys_without_effect(s)) settings.erase(key);
+  settings.erase("device");
+  settings.erase("cost_profile");
+  return settings;
 }
 
 decoding::MethodConfig method_from_settings(const GenerationSettings& s) {

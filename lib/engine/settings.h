@@ -79,6 +79,18 @@ void split_method_entry(GenerationSettings& settings);
 // to it is no one's choice and gets no note (the default model's temperature 0.8 under jacobi).
 std::string ignored_settings_note(const GenerationSettings& settings, const GenerationSettings& baseline = {});
 
+// The keys whose values cannot change an image made with `settings`: those its method does not read (the
+// settings ignored_settings_note names: ar's window and init, pd_k and pd_depth outside sjd-pac, jacobi's
+// temperature, the parameters of relaxations not in use) and, without automatic windows, the two that only the
+// window planner reads (batch_size and cost_profile). An unknown method: none.
+std::vector<std::string> keys_without_effect(const GenerationSettings& settings);
+
+// The settings that make an image, as an image's identity records them (batch_manifest.h): settings_to_json
+// without keys_without_effect, without the device (a resumed run may move to another machine) and without the
+// step-cost profile's path (with automatic windows the identity's planning names the profile by its content).
+// A batch or compare resumed with another value of a setting that cannot change its images is the same run.
+nlohmann::json identity_settings(const GenerationSettings& settings);
+
 // The method pieces the settings select; throws std::invalid_argument for bad values.
 decoding::MethodConfig method_from_settings(const GenerationSettings& settings);
 

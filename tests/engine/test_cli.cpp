@@ -104,6 +104,12 @@ TEST_CASE("batch: one PNG per prompt, manifest lines, resume skips finished prom
   CHECK(std::filesystem::last_write_time(out / "00000_a-red-apple.png") == before);
   CHECK(std::filesystem::exists(out / "00001_a-blue-square.png"));
 
+  // A setting the method does not read makes no other run: lossless sjd-pac ignores lantern_k.
+  const auto unread = run_sjd(cmd + " --lantern-k 3");
+  INFO(unread.err);
+  CHECK(unread.exit_code == 0);
+  CHECK_THAT(unread.out, Catch::Contains("0 generated, 3 already done"));
+  CHECK_THAT(unread.err, Catch::Contains("lantern_k 3 is ignored"));
   // Resuming with other settings or prompts would mix two runs: refused, the images kept.
   const auto other_cfg = run_sjd(cmd + " --cfg 2.5");
   CHECK(other_cfg.exit_code == 2);

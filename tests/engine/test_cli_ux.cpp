@@ -417,6 +417,12 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
                                     " -p 'a red apple' --methods jacobi --seeds 1 --window 3 --out-dir " + quoted(out));
   CHECK(other_window.exit_code == 2);
   CHECK_THAT(other_window.err, Contains("window \"auto\" (now 3)") && Contains("the same settings and bundle"));
+  // ...but ar, which takes no window, is the same run with one.
+  const auto ar_window = run_sjd("compare --model " + quoted(default_model()) +
+                                 " -p 'a red apple' --methods ar --seeds 1 --window 3 --out-dir " + quoted(out));
+  INFO(ar_window.err);
+  CHECK(ar_window.exit_code == 0);
+  CHECK_THAT(ar_window.out, Contains("1 of 1 runs were already done"));
 
   // batch and compare refuse each other's folders, before the model loads.
   write_file(dir / "p.txt", "a red apple\n");

@@ -2,6 +2,8 @@
 // setting the method uses gets none.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "engine/settings.h"
 
 using namespace sjd;
@@ -60,7 +62,7 @@ TEST_CASE("a note names each relaxation parameter that the relaxation in use doe
   engine::GenerationSettings s = with_method("sjd");
   s.delta = 5;
   s.nu = 1;
-  CHECK(engine::ignored_settings_note(s) == "note: sjd runs without a relaxation (relax none), so delta 5, nu 1 are ignored");
+  CHECK(engine::ignored_settings_note(s) == "note: sjd runs without a relaxation (relax none), so delta 5 and nu 1 are ignored");
   s.relax = "cool";
   CHECK(engine::ignored_settings_note(s).empty());  // cool reads both
   s.relax = "uniform";
@@ -68,11 +70,66 @@ TEST_CASE("a note names each relaxation parameter that the relaxation in use doe
   s.relax = "lantern";
   s.lantern_k = 3;
   s.lantern_lambda = 0.5;
-  CHECK(engine::ignored_settings_note(s) == "note: sjd runs relaxation lantern, so delta 5, nu 1 are ignored");
+  CHECK(engine::ignored_settings_note(s) == "note: sjd runs relaxation lantern, so delta 5 and nu 1 are ignored");
   s.relax = "cool";
   s.lantern_own_residual = true;
   CHECK(engine::ignored_settings_note(s) ==
-        "note: sjd runs relaxation cool, so lantern_k 3, lantern_lambda 0.5, lantern_own_residual are ignored");
+        "note: sjd runs relaxation cool, so lantern_k 3, lantern_lambda 0.5 and lantern_own_residual are ignored");
+}
+
+TEST_CASE("a note names ar's init and a step-cost profile that fixed windows do not read", "[engine][settings]") {
+  engine::GenerationSettings s = with_method("ar");
+  s.init = "sample-up";
+  CHECK(engine::ignored_settings_note(s) == "note: ar decodes one token a step, so init sample-up is ignored");
+  s.window = 4;
+  s.cost_profile = "p.json";
+  CHECK(engine::ignored_settings_note(s) ==
+        "note: ar decodes one token a step, so window 4, init sample-up and cost_profile p.json are ignored");
+  s = with_method("sjd");
+  s.cost_profile = "p.json";
+  CHECK(engine::ignored_settings_note(s).empty());  // an automatic window reads it
+  s.window = 16;
+  CHECK(engine::ignored_settings_note(s) == "note: the windows are fixed (no setting is \"auto\"), so cost_profile "
+                                            "p.json is ignored: only automatic windows read it");
+  s.method = "sjd-pac";
+  CHECK(engine::ignored_settings_note(s).empty());  // its tree is still automatic
+  std::vector<std::string> keys = engine::keys_without_effect(s);
+  CHECK(std::find(keys.begin(), keys.end(), "cost_profile") == keys.end());
+  s.pd_k = 2;  // one given alone keeps the other's default: a fixed tree
+  CHECK_THAT(engine::ignored_settings_note(s), Catch::Contains("so cost_profile p.json is ignored"));
+  keys = engine::keys_without_effect(s);
+  CHECK(std::find(keys.begin(), keys.end(), "cost_profile") != keys.end());
+}
+
+TEST_CASE("an image's identity leaves out the settings that cannot change it", "[engine][settings]") {
+  engine::GenerationSettings s = with_method("ar");
+  s.window = 4;
+  s.pd_k = 2;
+  s.cost_profile = "p.json";
+  s.device = "cuda";
+  nlohmann::json identity = engine::identity_settings(s);
+  for (const char* key : {"window", "init", "pd_k", "pd_depth", "delta", "nu", "lantern_k", "lantern_lambda",
+                          "lantern_own_residual", "batch_size", "cost_profile", "device"}) {
+    CHECK_FALSE(identity.contains(key));
+  }
+  for (const char* key : {"method", "relax", "cfg", "temperature", "top_k", "seed", "resolution", "dtype"}) {
+    CHECK(identity.contains(key));
+  }
+  s = with_method("sjd-pac:cool");
+  engine::split_method_entry(s);
+  identity = engine::identity_settings(s);  // automatic windows and tree: the planner reads the batch size
+  for (const char* key : {"window", "init", "pd_k", "pd_depth", "delta", "nu", "batch_size"}) CHECK(identity.contains(key));
+  CHECK_FALSE(identity.contains("lantern_k"));
+  CHECK_FALSE(identity.contains("cost_profile"));  // its content is in the identity's planning
+  s.window = 16;
+  s.pd_k = 3;
+  s.pd_depth = 2;
+  identity = engine::identity_settings(s);  // all fixed
+  CHECK_FALSE(identity.contains("batch_size"));
+  CHECK(identity["window"] == 16);
+  s = with_method("jacobi");
+  CHECK_FALSE(engine::identity_settings(s).contains("temperature"));
+  CHECK(engine::keys_without_effect(with_method("no-such-method")).empty());
 }
 
 TEST_CASE("a warning names the first prompt line that carries settings, and counts them", "[engine][settings]") {
