@@ -74,6 +74,9 @@ const model::DraftTree& SequenceDecoder::next_window(const std::vector<int64_t>&
   for (int i = 0; i < chain; ++i) {
     report_.ages.push_back(layout_.forced(first + i) >= 0 ? -1 : book_.drafts()[static_cast<size_t>(i)].age);
   }
+  for (int d = 0; d < report_.shape.tree_depth; ++d) {
+    report_.tree_candidates.push_back(static_cast<int>(book_.tree()[static_cast<size_t>(d)].candidates.size()));
+  }
   return nodes_;
 }
 

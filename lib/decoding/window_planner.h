@@ -41,6 +41,9 @@ struct WindowReport {
   std::vector<int> ages;          // age of each chain draft, -1 for a forced structure token
   int accepted = 0;               // drafts accepted along the path
   bool rejected = false;          // stopped at a rejected draft (not at the window's end)
+  // Candidates at each tree level: fewer than tree_k where q held fewer tokens (one at a forced
+  // structure token, or after a point-mass initial draft); empty: tree_k at every level.
+  std::vector<int> tree_candidates;
 };
 
 // What the planner assumes of an image's drafts before they show it, and whether it learns from them.

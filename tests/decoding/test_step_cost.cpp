@@ -206,6 +206,27 @@ TEST_CASE("window planner: a forced token inside a tree window is no tree level 
   CHECK(with_row_end.tree_acceptance(2, 0.5) < fresh.tree_acceptance(2, 0.5));  // one of two levels failed
 }
 
+TEST_CASE("window planner: a tree level of one candidate is counted as its chain draft", "[decoding][step_cost]") {
+  sjd::decoding::MethodConfig pac = sjd::decoding::make_method("sjd-pac");
+  pac.auto_window = true;
+  const StepCostProfile profile("test", 2, {{1, 1.0}, {64, 2.0}});
+  using sjd::decoding::WindowReport;
+  using sjd::decoding::WindowShape;
+  // Two tree levels; the first passes, the second is rejected. In `point_mass` the first level's q held one token
+  // (a repeat-up initial draft at age 0), so only its chain draft was tried.
+  sjd::decoding::WindowPlanner point_mass(pac, profile, 2);
+  point_mass.record(WindowReport{WindowShape{3, 2, 2}, {0, 1, 1}, 1, true, {1, 2}});
+  sjd::decoding::WindowPlanner both_trees(pac, profile, 2);
+  both_trees.record(WindowReport{WindowShape{3, 2, 2}, {0, 1, 1}, 1, true, {2, 2}});
+  CHECK(point_mass.tallies()[0].tested == 1);  // the age-0 draft, passed
+  CHECK(point_mass.tallies()[0].accepted == 1);
+  CHECK(both_trees.tallies()[0].tested == 0);
+  CHECK(point_mass.tallies()[1].tested == 0);  // the second level was a tree level in both
+  // The tree's rate learned only the failed level there, a pass and a failure here.
+  INFO("tree acceptance: " << point_mass.tree_acceptance(2, 0.5) << " against " << both_trees.tree_acceptance(2, 0.5));
+  CHECK(point_mass.tree_acceptance(2, 0.5) < both_trees.tree_acceptance(2, 0.5));
+}
+
 TEST_CASE("window planner: a fixed tree with an automatic chain weighs chains shorter than the tree",
           "[decoding][step_cost]") {
   sjd::decoding::MethodConfig pac = sjd::decoding::make_method("sjd-pac");
