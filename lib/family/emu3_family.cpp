@@ -127,6 +127,9 @@ Emu3Ids resolve_emu3_ids(const Emu3Config& c, const text::Tokenizer& tokenizer, 
   return ids;
 }
 
+namespace {
+
+// The generated sequence: grid_height rows of (grid_width codes + eol), eof, image_end, eos.
 TokenLayout make_emu3_layout(const Emu3Config& c, const Emu3Ids& ids, int64_t vocab_size) {
   std::vector<int64_t> forced;
   forced.reserve(static_cast<size_t>(generated_length(c.grid_height, c.grid_width)));
@@ -139,6 +142,8 @@ TokenLayout make_emu3_layout(const Emu3Config& c, const Emu3Ids& ids, int64_t vo
   forced.push_back(ids.eos);
   return TokenLayout(vocab_size, std::move(forced), c.grid_height, c.grid_width, ids.visual_first, c.codebook_size);
 }
+
+}  // namespace
 
 Emu3Family::Emu3Family(Emu3Config config, const text::Tokenizer& tokenizer, int64_t vocab_size,
                        const std::string& where)

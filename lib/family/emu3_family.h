@@ -52,9 +52,6 @@ Emu3Config parse_emu3_config(const nlohmann::json& layout, int64_t downsample, i
 // is an error naming the layout key.
 Emu3Ids resolve_emu3_ids(const Emu3Config& config, const text::Tokenizer& tokenizer, const std::string& where);
 
-// The generated sequence: grid_height rows of (grid_width codes + eol), eof, image_end, eos.
-TokenLayout make_emu3_layout(const Emu3Config& config, const Emu3Ids& ids, int64_t vocab_size);
-
 class Emu3Family : public ImageFamily {
  public:
   Emu3Family(Emu3Config config, const text::Tokenizer& tokenizer, int64_t vocab_size, const std::string& where);

@@ -130,20 +130,31 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
     }
   }
   check_codes_in_vocabulary(c.image_token_first, c.codebook_size, vocab_size, c.where);
-  const LuminaIds ids{c.begin_image_id, c.end_image_id, c.newline_id, c.end_of_turn_id, height_token, width_token};
-  return make_lumina_layout(vocab_size, c.grid_height, c.grid_width, c.image_token_first, c.codebook_size, ids);
+  // The generated sequence: begin_image, height token, width token, rows of (codes + newline), end_image,
+  // end_of_turn.
+  std::vector<int64_t> forced = {c.begin_image_id, height_token, width_token};
+  for (int64_t row = 0; row < c.grid_height; ++row) {
+    forced.insert(forced.end(), static_cast<size_t>(c.grid_width), -1);
+    forced.push_back(c.newline_id);
+  }
+  forced.push_back(c.end_image_id);
+  forced.push_back(c.end_of_turn_id);
+  return TokenLayout(vocab_size, std::move(forced), c.grid_height, c.grid_width, c.image_token_first, c.codebook_size);
 }
 }  // namespace
 
 LuminaFamily::LuminaFamily(LuminaConfig config, const text::Tokenizer& tokenizer, int64_t vocab_size)
     : config_(std::move(config)), tokenizer_(tokenizer), layout_(lumina_layout(config_, vocab_size)) {
-  // No prompt could go with an image that fills the model's positions by itself.
-  if (config_.max_positions > 0 && layout_.length() >= config_.max_positions) {
-    throw std::invalid_argument(config_.where + ".max_positions: " + std::to_string(config_.max_positions) +
-                                " positions leave none for the prompt: the image alone is " +
-                                std::to_string(layout_.length()) + " generated tokens at " +
-                                std::to_string(config_.grid_height * config_.downsample) + "x" +
-                                std::to_string(config_.grid_width * config_.downsample) + " px");
+  // No prompt could go with an image that leaves fewer positions than the shortest prompt row takes (BOS, the
+  // template around an empty prompt, end-of-turn): every generation would run past what the model was trained for.
+  const int64_t fewest = static_cast<int64_t>(prompt_ids("", /*with_template=*/true).size());
+  if (config_.max_positions > 0 && layout_.length() + fewest > config_.max_positions) {
+    throw std::invalid_argument(
+        config_.where + ".max_positions: " + std::to_string(config_.max_positions) +
+        " positions leave none for the prompt: the image alone is " + std::to_string(layout_.length()) +
+        " generated tokens at " + std::to_string(config_.grid_height * config_.downsample) + "x" +
+        std::to_string(config_.grid_width * config_.downsample) + " px, and the prompt template with an empty prompt " +
+        std::to_string(fewest));
   }
 }
 

@@ -98,16 +98,4 @@ at::Tensor TokenLayout::codes(const std::vector<int64_t>& generated) const {
   return grid;
 }
 
-TokenLayout make_lumina_layout(int64_t vocab_size, int64_t grid_height, int64_t grid_width, int64_t first_code_id,
-                               int64_t codebook_size, const LuminaIds& ids) {
-  std::vector<int64_t> forced = {ids.begin_image, ids.height_token, ids.width_token};
-  for (int64_t r = 0; r < grid_height; ++r) {
-    forced.insert(forced.end(), static_cast<size_t>(grid_width), -1);
-    forced.push_back(ids.newline);
-  }
-  forced.push_back(ids.end_image);
-  forced.push_back(ids.end_of_turn);
-  return TokenLayout(vocab_size, std::move(forced), grid_height, grid_width, first_code_id, codebook_size);
-}
-
 }  // namespace sjd::family

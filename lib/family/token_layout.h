@@ -65,12 +65,4 @@ class TokenLayout {
   at::Tensor image_mask_;
 };
 
-// Lumina-mGPT: begin_image, height token, width token, rows of (codes + newline),
-// end_image, end_of_turn.
-struct LuminaIds {
-  int64_t begin_image, end_image, newline, end_of_turn, height_token, width_token;
-};
-TokenLayout make_lumina_layout(int64_t vocab_size, int64_t grid_height, int64_t grid_width, int64_t first_code_id,
-                               int64_t codebook_size, const LuminaIds& ids);
-
 }  // namespace sjd::family

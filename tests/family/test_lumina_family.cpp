@@ -153,15 +153,20 @@ TEST_CASE("lumina resolutions 512 and 1024 are accepted with their size tokens, 
   REQUIRE_THROWS_WITH(lumina.make(512, layout), Contains("resolution 512 is not supported (supported: 768, 1024)"));
 }
 
-TEST_CASE("lumina refuses a max_positions that the image alone fills, at its own or an asked resolution", "[lumina]") {
+TEST_CASE("lumina refuses a max_positions that leaves no room for the shortest prompt, at its own or an asked resolution",
+          "[lumina]") {
   const Lumina lumina;
+  // BOS, the template around an empty prompt, end-of-turn: what every prompt row holds.
+  const int64_t fewest = static_cast<int64_t>(lumina.make(0)->conditional("").tokens.size());
+  REQUIRE(fewest == 1 + 64 + 1);  // 64 bytes of template
   nlohmann::json layout = release_layout();
-  layout["max_positions"] = 2357;  // the 768 px image's generated tokens: no room for a prompt
+  layout["max_positions"] = 2357 + fewest - 1;  // one position short of the image (2357 at 768 px) and the shortest prompt
   REQUIRE_THROWS_WITH(lumina.make(0, layout),
-                      Contains("lumina/bundle.json: layout.max_positions: 2357 positions leave none for the prompt: "
-                               "the image alone is 2357 generated tokens at 768x768 px"));
-  layout["max_positions"] = 2358;
-  CHECK(lumina.make(0, layout)->max_positions() == 2358);
+                      Contains("lumina/bundle.json: layout.max_positions: 2422 positions leave none for the prompt: "
+                               "the image alone is 2357 generated tokens at 768x768 px, and the prompt template with "
+                               "an empty prompt 66"));
+  layout["max_positions"] = 2357 + fewest;
+  CHECK(lumina.make(0, layout)->max_positions() == 2357 + fewest);
   CHECK(lumina.make(512, layout)->layout().length() == 1061);
   REQUIRE_THROWS_WITH(lumina.make(1024, layout), Contains("the image alone is 4165 generated tokens at 1024x1024 px"));
 }
