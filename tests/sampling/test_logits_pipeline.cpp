@@ -23,6 +23,18 @@ TEST_CASE("CFG mixes logits or log-probs as the family says", "[pipeline]") {
   CHECK(at::allclose(p[0], at::softmax(cond, 0)));
 }
 
+TEST_CASE("a CFG scale that is 1 in float mixes nothing, as on the GPU", "[pipeline]") {
+  // The CUDA pipeline takes the scale as a float; mixing by 1.0f is not exact (u + (c - u) rounds).
+  const at::Tensor logits = at::randn({2, 1, 4096}, at::TensorOptions().dtype(at::kFloat)) * 8;
+  PipelineSettings s;
+  s.cfg_scale = 1.0;
+  const at::Tensor unmixed = run_logits_pipeline(logits, {SlotConstraint{}}, s);
+  s.cfg_scale = 1.0 + 1e-9;
+  CHECK(at::equal(run_logits_pipeline(logits, {SlotConstraint{}}, s), unmixed));
+  s.cfg_scale = 1.0 + 1e-6;  // a float of its own: mixed
+  CHECK_FALSE(at::equal(run_logits_pipeline(logits, {SlotConstraint{}}, s), unmixed));
+}
+
 TEST_CASE("constraints, temperature and top-k", "[pipeline]") {
   const at::Tensor logits = at::tensor({3.0f, 1.0f, 2.0f, 0.0f, -1.0f, 2.5f}).view({1, 1, 6});
   PipelineSettings s;
