@@ -69,8 +69,10 @@ std::string exactness_name(Exactness exactness) {
 }
 
 Exactness MethodConfig::exactness() const {
-  if (!relax.lossless()) return Exactness::kLossy;
-  return greedy ? Exactness::kGreedy : Exactness::kExact;
+  // Greedy first: at temperature 0 p is a point mass on the argmax, so every relaxation's test and residual
+  // commit exactly the tokens the lossless test does (a relaxation may only stop a window elsewhere).
+  if (greedy) return Exactness::kGreedy;
+  return relax.lossless() ? Exactness::kExact : Exactness::kLossy;
 }
 
 std::string MethodConfig::describe() const {

@@ -89,6 +89,13 @@ std::string join_ignored(const std::vector<std::string>& items) {
   return list + (items.size() == 1 ? " is" : " are") + " ignored";
 }
 
+// Whether relaxation `relax` ("none" included) reads parameter `key` (delta, nu or one of lantern's).
+bool relaxation_reads(const std::string& relax, const std::string& key) {
+  if (key == "delta") return relax == "uniform" || relax == "cool";
+  if (key == "nu") return relax == "cool";
+  return relax == "lantern";  // lantern_k, lantern_lambda, lantern_own_residual
+}
+
 // Whether windows are planned before each step (a setting "auto"); false where the settings are not valid.
 bool planned_windows(const GenerationSettings& s) {
   try {
@@ -222,10 +229,14 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
     const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
   }
+  if (s.temperature <= 0.0 && s.relax != "none") {
+    line() << "at temperature 0 (argmax decoding) relaxation " << s.relax
+           << " changes no token: the image is greedy, not lossy";
+  }
   // A relaxation's parameters changed from their defaults where the relaxation in use (or none) reads none of them.
   const GenerationSettings& defaults = baseline;
-  const bool reads_delta = s.relax == "uniform" || s.relax == "cool", reads_nu = s.relax == "cool",
-             reads_lantern = s.relax == "lantern";
+  const bool reads_delta = relaxation_reads(s.relax, "delta"), reads_nu = relaxation_reads(s.relax, "nu"),
+             reads_lantern = relaxation_reads(s.relax, "lantern_k");
   std::vector<std::string> unread;
   if (!reads_delta && s.delta != defaults.delta) unread.push_back("delta " + format_setting_number(s.delta));
   if (!reads_nu && s.nu != defaults.nu) unread.push_back("nu " + format_setting_number(s.nu));
@@ -252,9 +263,9 @@ std::vector<std::string> keys_without_effect(const GenerationSettings& s) {
   if (s.method == "jacobi") keys.push_back("temperature");
   if (!method.speculative()) keys.insert(keys.end(), {"window", "init"});
   if (!method.proactive_tree) keys.insert(keys.end(), {"pd_k", "pd_depth"});
-  if (s.relax != "uniform" && s.relax != "cool") keys.push_back("delta");
-  if (s.relax != "cool") keys.push_back("nu");
-  if (s.relax != "lantern") keys.insert(keys.end(), {"lantern_k", "lantern_lambda", "lantern_own_residual"});
+  for (const char* key : {"delta", "nu", "lantern_k", "lantern_lambda", "lantern_own_residual"}) {
+    if (!relaxation_reads(s.relax, key)) keys.push_back(key);
+  }
   // Rows of a batch decode as they would alone; only the window planner sees the batch (docs/cli.md).
   if (!planned_windows(s)) keys.insert(keys.end(), {"batch_size", "cost_profile"});
   return keys;

@@ -18,7 +18,8 @@ struct LossyRun {
   double steps = 0.0;
 };
 
-LossyRun run(const std::string& method, sampling::RelaxKind kind, double delta, double nu = 0.7) {
+LossyRun run(const std::string& method, sampling::RelaxKind kind, double delta, double nu = 0.7,
+             bool lantern_own_residual = false) {
   sjd::testing::TableModel model({});
   const auto layout = sjd::testing::small_layout();
   decoding::DecodeRequest request;
@@ -35,6 +36,7 @@ LossyRun run(const std::string& method, sampling::RelaxKind kind, double delta, 
     request.method.relax.neighbours = sampling::lantern_neighbours(codebook, 2, 1, model.vocab_size());
     request.method.relax.lantern_k = 2;
     request.method.relax.lantern_lambda = delta;
+    request.method.relax.lantern_own_residual = lantern_own_residual;
   }
   request.rows = sjd::testing::table_rows(false);
   const auto exact = sjd::testing::exact_distribution(model, layout, request.pipeline, 1);
@@ -72,12 +74,20 @@ TEST_CASE("Cool-SD: TV grows with delta, and nu = 0 with delta = 1 is exact", "[
   CHECK(strong.steps < exact.steps);
 }
 
-TEST_CASE("LANTERN++: biased, and more so with a larger lambda", "[lossy]") {
+TEST_CASE("LANTERN++: exact at lambda 0 with either residual, biased, and more so with a larger lambda", "[lossy]") {
+  // At lambda 0 no neighbour joins the draft: the lossless test, and the own residual is max(p - q, 0).
+  const auto none = run("sjd", sampling::RelaxKind::kLantern, 0.0);
+  const auto none_own = run("sjd", sampling::RelaxKind::kLantern, 0.0, 0.7, /*lantern_own_residual=*/true);
   const auto small = run("sjd", sampling::RelaxKind::kLantern, 0.5);
   const auto large = run("sjd", sampling::RelaxKind::kLantern, 4.0);
-  INFO("TV " << small.fit.total_variation << " / " << large.fit.total_variation << ", steps " << small.steps << " / "
-             << large.steps);
+  const auto large_own = run("sjd", sampling::RelaxKind::kLantern, 4.0, 0.7, /*lantern_own_residual=*/true);
+  INFO("TV " << none.fit.total_variation << " / " << small.fit.total_variation << " / " << large.fit.total_variation
+             << " (own residual " << none_own.fit.total_variation << " / " << large_own.fit.total_variation
+             << "), steps " << none.steps << " / " << small.steps << " / " << large.steps);
+  CHECK(none.fit.p_value > 1e-3);
+  CHECK(none_own.fit.p_value > 1e-3);
   CHECK(large.fit.p_value < 1e-6);
+  CHECK(large_own.fit.p_value < 1e-6);
   CHECK(large.fit.total_variation > small.fit.total_variation);
 }
 

@@ -15,7 +15,7 @@ namespace {
 const nlohmann::json kPlanning = {{"step_cost", "profile (crc32 0badcafe)"}, {"window_prior", {0.6, 0.8, 0.7}}};
 
 nlohmann::json identity(double cfg, const nlohmann::json& planning = kPlanning) {
-  return image_identity("a red square", "sjd-default-scenes", {{"cfg", cfg}, {"device", "cpu"}}, planning);
+  return image_identity("a red square", "sjd-default-scenes", {{"cfg", cfg}}, planning);
 }
 
 }  // namespace
@@ -23,7 +23,13 @@ nlohmann::json identity(double cfg, const nlohmann::json& planning = kPlanning) 
 TEST_CASE("image identity: planning inputs are part of it, and one written without them matches any",
           "[engine][batch]") {
   CHECK(same_identity(identity(1.5), identity(1.5)));
-  CHECK(identity(1.5)["settings"].contains("device") == false);  // a resumed run may move to another machine
+  // A recorded setting that the expected identity leaves out (the device, a setting its method ignores:
+  // engine::identity_settings) is not compared; one the expected identity holds and the recorded lacks is.
+  const nlohmann::json with_more = image_identity("a red square", "sjd-default-scenes",
+                                                  {{"cfg", 1.5}, {"device", "cuda"}, {"window", 4}}, kPlanning);
+  CHECK(same_identity(with_more, identity(1.5)));
+  CHECK(!same_identity(identity(1.5), with_more));
+  CHECK(identity_difference(identity(1.5), with_more) == "device unset (now \"cuda\")");
   CHECK(!identity(1.5, nullptr).contains("planning"));           // fixed windows: nothing read from the bundle
   // Written by an sjd that did not record planning inputs (a manifest line or a live claim): taken to match.
   CHECK(same_identity(identity(1.5, nullptr), identity(1.5)));

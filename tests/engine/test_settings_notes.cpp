@@ -101,6 +101,18 @@ TEST_CASE("a note names ar's init and a step-cost profile that fixed windows do 
   CHECK(std::find(keys.begin(), keys.end(), "cost_profile") != keys.end());
 }
 
+TEST_CASE("a note says a relaxation changes no token at temperature 0", "[engine][settings]") {
+  engine::GenerationSettings s = with_method("sjd");
+  s.relax = "cool";
+  CHECK(engine::ignored_settings_note(s).empty());
+  s.temperature = 0.0;
+  CHECK(engine::ignored_settings_note(s) ==
+        "note: at temperature 0 (argmax decoding) relaxation cool changes no token: the image is greedy, not lossy");
+  CHECK(engine::method_from_settings(s).exactness() == decoding::Exactness::kGreedy);
+  s.temperature = 0.5;
+  CHECK(engine::method_from_settings(s).exactness() == decoding::Exactness::kLossy);
+}
+
 TEST_CASE("an image's identity leaves out the settings that cannot change it", "[engine][settings]") {
   engine::GenerationSettings s = with_method("ar");
   s.window = 4;
