@@ -69,8 +69,8 @@ std::string exactness_name(Exactness exactness) {
 }
 
 Exactness MethodConfig::exactness() const {
-  // Greedy first: at temperature 0 p is a point mass on the argmax, so every relaxation's test and residual
-  // commit exactly the tokens the lossless test does (a relaxation may only stop a window elsewhere).
+  // Greedy first: at temperature 0 p is exactly 1 on the argmax and 0 elsewhere, so every relaxation accepts
+  // and resamples exactly as the lossless test does (a score of p = 1 is at least 1 under each of them).
   if (greedy) return Exactness::kGreedy;
   return relax.lossless() ? Exactness::kExact : Exactness::kLossy;
 }

@@ -161,13 +161,16 @@ void WindowPlanner::record(const WindowReport& r) {
     const bool passed = j <= r.accepted;
     const bool forced = j <= static_cast<int>(r.ages.size()) && r.ages[static_cast<size_t>(j - 1)] < 0;
     if (forced) continue;  // a structure token says nothing about drafts, in a tree level or the chain
-    // A level where q offered one candidate tried its chain draft alone: counted by that draft's age.
-    const bool several = j <= tree_levels && (r.tree_candidates.empty() ||
-                                              (j <= static_cast<int>(r.tree_candidates.size()) &&
-                                               r.tree_candidates[static_cast<size_t>(j - 1)] > 1));
+    // A level counts as one of as many candidates as q offered; one of one tried its chain draft alone and is
+    // counted by that draft's age.
+    int candidates = 1;
+    if (j <= tree_levels) {
+      candidates = j <= static_cast<int>(r.tree_candidates.size()) ? r.tree_candidates[static_cast<size_t>(j - 1)]
+                                                                  : r.shape.tree_k;
+    }
     Count* c = nullptr;
-    if (several) {
-      c = &tree_[static_cast<size_t>(r.shape.tree_k - 1)];  // several candidates were tried
+    if (candidates > 1) {
+      c = &tree_[static_cast<size_t>(std::min(candidates, r.shape.tree_k) - 1)];  // several candidates were tried
     } else if (j <= static_cast<int>(r.ages.size())) {
       const auto bin = static_cast<size_t>(std::min(r.ages[static_cast<size_t>(j - 1)], kAgeBins - 1));
       c = &by_age_[bin];

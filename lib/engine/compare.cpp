@@ -205,9 +205,12 @@ CompareSession::CompareSession(Generator& generator, const CompareOptions& optio
 
 nlohmann::json CompareSession::identity_of(int64_t i) const {
   const CompareRun& run = runs_[static_cast<size_t>(i)];
+  const GenerationSettings& settings = settings_[static_cast<size_t>(i)];
+  // A compare's rows time each run in its batch, so the batch size is part of a run even where its image is not.
+  nlohmann::json made_with = identity_settings(settings);
+  made_with["batch_size"] = settings_to_json(settings)["batch_size"];
   return image_identity(text::utf8::to_valid(options_.prompts[static_cast<size_t>(run.prompt)]), model_,
-                        identity_settings(settings_[static_cast<size_t>(i)]),
-                        planning_[static_cast<size_t>(run.method)]);
+                        std::move(made_with), planning_[static_cast<size_t>(run.method)]);
 }
 
 // Earlier runs are found by what they are, not by their place, so a --methods list, --seeds count or prompt

@@ -93,7 +93,8 @@ std::string join_ignored(const std::vector<std::string>& items) {
 bool relaxation_reads(const std::string& relax, const std::string& key) {
   if (key == "delta") return relax == "uniform" || relax == "cool";
   if (key == "nu") return relax == "cool";
-  return relax == "lantern";  // lantern_k, lantern_lambda, lantern_own_residual
+  if (key == "lantern_k" || key == "lantern_lambda" || key == "lantern_own_residual") return relax == "lantern";
+  throw std::logic_error("relaxation_reads: " + key + " is no relaxation parameter");
 }
 
 // Whether windows are planned before each step (a setting "auto"); false where the settings are not valid.
@@ -222,7 +223,7 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
     if (s.cost_profile != baseline.cost_profile) unread.push_back("cost_profile " + s.cost_profile);
     if (!unread.empty()) line() << s.method << " decodes one token a step, so " << join_ignored(unread);
   } else if (s.cost_profile != baseline.cost_profile && !planned_windows(s)) {
-    line() << "the windows are fixed (no setting is \"auto\"), so cost_profile " << s.cost_profile
+    line() << "the window and any draft tree are fixed, so cost_profile " << s.cost_profile
            << " is ignored: only automatic windows read it";
   }
   if (!method.proactive_tree && (s.pd_k != kAuto || s.pd_depth != kAuto)) {

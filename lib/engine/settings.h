@@ -79,10 +79,11 @@ void split_method_entry(GenerationSettings& settings);
 // to it is no one's choice and gets no note (the default model's temperature 0.8 under jacobi).
 std::string ignored_settings_note(const GenerationSettings& settings, const GenerationSettings& baseline = {});
 
-// The keys whose values cannot change an image made with `settings`: those its method does not read (the
-// settings ignored_settings_note names: ar's window and init, pd_k and pd_depth outside sjd-pac, jacobi's
-// temperature, the parameters of relaxations not in use) and, without automatic windows, the two that only the
-// window planner reads (batch_size and cost_profile). An unknown method: none.
+// The keys whose values cannot change an image made with `settings`: those its method does not read (ar's
+// window and init, pd_k and pd_depth outside sjd-pac, jacobi's temperature, the parameters of relaxations not
+// in use: what ignored_settings_note names when the user set them) and, without automatic windows, the two that
+// only the window planner reads (batch_size, which the note leaves alone as it still sets the speed, and
+// cost_profile). An unknown method: none.
 std::vector<std::string> keys_without_effect(const GenerationSettings& settings);
 
 // The settings that make an image, as an image's identity records them (batch_manifest.h): settings_to_json

@@ -153,7 +153,7 @@ LuminaFamily::LuminaFamily(LuminaConfig config, const text::Tokenizer& tokenizer
         config_.where + ".max_positions: " + std::to_string(config_.max_positions) +
         " positions leave none for the prompt: the image alone is " + std::to_string(layout_.length()) +
         " generated tokens at " + std::to_string(config_.grid_height * config_.downsample) + "x" +
-        std::to_string(config_.grid_width * config_.downsample) + " px, and the prompt template with an empty prompt " +
+        std::to_string(config_.grid_width * config_.downsample) + " px, and the prompt template with an empty prompt takes " +
         std::to_string(fewest));
   }
 }

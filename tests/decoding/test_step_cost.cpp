@@ -225,6 +225,12 @@ TEST_CASE("window planner: a tree level of one candidate is counted as its chain
   // The tree's rate learned only the failed level there, a pass and a failure here.
   INFO("tree acceptance: " << point_mass.tree_acceptance(2, 0.5) << " against " << both_trees.tree_acceptance(2, 0.5));
   CHECK(point_mass.tree_acceptance(2, 0.5) < both_trees.tree_acceptance(2, 0.5));
+  // A level of a K = 3 tree where q offered two tokens is a level of two candidates.
+  sjd::decoding::WindowPlanner two_of_three(pac, profile, 2);
+  two_of_three.record(WindowReport{WindowShape{3, 3, 1}, {1, 1, 1}, 0, true, {2}});
+  const sjd::decoding::WindowPlanner fresh(pac, profile, 2);
+  CHECK(two_of_three.tree_acceptance(2, 0.5) < fresh.tree_acceptance(2, 0.5));
+  CHECK(two_of_three.tree_acceptance(3, 0.5) == Approx(fresh.tree_acceptance(3, 0.5)));
 }
 
 TEST_CASE("window planner: a fixed tree with an automatic chain weighs chains shorter than the tree",

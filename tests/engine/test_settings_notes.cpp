@@ -89,7 +89,7 @@ TEST_CASE("a note names ar's init and a step-cost profile that fixed windows do 
   s.cost_profile = "p.json";
   CHECK(engine::ignored_settings_note(s).empty());  // an automatic window reads it
   s.window = 16;
-  CHECK(engine::ignored_settings_note(s) == "note: the windows are fixed (no setting is \"auto\"), so cost_profile "
+  CHECK(engine::ignored_settings_note(s) == "note: the window and any draft tree are fixed, so cost_profile "
                                             "p.json is ignored: only automatic windows read it");
   s.method = "sjd-pac";
   CHECK(engine::ignored_settings_note(s).empty());  // its tree is still automatic

@@ -164,7 +164,7 @@ TEST_CASE("lumina refuses a max_positions that leaves no room for the shortest p
   REQUIRE_THROWS_WITH(lumina.make(0, layout),
                       Contains("lumina/bundle.json: layout.max_positions: 2422 positions leave none for the prompt: "
                                "the image alone is 2357 generated tokens at 768x768 px, and the prompt template with "
-                               "an empty prompt 66"));
+                               "an empty prompt takes 66"));
   layout["max_positions"] = 2357 + fewest;
   CHECK(lumina.make(0, layout)->max_positions() == 2357 + fewest);
   CHECK(lumina.make(512, layout)->layout().length() == 1061);

@@ -15,8 +15,10 @@ def test_device_train_pauses_and_a_second_call_from_its_output_finishes_the_bund
     # left and pauses the transformer after a step; the second resumes from the first's packed output and
     # exports the bundle. Each call's output is what a device machine brings back: at most 8 files.
     script = SCRIPTS / "device_train.sh"
+    # VQ_SECONDS: the toy VQGAN's two steps and evaluation took 60-70 s on a 2-core VM (2026-11-29), past the
+    # 60 s floor a call of no time gives it; its time limit has a test of its own below.
     env = dict(os.environ, DEVICE="cpu", VQ_STEPS="2", LM_SCENES="24", LM_STEPS="2", LM_BATCH="2",
-               CALL_SECONDS="0", OMP_NUM_THREADS="1")
+               CALL_SECONDS="0", VQ_SECONDS="600", OMP_NUM_THREADS="1")
     first = subprocess.run([str(script), str(tmp_path / "first")], capture_output=True, text=True, timeout=600,
                            env=dict(env, WORK=str(tmp_path / "work1")))
     assert first.returncode == 75, first.stdout + first.stderr
