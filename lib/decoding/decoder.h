@@ -30,7 +30,7 @@ struct StepProgress {
 };
 
 struct DecodeRequest {
-  std::vector<model::RowPrompt> rows;  // row 0 conditional; row 1 unconditional when cfg != 1
+  std::vector<model::RowPrompt> rows;  // row 0 conditional; row 1 unconditional when cfg mixes (sampling::cfg_mixes)
   sampling::PipelineSettings pipeline;
   MethodConfig method;
   uint64_t seed = 0;

@@ -55,7 +55,7 @@ int64_t DraftBook::neighbour_of(int64_t position) const {
 }
 
 const at::Tensor* DraftBook::stale_source(int64_t position) const {
-  if (method_.init != InitScheme::kSampleLeft && method_.init != InitScheme::kSampleUp) return nullptr;
+  if (!method_.drafts_from_stale_p()) return nullptr;
   if (layout_.forced(position) >= 0) return nullptr;
   const int64_t neighbour = neighbour_of(position);
   if (neighbour < 0) return nullptr;
@@ -120,7 +120,7 @@ void DraftBook::finish_fill(const std::vector<int64_t>& committed, const std::ve
 void DraftBook::remember_p(int64_t position, const at::Tensor& p) {
   // A copy of the row: a view would keep its step's whole [slots, V] probabilities alive for a
   // grid row of positions (hundreds of MiB of a GPU's memory per sequence for Lumina).
-  if (method_.init == InitScheme::kSampleLeft || method_.init == InitScheme::kSampleUp) stale_p_[position] = p.clone();
+  if (method_.drafts_from_stale_p()) stale_p_[position] = p.clone();
 }
 
 void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<TreeLevel> tree) {
@@ -135,7 +135,7 @@ void DraftBook::replace(int64_t first, std::vector<Draft> next, std::vector<Tree
 int64_t draft_distributions(const MethodConfig& method, const WindowShape& largest, const family::TokenLayout& layout) {
   const int64_t nodes = window_nodes(largest);
   int64_t count = (1 + nodes) + largest.chain + 2;
-  if (method.init == InitScheme::kSampleLeft || method.init == InitScheme::kSampleUp) {
+  if (method.drafts_from_stale_p()) {
     // What replace() keeps: one grid row back, up to the spine's last position (a tree path
     // is no longer than the spine, so its committed positions lie within it too).
     count += layout.grid_width() + 2 + 1 + largest.chain;

@@ -45,6 +45,11 @@ struct MethodConfig {
   sampling::Relaxation relax;
 
   bool speculative() const { return name != "ar"; }
+  // sample-left/up draw drafts from the p of a neighbour decoded earlier, so such a method keeps those rows;
+  // ar drafts nothing, whatever its init.
+  bool drafts_from_stale_p() const {
+    return speculative() && (init == InitScheme::kSampleLeft || init == InitScheme::kSampleUp);
+  }
   // The window planner chooses the chain or the tree before steps: what reads the step-cost
   // profile and the acceptance prior (decoding/window_planner.h).
   bool planned_windows() const { return speculative() && (auto_window || auto_tree); }

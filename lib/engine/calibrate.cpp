@@ -23,7 +23,7 @@ std::vector<model::RowPrompt> calibration_rows(const family::ImageFamily& glue, 
   std::vector<model::RowPrompt> rows;
   for (int b = 0; b < batch; ++b) {
     rows.push_back(glue.conditional(prompt));
-    if (settings.cfg != 1.0) rows.push_back(glue.unconditional(prompt));
+    if (sampling::cfg_mixes(settings.cfg)) rows.push_back(glue.unconditional(prompt));
   }
   return rows;
 }

@@ -22,6 +22,7 @@
 #include "io/weight_checks.h"
 #include "io/weights.h"
 #include "sampling/categorical.h"
+#include "sampling/logits_pipeline.h"
 #include "sampling/relaxation.h"
 
 namespace sjd::engine {
@@ -129,7 +130,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   }
   decoding::DecodeRequest request;
   request.rows.push_back(glue.conditional(prompt));
-  if (settings.cfg != 1.0) request.rows.push_back(glue.unconditional(prompt));
+  if (sampling::cfg_mixes(settings.cfg)) request.rows.push_back(glue.unconditional(prompt));
   request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), method.greedy);
   request.method = method;
   request.seed = settings.seed;
@@ -151,7 +152,7 @@ std::string Generator::context_warning(const std::string& prompt, const Generati
   const int64_t limit = glue.max_positions();
   if (limit <= 0) return "";
   std::vector<model::RowPrompt> rows{glue.conditional(prompt)};
-  if (settings.cfg != 1.0) rows.push_back(glue.unconditional(prompt));
+  if (sampling::cfg_mixes(settings.cfg)) rows.push_back(glue.unconditional(prompt));
   const int64_t prompt_tokens = longest_row(rows);
   const int64_t image_tokens = glue.layout().length();
   // A prompt at or past the limit is refused by make_request, with its own message.
@@ -209,7 +210,7 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   // left than that would reserve KV cache for rows it never fills (the batch size still plans
   // the windows: it is part of every image's settings).
   capacity.sequences = slots_for(plan, settings.batch_size);
-  capacity.rows_per_sequence = settings.cfg != 1.0 ? 2 : 1;
+  capacity.rows_per_sequence = sampling::cfg_mixes(settings.cfg) ? 2 : 1;
   const family::ImageFamily& glue = family(settings.resolution);
   const auto measure = [&](const model::RowPrompt& row) {
     capacity.prompt_tokens = std::max<int64_t>(capacity.prompt_tokens, static_cast<int64_t>(row.tokens.size()));

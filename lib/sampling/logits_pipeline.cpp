@@ -16,8 +16,7 @@ namespace {
 
 at::Tensor mix_cfg(const at::Tensor& logits, const PipelineSettings& settings) {
   const at::Tensor cond = logits[0];
-  // Decided in float, as the CUDA pipeline decides it: a scale within float rounding of 1 mixes on neither device.
-  if (logits.size(0) < 2 || static_cast<float>(settings.cfg_scale) == 1.0f) return cond;
+  if (logits.size(0) < 2 || !cfg_mixes(settings.cfg_scale)) return cond;
   const at::Tensor uncond = logits[1];
   if (settings.cfg_mix == CfgMix::kLogProbs) {
     const at::Tensor lc = at::log_softmax(cond, -1);

@@ -21,6 +21,10 @@ struct PipelineSettings {
   int64_t top_k = 0;       // 0: no top-k
 };
 
+// Whether a guidance scale mixes the unconditional row in: decided in float, as the CUDA pipeline decides it, so
+// a scale within float rounding of 1 mixes on neither device and a generation computes no row it would not use.
+inline bool cfg_mixes(double cfg_scale) { return static_cast<float>(cfg_scale) != 1.0f; }
+
 // The constraint of one slot: a forced token, or a boolean [V] mask of allowed
 // tokens (undefined tensor: every token allowed).
 struct SlotConstraint {

@@ -41,15 +41,27 @@ int64_t held_bytes(const decoding::DraftBook& book) {
   return bytes;
 }
 
+constexpr int64_t kVocab = 64;
+
+// A 5 x 16 grid of free image codes.
+family::TokenLayout grid_layout() {
+  const int64_t rows = 5, cols = 16;
+  return family::TokenLayout(kVocab, std::vector<int64_t>(static_cast<size_t>(rows * cols), -1), rows, cols, 0, kVocab);
+}
+
+decoding::MethodConfig with_init(const std::string& name, decoding::InitScheme init) {
+  decoding::MethodConfig method = decoding::make_method(name);
+  method.init = init;
+  return method;
+}
+
 }  // namespace
 
 TEST_CASE("a draft book keeps no more distributions than the memory estimate counts", "[decoding][memory]") {
-  const int64_t vocab = 64, rows = 5, cols = 16;
-  const family::TokenLayout layout(vocab, std::vector<int64_t>(static_cast<size_t>(rows * cols), -1), rows, cols, 0,
-                                   vocab);
+  const int64_t vocab = kVocab;
+  const family::TokenLayout layout = grid_layout();
   const auto configured = [](const std::string& name, decoding::InitScheme init) {
-    decoding::MethodConfig method = decoding::make_method(name);
-    method.init = init;
+    decoding::MethodConfig method = with_init(name, init);
     method.window = 6;
     method.pd_k = 3;
     method.pd_depth = 2;
@@ -85,4 +97,24 @@ TEST_CASE("a draft book keeps no more distributions than the memory estimate cou
     }
     CHECK(most > 0);
   }
+}
+
+TEST_CASE("ar keeps and counts no remembered p, whatever its init", "[decoding][memory]") {
+  const family::TokenLayout layout = grid_layout();
+  const decoding::WindowShape ar_step{0, 1, 0};
+  const decoding::MethodConfig ar_random = with_init("ar", decoding::InitScheme::kRandom);
+  const decoding::MethodConfig ar_up = with_init("ar", decoding::InitScheme::kSampleUp);
+  const decoding::MethodConfig sjd_up = with_init("sjd", decoding::InitScheme::kSampleUp);
+  CHECK(decoding::draft_distributions(ar_up, ar_step, layout) ==
+        decoding::draft_distributions(ar_random, ar_step, layout));
+  CHECK(decoding::draft_distributions(sjd_up, ar_step, layout) >
+        decoding::draft_distributions(ar_random, ar_step, layout));
+
+  const at::Tensor p = at::softmax(at::randn({kVocab}), 0);
+  decoding::DraftBook ar_book(layout, ar_up, decoding::Mutants{}, 5, 0);
+  ar_book.remember_p(3, p);
+  CHECK(ar_book.stale_p().empty());
+  decoding::DraftBook sjd_book(layout, sjd_up, decoding::Mutants{}, 5, 0);
+  sjd_book.remember_p(3, p);
+  CHECK(sjd_book.stale_p().size() == 1);
 }

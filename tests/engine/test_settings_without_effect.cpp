@@ -97,3 +97,24 @@ TEST_CASE("at temperature 0 a relaxation changes no token", "[engine][settings][
   lossless.relax = "none";
   CHECK(generator.generate(prompt, sampled).tokens != generator.generate(prompt, lossless).tokens);
 }
+
+TEST_CASE("a guidance scale that is 1 in float decodes no unconditional row", "[engine][settings][cfg]") {
+  const std::string prompt = "a small red square on the left, on a blue background";
+  // A fresh generator per scale: its model keeps the largest KV cache it has reserved.
+  const auto run = [&](double cfg) {
+    engine::Bundle bundle = engine::load_bundle(testing::default_model());
+    engine::GenerationSettings s;
+    engine::apply_settings(s, bundle.defaults, "bundle defaults");
+    engine::apply_settings(s, {{"method", "sjd"}, {"window", 8}, {"cfg", cfg}}, "test");
+    s.seed = 3;
+    engine::Generator generator(std::move(bundle));
+    std::vector<int64_t> tokens = generator.generate(prompt, s).tokens;
+    return std::make_pair(tokens, generator.transformer().held_bytes());
+  };
+  const auto [tokens_at_1, cache_at_1] = run(1.0);
+  const auto [tokens_near_1, cache_near_1] = run(1.0 + 1e-9);  // the same float
+  CHECK(tokens_near_1 == tokens_at_1);
+  CHECK(cache_near_1 == cache_at_1);
+  // A scale that mixes holds a second row (the comparison can fail).
+  CHECK(run(1.5).second > cache_at_1);
+}
