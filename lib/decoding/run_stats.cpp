@@ -60,7 +60,7 @@ nlohmann::json to_json(const RunStats& s) {
                        {"drafts_by_age", by_age},
                        {"prior_by_age", planned ? nlohmann::json(s.window_prior) : nlohmann::json()},
                        {"learning", planned ? nlohmann::json(s.window_learning) : nlohmann::json()},
-                       {"cost_profile", s.cost_profile}}},
+                       {"cost_profile", planned ? nlohmann::json(s.cost_profile) : nlohmann::json()}}},
           {"seconds", {{"prefill", s.prefill_seconds},
                        {"forward", s.forward_seconds},
                        {"pipeline", s.pipeline_seconds},

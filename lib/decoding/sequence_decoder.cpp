@@ -44,8 +44,8 @@ SequenceDecoder::SequenceDecoder(const family::TokenLayout& layout, DecodeReques
   if (method.speculative() && !method.auto_window && method.window < 1) {
     throw std::invalid_argument("window must be at least 1");
   }
-  result_.stats.cost_profile = planner_.profile().summary();
-  if (method.planned_windows()) {  // fixed windows read no prior
+  if (method.planned_windows()) {  // fixed windows read neither the profile nor the prior
+    result_.stats.cost_profile = planner_.profile().summary();
     result_.stats.window_prior = planner_.prior_by_age();
     result_.stats.window_learning = planner_.learns();
   }

@@ -80,6 +80,12 @@ TEST_CASE("generate: fixed windows and trees are honoured", "[cli][auto]") {
   REQUIRE(t["tree_windows"].get<int>() > 0);
   CHECK(t["windows"]["mean_tree_k"] == 2.0);
   CHECK(t["windows"]["mean_tree_depth"] == 1.0);
+  // Fixed windows read no step-cost profile, so neither the stats nor the PNG name one.
+  for (const std::string& name : {"w", "t"}) {
+    INFO(name);
+    CHECK(stats_of(dir.path(), name)["windows"]["cost_profile"].is_null());
+    for (const auto& [key, value] : sjd::io::read_png_text(dir / (name + ".png"))) CHECK(key != "cost_profile");
+  }
 }
 
 TEST_CASE("generate: the step-cost profile steers the window, the same profile gives the same tokens", "[cli][auto]") {
