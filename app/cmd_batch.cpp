@@ -1,5 +1,6 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -25,6 +26,12 @@ struct BatchArgs {
   int64_t claim_timeout = engine::BatchOptions().claim_timeout_seconds;
   SettingsFlags settings;
 };
+
+// The summary names the manifest this process appends to; a shard with no image of its own to make writes none.
+std::string manifest_said(const std::filesystem::path& manifest) {
+  if (!std::filesystem::exists(manifest)) return "; no manifest written (no image was this run's to make)";
+  return "; manifest " + manifest.string();
+}
 
 int run_batch_command(const BatchArgs& args) {
   engine::Bundle bundle = engine::load_bundle(args.model);
@@ -62,7 +69,7 @@ int run_batch_command(const BatchArgs& args) {
   const engine::BatchSummary s = engine::run_batch(generator, options, std::cerr);
   std::cout << "batch: " << s.generated << " generated, " << s.skipped << " already done, " << s.failed
             << " failed" << (s.elsewhere > 0 ? ", " + std::to_string(s.elsewhere) + " made by another process" : "")
-            << "; manifest " << (options.out_dir / engine::manifest_name(options.shard)).string() << "\n";
+            << manifest_said(options.out_dir / engine::manifest_name(options.shard)) << "\n";
   if (s.generated > 0) {
     std::cout << "batch: " << std::fixed << std::setprecision(1) << s.seconds << " s in all, "
               << std::setprecision(2) << s.seconds / static_cast<double>(s.generated) << " s per image ("

@@ -96,6 +96,9 @@ int run_calibrate(const BenchArgs& args) {
       throw engine::InputError(std::string("--into-bundle: ") + e.what());
     }
   }
+  if (args.out.empty() && !args.into_bundle) {
+    std::cerr << "sjd: the profile will be printed, not kept (--out FILE or --into-bundle keep it)\n";
+  }
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(settings));
   engine::CalibrateOptions options;
   options.iterations = args.iterations;

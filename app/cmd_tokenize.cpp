@@ -104,9 +104,12 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_option("--model,-m", args->model, "model bundle: ids as that family builds the prompt");
   cmd->add_flag("--template", args->with_template, "with --model: include the prompt template and its special tokens");
   cmd->add_option("--tokenizer", args->tokenizer_file, "a bare tokenizer file (tokenizer.json, .tiktoken, .model)");
-  cmd->add_option("--kind", args->kind, "with --tokenizer: bpe | tiktoken | spm | byte (default: from the file)");
+  cmd->add_option("--kind", args->kind,
+                  "bpe | tiktoken | spm (with --tokenizer; default: from the file) | byte (no file; --options gives "
+                  "first_id)");
   CLI::Option* options =
-      cmd->add_option("--options", args->options, "with --tokenizer: JSON options, e.g. {\"qwen_specials\": true}");
+      cmd->add_option("--options", args->options,
+                      "with --tokenizer or --kind byte: JSON options, e.g. {\"qwen_specials\": true} or {\"first_id\": 4}");
   cmd->add_option("--json-lines", args->json_lines, "tokenize each JSON string line of this file, one id list per line");
   CLI::Option* text = cmd->add_option("text", args->text, "the text to tokenize");
   cmd->callback([args, text, options]() {

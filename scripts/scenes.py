@@ -26,6 +26,7 @@ evaluation captions stay unseen while their (colour, shape) pairs are not.
 """
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -312,6 +313,7 @@ def main(argv=None):
     parser.add_argument("--out-jsonl", required=True, help="where to write one scene per line")
     parser.add_argument("--prompts", action="store_true", help='write {"prompt": caption} lines, sjd\'s prompt files')
     args = parser.parse_args(argv)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out_jsonl)), exist_ok=True)  # as sjd makes its output folders
     with open(args.out_jsonl, "w", encoding="utf-8", newline="\n") as out:
         for i in range(args.start, args.start + args.count):
             s = scene(args.seed, args.split, i)

@@ -141,7 +141,10 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
     if (index < count_ && options_.shard.owns(index)) --plan_.pending;
   }
   plan_.settings.batch_size = generator_.resolve_batch_size(plan_);
-  if (options_.settings.batch_size == kAuto) log_ << "batch size " << plan_.settings.batch_size << " (auto)\n";
+  if (options_.settings.batch_size == kAuto) {
+    log_ << "batch: batch size " << plan_.settings.batch_size
+         << " (auto: 8 on a CPU, 16 on a GPU, halved until the estimate fits the memory)\n";
+  }
   plan_.on_step = [this](int64_t index, const decoding::StepProgress& step) { on_step(index, step); };
   planning_ = generator_.window_planning(plan_.settings);
   for (const auto& [index, image] : done_) {

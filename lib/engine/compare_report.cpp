@@ -93,6 +93,7 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"seed", r["seed"]},
                     {"entry", r["entry"]},
                     {"exactness", r["exactness"]},
+                    {"lossless", r["exactness"] != "lossy"},
                     {"steps", r["steps"]},
                     {"step_compression", r["step_compression"]},
                     {"seconds", r["seconds"]},
@@ -102,6 +103,8 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
   // The settings every method runs with; the method and its relaxation come from each --methods entry, so
   // the base's (a bundle default compare does not use) would mislead.
   nlohmann::json settings = settings_to_json(options.base);
+  // The batch size the runs were decoded with ("auto" is one run at a time), as each run's record has it.
+  settings["batch_size"] = compare_settings(options.base, options.methods.front()).batch_size;
   settings.erase("method");
   settings.erase("relax");
   return {{"prompts", options.prompts},

@@ -137,6 +137,7 @@ TEST_CASE("bench --calibrate measures a curve per batch size that generate reads
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("ms per step") && Catch::Contains("wrote the profile to " + (dir / "profile.json").string()));
   CHECK_THAT(r.err, Catch::Contains("timing batch size 1 (1 of 2)") && Catch::Contains("timing batch size 3 (2 of 2)"));
+  CHECK(r.err.find("not kept") == std::string::npos);
   const auto profile = nlohmann::json::parse(read_file(dir / "profile.json"));
   const auto& curves = profile["curves"];
   REQUIRE(curves.size() == 2);
@@ -205,6 +206,8 @@ TEST_CASE("bench --calibrate: a batch too large for the memory exits 2 with the 
                          " --device cpu --dtype f32 --iterations 1 --warmup 0 --batch-sizes 1,100000");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("for a calibration batch of 100000"));
+  // Neither --out nor --into-bundle: said before any timing, so minutes are not spent unawares.
+  CHECK_THAT(r.err, Catch::Contains("the profile will be printed, not kept (--out FILE or --into-bundle keep it)"));
   CHECK(r.out.find("ms per step") == std::string::npos);
 }
 

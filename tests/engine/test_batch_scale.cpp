@@ -152,6 +152,10 @@ TEST_CASE("batch: the shard comes from a Slurm array or a Kubernetes Indexed Job
   CHECK(manifest_records(out / "manifest.0-of-3.jsonl").size() == 2);
   check_result(run_sjd("manifest " + shell_quoted(out)), 0, "images: 5, complete");
   check_result(run_sjd_env("JOB_COMPLETION_INDEX=1", batch), 2, "--shard-count");
+  // A shard that owns none of the prompts names no manifest file it never wrote.
+  const auto none = run_sjd(batch_args(dir / "prompts.txt", dir / "none") + " --shard 5/6");
+  check_result(none, 0, "0 generated, 0 already done, 0 failed; no manifest written (no image was this run's to make)");
+  CHECK_FALSE(std::filesystem::exists(dir / "none" / "manifest.5-of-6.jsonl"));
 }
 
 TEST_CASE("batch: a killed shard resumed makes only what it had not made", "[cli][batch][scale]") {

@@ -176,6 +176,9 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   // The base settings leave out the method (the bundle's default, which compare does not run).
   CHECK(report["settings"].contains("cfg"));
   CHECK_FALSE(report["settings"].contains("method"));
+  CHECK(report["settings"]["batch_size"] == 1);  // "auto" decodes one run at a time, and says so
+  for (const auto& run : report["runs"]) CHECK(run["lossless"] == (run["exactness"] != "lossy"));
+  CHECK(report["runs"][0]["lossless"] == true);
   // Without an ar row there is no speed-up to give: null, not 0 ("0x as fast").
   const auto alone = run_sjd("compare --model " + quoted(default_model()) + " -p 'a red apple' --methods sjd --out-dir " +
                              quoted(dir / "alone"));

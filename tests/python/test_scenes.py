@@ -416,3 +416,11 @@ def test_captions_mode_refuses_a_caption_it_cannot_score(tmp_path, capsys):
                                              '{"text": "no prompt field"}\n')
     assert eval_default_model.main(["--captions", str(tmp_path / "captions.jsonl")]) == 2
     assert 'captions.jsonl: line 2 has no "prompt"' in capsys.readouterr().err
+
+
+def test_the_prompt_file_is_written_into_a_folder_made_for_it(tmp_path):
+    # README's "Using it" writes out/captions.jsonl before anything else has made out/.
+    target = tmp_path / "out" / "captions.jsonl"
+    assert scenes.main(["--split", "eval", "--count", "3", "--out-jsonl", str(target), "--prompts"]) == 0
+    lines = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [line["prompt"] for line in lines] == [scenes.scene(0, "eval", i)["caption"] for i in range(3)]
