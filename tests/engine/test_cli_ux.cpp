@@ -40,6 +40,23 @@ TEST_CASE("sjd --version names the version, the commit, LibTorch and CUDA", "[cl
   CHECK(std::regex_search(r.out, std::regex(R"(CUDA: (yes|no))")));
 }
 
+TEST_CASE("sjd's OpenMP threads sleep when idle unless the environment chose how they wait", "[cli][ux]") {
+  // libgomp prints the settings it read at start (OMP_DISPLAY_ENV), after sjd restarted itself with its own.
+  const std::string shown = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose";
+  const auto passive = run_sjd_env(shown, "--version");
+  REQUIRE(passive.exit_code == 0);
+  CHECK_THAT(passive.out, Contains("LibTorch"));  // the restarted program did its work
+  CHECK_THAT(passive.err, Contains("OMP_WAIT_POLICY = 'PASSIVE'") && Contains("GOMP_SPINCOUNT = '0'"));
+  // A choice in the environment is kept, spinning (GOMP_SPINCOUNT) or active waiting (OMP_WAIT_POLICY).
+  const auto spinning = run_sjd_env(shown + " GOMP_SPINCOUNT=300000", "--version");
+  CHECK_THAT(spinning.err, Contains("GOMP_SPINCOUNT = '300000'"));
+  const auto active = run_sjd_env(shown + " OMP_WAIT_POLICY=active", "--version");
+  CHECK_THAT(active.err, Contains("OMP_WAIT_POLICY = 'ACTIVE'"));
+  // Arguments reach the restarted program as given.
+  const auto quoted_prompt = run_sjd("tokenize --kind byte --options '{\"first_id\": 0}' 'a b'");
+  CHECK(quoted_prompt.out == "[97,32,98]\n");
+}
+
 TEST_CASE("jacobi is labelled greedy everywhere and says it ignores a temperature", "[cli][ux]") {
   TempDir dir("ux_jacobi");
   const auto stats = dir / "s.json";
