@@ -4,15 +4,15 @@
 // before they sleep. A decoding step is hundreds of small parallel regions, so where several processes
 // share the cores (batch shards on one machine, a test suite, a build) a spinning thread holds a core
 // that another process's thread needs, and every region then waits on a descheduled thread. On the
-// 2-core development machine three `sjd generate` at once took 28-34 s each with spinning and 6-7 s with
-// OMP_WAIT_POLICY=PASSIVE, where one alone took 2.9-3.1 s either way (docs/benchmarks.md, "OpenMP
-// threads that sleep").
+// 2-core development machine three `sjd generate` at once each took 8-35x its time alone with spinning
+// and 2-2.5x with OMP_WAIT_POLICY=PASSIVE; alone, passive threads cost about 7-14% (docs/benchmarks.md,
+// "OpenMP threads that sleep").
 //
-// libgomp reads its environment once, in its own initialiser, and the C library resets the environment
-// to the one the process started with before that; no code of this program runs earlier except the
-// executable's DT_PREINIT_ARRAY, which cannot change what libgomp will read. So the program starts itself
-// again from there with the variable added: before any library's initialiser has run, which is where
-// LibTorch spends the time of a start, an exec costs a few milliseconds.
+// libgomp reads its environment once, in its own initialiser. The only code of this program that runs
+// before that is the executable's DT_PREINIT_ARRAY, and a setenv there is lost: the C library's own
+// initialiser, which runs after it, sets the environment back to the one the process started with. So
+// the program starts itself again from there with the variable added. No library's initialiser has run
+// yet (LibTorch's are most of a start's time), so the exec costs a few milliseconds.
 #include <unistd.h>
 
 #include <cstdlib>
