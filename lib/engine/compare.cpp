@@ -368,9 +368,11 @@ GenerationSettings compare_settings(const GenerationSettings& base, const std::s
   settings.method = entry;
   split_method_entry(settings);
   method_from_settings(settings);  // throws for a bad method or relaxation
-  if (settings.batch_size == kAuto) settings.batch_size = 1;  // by default one run at a time, as generate
+  settings.batch_size = compare_batch_size(base);
   return settings;
 }
+
+int compare_batch_size(const GenerationSettings& base) { return base.batch_size == kAuto ? 1 : base.batch_size; }
 
 CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log) {
   CompareSession session(generator, options, log);

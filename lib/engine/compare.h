@@ -75,6 +75,8 @@ struct CompareReport {
 
 // The settings of one --methods entry: "name" or "name:relaxation" (e.g. "sjd-pac:cool").
 GenerationSettings compare_settings(const GenerationSettings& base, const std::string& entry);
+// The batch size compare decodes with: the one given, or for "auto" one run at a time (as generate).
+int compare_batch_size(const GenerationSettings& base);
 
 // Runs (or resumes) every run of `options`; warnings and the progress line go to `log`.
 CompareReport run_compare(Generator& generator, const CompareOptions& options, std::ostream& log);

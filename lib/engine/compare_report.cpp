@@ -104,7 +104,7 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
   // the base's (a bundle default compare does not use) would mislead.
   nlohmann::json settings = settings_to_json(options.base);
   // The batch size the runs were decoded with ("auto" is one run at a time), as each run's record has it.
-  settings["batch_size"] = compare_settings(options.base, options.methods.front()).batch_size;
+  settings["batch_size"] = compare_batch_size(options.base);
   settings.erase("method");
   settings.erase("relax");
   return {{"prompts", options.prompts},

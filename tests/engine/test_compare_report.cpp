@@ -37,4 +37,5 @@ TEST_CASE("compare notes a method whose runs' seconds spread past 1.5x, and comp
   const nlohmann::json json = to_json(report, CompareOptions{});
   CHECK(json["methods"][0]["seconds_min"] == 2.28);
   CHECK(json["methods"][0]["seconds_max"] == 4.26);
+  CHECK(json["settings"]["batch_size"] == 1);  // "auto": one run at a time
 }
