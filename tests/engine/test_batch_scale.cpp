@@ -156,6 +156,8 @@ TEST_CASE("batch: the shard comes from a Slurm array or a Kubernetes Indexed Job
   const auto none = run_sjd(batch_args(dir / "prompts.txt", dir / "none") + " --shard 5/6");
   check_result(none, 0, "0 generated, 0 already done, 0 failed; no manifest written (no image was this run's to make)");
   CHECK_FALSE(std::filesystem::exists(dir / "none" / "manifest.5-of-6.jsonl"));
+  CHECK_THAT(none.err, Catch::Contains("batch: batch size 8 (auto: 8 on a CPU, 16 on a GPU, halved until the estimate "
+                                       "fits the memory)"));
 }
 
 TEST_CASE("batch: a killed shard resumed makes only what it had not made", "[cli][batch][scale]") {
