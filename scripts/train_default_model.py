@@ -5,6 +5,7 @@
       [--scenes 32000] [--steps 11000] [--seed 0] [--threads 1] [--device cuda]
       [--hidden-size 256 --layers 4 --heads 4 --intermediate-size 704] [--image-size 64]
       [--state-dir DIR --time-limit SECONDS | --finish-within SECONDS] [--init-from HF_DIR]
+      [--autocast auto|bf16|off]
 
 --init-from starts from the transformer weights of an earlier run's Hugging Face folder (same
 architecture and vocabulary) instead of a random initialisation: the 128 px model is the 64 px
@@ -47,7 +48,8 @@ positions, so those are the only choices the model makes.
 Writes a Hugging Face Chameleon-style folder, the format Lumina-mGPT is released in:
 config.json (architecture numbers and the whole vocabulary_map), model.safetensors with
 its model.safetensors.index.json, tokenizer.json and tokenizer_config.json; and
-train_report.json (losses, timings). Deterministic for a given seed and thread count.
+train_report.json (losses, timings). Deterministic for a given seed, thread count and precision (--autocast:
+bf16 autocast where the hardware has bf16 arithmetic, float32 elsewhere; training_precision.py).
 
 --object-loss-weight W weighs the codes near an object (within OBJECT_REGION_RADII of its centre) W times the
 others in the loss; the losses printed and reported are then the weighted mean. --background-variety trains on
@@ -78,6 +80,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenes  # noqa: E402
+import training_precision  # noqa: E402
 import train_text_tokenizer  # noqa: E402
 import train_vq  # noqa: E402
 
@@ -268,10 +271,10 @@ def draw_scenes(pool, some_scenes, image_size):
 
 
 @torch.no_grad()
-def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, cache, threads, device):
+def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, cache, threads, device, precision):
     """codes [count, grid, grid] of the training scenes drawn at image_size px. train_scenes must be
-    scenes.scene(seed, "train", i, variety, all_pairs) for i < count: seed, variety and all_pairs (with the VQ
-    checkpoint's digest) are the cache's key. The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
+    scenes.scene(seed, "train", i, variety, all_pairs) for i < count: seed, variety, all_pairs and the precision
+    (with the VQ checkpoint's digest) are the cache's key. The VQGAN is convolutional: one trained at 64 px encodes 128 px scenes to 32 x 32 codes."""
     count = len(train_scenes)
     digest = file_digest(os.path.join(vq_dir, "vqgan.ckpt"))
     if os.path.exists(cache):
@@ -279,9 +282,10 @@ def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, ca
         # Older caches have no flag for an option that did not exist yet: they are plain.
         cached_variety = bool(cached["variety"]) if "variety" in cached.files else False
         cached_all_pairs = bool(cached["all_pairs"]) if "all_pairs" in cached.files else False
+        cached_precision = str(cached["autocast"]) if "autocast" in cached.files else "bf16"
         if (str(cached["vq_digest"]) == digest and int(cached["seed"]) == seed and len(cached["codes"]) >= count
                 and cached["codes"].shape[1] * DOWNSAMPLE == image_size and cached_variety == variety
-                and cached_all_pairs == all_pairs):
+                and cached_all_pairs == all_pairs and cached_precision == precision):
             return cached["codes"][:count], 0.0
     torch.set_num_threads(threads)
     start, chunks = time.time(), []
@@ -295,12 +299,12 @@ def encode_scenes(vq_dir, train_scenes, seed, variety, all_pairs, image_size, ca
             for first in range(0, len(drawn), ENCODE_BATCH):
                 images = np.stack(drawn[first:first + ENCODE_BATCH])
                 pixels = train_vq.to_pixels(images).to(device).contiguous(memory_format=torch.channels_last)
-                with torch.autocast(device.type, dtype=torch.bfloat16):
+                with training_precision.autocast(precision, device):
                     _, codes = model.encode(pixels)
                 chunks.append(codes.cpu().numpy().astype(np.int16))
             print(f"encoded {block + len(drawn)}/{count} scenes  {time.time() - start:.0f} s", flush=True)
     codes = np.concatenate(chunks)
-    np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety, all_pairs=all_pairs)
+    np.savez(cache, codes=codes, vq_digest=digest, seed=seed, variety=variety, all_pairs=all_pairs, autocast=precision)
     return codes, time.time() - start
 
 
@@ -370,13 +374,13 @@ def make_optimizer(model, lr):
                              lr=lr, betas=(0.9, 0.95))
 
 
-def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights=None):
+def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, precision, code_weights=None):
     """One optimiser step on the scenes `rows`; returns the loss as a tensor on the device, which the caller
     reads when it needs the number (a read waits for the step: on a GPU the next batch is built meanwhile)."""
     ids, targets, weights = make_batch(rows, codes, prompts, layout, rng, code_weights)
     ids = ids.to(device)
-    # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd runs the weights in float32.
-    with torch.autocast(device.type, dtype=torch.bfloat16):
+    # sjd runs the weights in float32 whatever the training's precision (training_precision.py says which pays).
+    with training_precision.autocast(precision, device):
         loss = code_loss(model, ids, targets, layout, weights)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -385,7 +389,8 @@ def train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code
     return loss.detach()
 
 
-def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed, code_weights=None):
+def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, device, seed, precision,
+                     code_weights=None):
     """Wall time of one training step at these settings, timed on a throwaway model with its own data
     order, so the run's model, optimiser and data stream are as they would be without it (its initial
     values are drawn after the run's model is made, and nothing after that draws from torch's generator)."""
@@ -398,9 +403,24 @@ def seconds_per_step(arch, vocab_size, codes, prompts, layout, batch_size, lr, d
                 torch.cuda.synchronize(device)
             start = time.time()
         loss = train_step(model, optimizer, rng.integers(0, len(codes), batch_size), codes, prompts, layout, rng,
-                          device, code_weights)
+                          device, precision, code_weights)
     loss.item()  # waits for the device: the clock sees the last step end
     return (time.time() - start) / PROBE_STEPS
+
+
+def saved_precision(state_dir):
+    """The precision a paused run in state_dir trained in ('bf16' for states from before --autocast), or None
+    without one: --autocast auto resumes in it, so a state moved to a machine that would choose otherwise
+    finishes as it began."""
+    path = os.path.join(state_dir, "state.json") if state_dir else None
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)["settings"].get("autocast", "bf16")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # load_state names what is wrong with it
+    return saved if saved in ("bf16", "off") else None
 
 
 def read_hf_weights(hf_dir, text_dir):
@@ -628,6 +648,7 @@ def main(argv=None):
                              "captions stay unseen: scenes.RESERVED_EVAL)")
     parser.add_argument("--init-from", metavar="HF_DIR",
                         help="start from this HF folder's transformer weights (same architecture and vocabulary)")
+    training_precision.add_argument(parser)
     args = parser.parse_args(argv)
     began = time.time()  # --time-limit counts from here: encoding the scenes is part of a call's time
     if (args.time_limit is not None or args.compact_state) and not args.state_dir:
@@ -652,6 +673,8 @@ def main(argv=None):
                 num_key_value_heads=args.heads, intermediate_size=args.intermediate_size,
                 max_position_embeddings=max_positions(args.image_size))
     device = torch.device(args.device)
+    precision = saved_precision(args.state_dir) if args.autocast == "auto" else None
+    precision = precision or training_precision.resolve(args.autocast, device)
 
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_num_threads(args.threads)
@@ -667,7 +690,7 @@ def main(argv=None):
                     for i in range(args.scenes)]
     codes, encode_seconds = encode_scenes(args.vq_dir, train_scenes, args.seed, args.background_variety,
                                           args.all_pairs, args.image_size, os.path.join(args.out_dir, "codes.npz"), args.threads,
-                                          device)
+                                          device, precision)
     if args.encode_only:
         print(f"encoded {args.scenes} scenes into {args.out_dir}/codes.npz ({encode_seconds:.0f} s)", flush=True)
         return 0
@@ -692,7 +715,7 @@ def main(argv=None):
     max_steps, probe_seconds = args.steps, None
     if args.finish_within is not None:
         probe_seconds = seconds_per_step(arch, layout["vocab_size"], codes, prompts, layout, args.batch_size, args.lr,
-                                         device, args.seed, code_weights)
+                                         device, args.seed, precision, code_weights)
         # A tenth kept back for the device's variation and writing the folder.
         left = args.finish_within - (time.time() - began)
         args.steps = max(1, min(max_steps, int(0.9 * left / probe_seconds)))
@@ -720,6 +743,8 @@ def main(argv=None):
         settings["background_variety"] = True
     if args.all_pairs:  # likewise
         settings["all_pairs"] = True
+    if precision != "bf16":  # likewise: every run trained under bf16 autocast before --autocast existed
+        settings["autocast"] = precision
     try:
         saved = load_state(args.state_dir, settings) if args.state_dir else None
     except StateError as e:
@@ -761,7 +786,7 @@ def main(argv=None):
             order, cursor = rng.permutation(args.scenes), 0
         rows = order[cursor:cursor + args.batch_size]
         cursor += args.batch_size
-        loss = train_step(model, optimizer, rows, codes, prompts, layout, rng, device, code_weights)
+        loss = train_step(model, optimizer, rows, codes, prompts, layout, rng, device, precision, code_weights)
         # The previous step's loss is read while this one runs: the wait is for a step queued before this
         # one, so the clock the time limit reads is never more than a step behind.
         settle()
@@ -779,7 +804,7 @@ def main(argv=None):
               "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "threads": args.threads,
               "object_loss_weight": args.object_loss_weight, "background_variety": args.background_variety,
               "all_pairs": args.all_pairs,
-              "device": args.device, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
+              "device": args.device, "autocast": precision, "uncond_fraction": UNCOND_FRACTION, "init_from": args.init_from,
               "init_digest": init_digest, "vq_digest": settings["vq"], "finish_within": args.finish_within, "max_steps": max_steps,
               "probe_seconds_per_step": None if probe_seconds is None else round(probe_seconds, 5),
               "final_loss": round(float(np.mean(losses[-20:])), 4),

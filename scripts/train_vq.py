@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the default model's image tokenizer: a Chameleon (taming) VQGAN at small width.
 
-  scripts/train_vq.py --out-dir work/vq [--steps 1200] [--seed 0] [--threads 1]
+  scripts/train_vq.py --out-dir work/vq [--steps 1200] [--seed 0] [--threads 1] [--autocast auto|bf16|off]
 
 Writes the release formats of Meta's Chameleon tokenizer: `vqgan.ckpt` (a pickle
 holding {"state_dict": ...} with the keys encoder.*, quant_conv.*, quantize.embedding.weight,
@@ -14,7 +14,7 @@ weighted up, OBJECT_WEIGHT) plus the
 codebook and commitment terms, codes compared by cosine (the codebook is stored
 unit-length, so the plain nearest-neighbour lookup of the release format finds the
 same codes), unused codes restarted from encoder outputs. Deterministic for a given
-seed and thread count.
+seed, thread count and precision (--autocast, training_precision.py).
 """
 import argparse
 import json
@@ -30,6 +30,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenes  # noqa: E402
+import training_precision  # noqa: E402
 
 # Small width: level channels 64, 64, 128 at 64, 32, 16 pixels (4x downsampling, 16x16 codes).
 # GroupNorm has 32 groups: with 32 channels a group is one channel, and normalising it erases
@@ -351,8 +352,10 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda")
     parser.add_argument("--log-every", type=int, default=50)
+    training_precision.add_argument(parser)
     args = parser.parse_args(argv)
     device = torch.device(args.device)
+    precision = training_precision.resolve(args.autocast, device)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -370,8 +373,8 @@ def main(argv=None):
     for step in range(args.steps):
         batch, weight = training_batch(args.seed, step, args.batch_size)
         batch, weight = batch.to(device).contiguous(memory_format=torch.channels_last), weight.to(device)
-        # bf16 autocast: ~2.5x the float32 speed on CPUs with AVX512-BF16; sjd decodes in float32.
-        with torch.autocast(device.type, dtype=torch.bfloat16):
+        # sjd decodes in float32 whatever the training's precision (training_precision.py says which pays).
+        with training_precision.autocast(precision, device):
             recon, codes, latents, vq_loss = model(batch, quantize=step >= quantize_from)
         rec_loss = ((recon.float() - batch).square() * weight).mean() / weight.mean()
         loss = rec_loss + vq_loss
@@ -400,7 +403,7 @@ def main(argv=None):
         f.write(yaml_text(CONFIG))
     report = {"psnr_db": round(mean_psnr, 2), "held_out_images": HELD_OUT_IMAGES, "codes_used": codes_used,
               "steps": args.steps, "batch_size": args.batch_size, "seed": args.seed, "threads": args.threads,
-              "device": args.device, "train_seconds": round(train_seconds, 1), "config": CONFIG}
+              "device": args.device, "autocast": precision, "train_seconds": round(train_seconds, 1), "config": CONFIG}
     with open(os.path.join(args.out_dir, "vq_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)
         f.write("\n")

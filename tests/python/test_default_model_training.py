@@ -179,7 +179,7 @@ def test_scenes_drawn_by_several_processes_encode_to_the_same_codes(stages, tmp_
     def encode(workers, cache):
         monkeypatch.setattr(train_default_model, "drawing_workers", lambda device, threads: workers)
         return train_default_model.encode_scenes(str(stages / "vq"), some, 0, False, False, 64, str(cache), 1,
-                                                 torch.device("cpu"))[0]
+                                                 torch.device("cpu"), "off")[0]
     alone = encode(1, tmp_path / "one.npz")
     together = encode(3, tmp_path / "three.npz")
     assert alone.shape == (70, 16, 16) and np.array_equal(alone, together)
