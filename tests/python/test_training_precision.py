@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from training_stages import train_default_model, train_transformer
-import training_precision
+from training_stages import train_default_model, train_transformer  # puts scripts/ on the import path
+import training_precision  # noqa: E402 (from scripts/, after the line above)
 
 
 @pytest.mark.parametrize("native, device, expected", [(True, "cpu", "bf16"), (False, "cpu", "off"),
