@@ -28,7 +28,7 @@ backward adds in no fixed order). --compact-state keeps the
 optimiser's moments in bfloat16 (a third smaller, for carrying back to a device machine; the
 weights then depend on where the pauses fell). Exit code 0: finished (the folder is
 written); 75: paused, run again to continue; 2: a saved state that cannot be resumed (other
-settings, or a part missing or altered: the message names it).
+settings, a part missing or altered, or a state.json that is not one: the message names it).
 
 Needs the outputs of train_vq.py (vqgan.ckpt) and train_text_tokenizer.py (tokenizer.json,
 vocabulary.json). Encodes --scenes training scenes to 16x16 codes (--image-size 128: 32x32; cached
@@ -412,14 +412,11 @@ def saved_precision(state_dir):
     """The precision a paused run in state_dir trained in ('bf16' for states from before --autocast), or None
     without one: --autocast auto resumes in it, so a state moved to a machine that would choose otherwise
     finishes as it began."""
-    path = os.path.join(state_dir, "state.json") if state_dir else None
-    if not path or not os.path.exists(path):
-        return None
     try:
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)["settings"].get("autocast", "bf16")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # load_state names what is wrong with it
+        manifest = state_manifest(state_dir) if state_dir else None
+    except StateError:
+        return None  # load_state refuses it, naming what is wrong
+    saved = manifest["settings"].get("autocast", "bf16") if manifest else None
     return saved if saved in ("bf16", "off") else None
 
 
@@ -578,14 +575,29 @@ class StateError(Exception):
     """A saved training state that cannot be resumed (main() exits with code 2)."""
 
 
+def state_manifest(state_dir):
+    """state.json of a saved state, or None when the folder has none; StateError when it is not one."""
+    path = os.path.join(state_dir, "state.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as e:
+        raise StateError(f"{path}: not a readable saved state ({e})") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("settings"), dict)
+            and isinstance(manifest.get("parts"), list)):
+        raise StateError(f"{path}: not a saved state (no settings object or parts list)")
+    return manifest
+
+
 def load_state(state_dir, settings):
     """The state save_state wrote, or None when the folder has none; raises StateError for a state
     made with other settings or a part that is missing or altered (naming the file)."""
     path = os.path.join(state_dir, "state.json")
-    if not os.path.exists(path):
+    manifest = state_manifest(state_dir)
+    if manifest is None:
         return None
-    with open(path, encoding="utf-8") as f:
-        manifest = json.load(f)
     if manifest["settings"] != settings:
         changed = sorted(k for k in set(settings) | set(manifest["settings"])
                          if settings.get(k) != manifest["settings"].get(k))

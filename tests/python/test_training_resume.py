@@ -73,6 +73,13 @@ def test_a_saved_training_state_is_refused_for_other_settings_or_altered_parts(s
     part.write_bytes(bytes(data))
     assert train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state)) == 2
     assert f"{part.name}: its digest does not match" in capsys.readouterr().err
+    # A state.json that is not one (cut short, or another file's JSON) is refused by name, not a traceback.
+    manifest = state / "state.json"
+    for text, reason in (("{\"step\": 1, \"sett", "not a readable saved state"),
+                         ("[1, 2]", "not a saved state (no settings object or parts list)")):
+        manifest.write_text(text)
+        assert train_transformer(stages, tmp_path / "hf", 0, "--state-dir", str(state)) == 2
+        assert f"state.json: {reason}" in capsys.readouterr().err
 
 
 def test_init_from_starts_at_an_earlier_runs_weights_and_is_part_of_the_settings(stages, hf_dir, tmp_path, capsys):
