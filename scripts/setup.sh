@@ -58,6 +58,21 @@ else
 fi
 
 python=${PYTHON:-python3}
+# Debian's own python3 is marked externally managed (PEP 668) and its pip refuses to install into it: say
+# what to do before pip fails with a screen of text (PIP_BREAK_SYSTEM_PACKAGES=1 is pip's own way past it).
+needs_install=0
+"$python" -c "import torch, safetensors, pytest, numpy, transformers, tokenizers, tiktoken, sentencepiece" \
+  2>/dev/null || needs_install=1
+if [ "$needs_install" = 1 ] && [ -z "${SJD_DEPS_PREFIX:-}" ] && [ -z "${PIP_BREAK_SYSTEM_PACKAGES:-}" ] &&
+   "$python" -c 'import os, sys, sysconfig
+sys.exit(not (sys.prefix == sys.base_prefix and
+              os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))' 2>/dev/null; then
+  echo "setup: $python is managed by Debian (PEP 668), so pip may not install torch and requirements.txt into it." >&2
+  echo "setup: make a virtual environment and set up with it:" >&2
+  echo "         python3 -m venv ~/.venvs/sjd && PYTHON=~/.venvs/sjd/bin/python scripts/setup.sh" >&2
+  echo "       (needs Debian's python3-venv), or install into it anyway with PIP_BREAK_SYSTEM_PACKAGES=1." >&2
+  exit 1
+fi
 # An existing torch is used as it is (the GPU machine's 2.11 CUDA wheel); otherwise
 # the pinned CPU build. The rest of the Python tooling is pinned in requirements.txt.
 if ! "$python" -c "import torch" 2>/dev/null; then
