@@ -150,6 +150,9 @@ void SettingsFlags::add_to(CLI::App& cmd) {
     if (own_residual->count() > 0) s.lantern_own_residual = true;
   });
   add_setting(cmd, o, a, "--cfg", &values_.cfg, &S::cfg, "classifier-free guidance scale (1 = off)");
+  add_setting(cmd, o, a, "--negative-prompt", &values_.negative_prompt, &S::negative_prompt,
+              "text of the guidance row, steered away from (default: the model's own unconditional row; Emu3: "
+              "its bundle's negative prompt)");
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");

@@ -62,21 +62,29 @@ void check_request_keys(const nlohmann::json& request, const std::vector<std::st
 }
 
 // A row of a logits request: {"text": ...} through the family, {"uncond": true,
-// "prompt": ...} for the family's unconditional row of that prompt, or raw
+// "prompt": ...} for the family's unconditional row of that prompt, {"negative": ...}
+// for the guidance row of a negative prompt (--negative-prompt), or raw
 // {"tokens", "positions"?, "key_valid"?}.
 model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw engine::InputError(where + ": expected an object");
-  check_request_keys(j, {"text", "uncond", "prompt", "tokens", "positions", "key_valid"}, where);
+  check_request_keys(j, {"text", "uncond", "prompt", "negative", "tokens", "positions", "key_valid"}, where);
   // One form per row: a key of another form would be dropped without a word ("text" beside "tokens").
   const bool by_text = j.contains("text"), by_uncond = j.contains("uncond") || j.contains("prompt");
+  const bool by_negative = j.contains("negative");
   const bool by_tokens = j.contains("tokens") || j.contains("positions") || j.contains("key_valid");
-  if (int{by_text} + int{by_uncond} + int{by_tokens} > 1) {
-    throw engine::InputError(where + ": a row is {\"text\"}, {\"uncond\", \"prompt\"} or {\"tokens\", \"positions\", "
-                             "\"key_valid\"}, not a mix of them");
+  if (int{by_text} + int{by_uncond} + int{by_negative} + int{by_tokens} > 1) {
+    throw engine::InputError(where + ": a row is {\"text\"}, {\"uncond\", \"prompt\"}, {\"negative\"} or {\"tokens\", "
+                             "\"positions\", \"key_valid\"}, not a mix of them");
   }
   if (by_text) {
     if (!j["text"].is_string()) throw engine::InputError(where + ".text: expected a string");
     return generator.family().conditional(j["text"].get<std::string>());
+  }
+  if (by_negative) {
+    if (!j["negative"].is_string() || j["negative"].get<std::string>().empty()) {
+      throw engine::InputError(where + ".negative: expected a non-empty string");
+    }
+    return generator.family().negative(j["negative"].get<std::string>());
   }
   if (by_uncond) {  // {"uncond": false} would otherwise be read as a row of tokens, which it names none of
     if (!j.contains("uncond") || j["uncond"] != true) {

@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "engine/batch_shards.h"
 #include "engine/bundle.h"
@@ -148,6 +150,10 @@ nlohmann::json field(const nlohmann::json& j, const std::string& key) {
   return j.is_object() && j.contains(key) ? j.at(key) : nlohmann::json();
 }
 
+// Settings an image's identity gained after sjd first wrote manifests, each with the value that does what
+// sjd did before it: a negative prompt of "" is the family's own guidance row.
+const std::vector<std::pair<std::string, nlohmann::json>> kSettingsAddedLater = {{"negative_prompt", ""}};
+
 // The first key whose values differ between two objects (or null values), as "KEY OLD (now NEW)"; "" when none.
 std::string differing_key(const nlohmann::json& recorded, const nlohmann::json& expected, const std::string& prefix) {
   const auto shown = [](const nlohmann::json& v) { return v.is_null() ? std::string("unset") : v.dump(); };
@@ -168,11 +174,15 @@ std::string differing_key(const nlohmann::json& recorded, const nlohmann::json& 
 // leaves out are dropped: they cannot change the expected run's images (engine::identity_settings), so a
 // line that recorded them (the device; ar's window; any setting, from an sjd that kept them all) is not
 // another run. A line or claim written before images recorded their windows' planning inputs is taken to
-// have the expected ones.
+// have the expected ones, and one written before a setting existed to have been made with the value that
+// meant what sjd did then (kSettingsAddedLater).
 nlohmann::json comparable(nlohmann::json recorded, const nlohmann::json& expected) {
   if (!recorded.is_object()) return recorded;
   const nlohmann::json expected_settings = field(expected, "settings");
   if (recorded.contains("settings") && recorded["settings"].is_object() && expected_settings.is_object()) {
+    for (const auto& [key, then] : kSettingsAddedLater) {
+      if (!recorded["settings"].contains(key)) recorded["settings"][key] = then;
+    }
     nlohmann::json kept = nlohmann::json::object();
     for (const auto& [key, value] : recorded["settings"].items()) {
       if (expected_settings.contains(key)) kept[key] = value;

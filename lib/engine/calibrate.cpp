@@ -16,14 +16,13 @@
 namespace sjd::engine {
 namespace {
 
-// `batch` prompts' rows (conditional, and unconditional with CFG) of one calibration prompt.
+// `batch` prompts' rows (conditional, and the guidance row with CFG) of one calibration prompt.
 std::vector<model::RowPrompt> calibration_rows(const family::ImageFamily& glue, const GenerationSettings& settings,
                                                int batch) {
   const std::string prompt = "a calibration prompt";
   std::vector<model::RowPrompt> rows;
   for (int b = 0; b < batch; ++b) {
-    rows.push_back(glue.conditional(prompt));
-    if (sampling::cfg_mixes(settings.cfg)) rows.push_back(glue.unconditional(prompt));
+    for (model::RowPrompt& row : prompt_rows(glue, prompt, settings)) rows.push_back(std::move(row));
   }
   return rows;
 }

@@ -73,6 +73,16 @@ bool fits(const decoding::DecodeRequest& request, const decoding::BatchCapacity&
 
 }  // namespace
 
+std::vector<model::RowPrompt> prompt_rows(const family::ImageFamily& glue, const std::string& prompt,
+                                          const GenerationSettings& settings) {
+  std::vector<model::RowPrompt> rows{glue.conditional(prompt)};
+  if (sampling::cfg_mixes(settings.cfg)) {
+    rows.push_back(settings.negative_prompt.empty() ? glue.unconditional(prompt)
+                                                    : glue.negative(settings.negative_prompt));
+  }
+  return rows;
+}
+
 Generator::Generator(Bundle bundle, Placement placement, std::unique_ptr<text::Tokenizer> tokenizer)
     : bundle_(std::move(bundle)), placement_(placement), tokenizer_(std::move(tokenizer)) {
   if (!bundle_.trust_code) {  // a LlamaGen family refuses its text encoder's archives itself (family_context)
@@ -129,8 +139,7 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
     method.relax.neighbours = lantern_table_;
   }
   decoding::DecodeRequest request;
-  request.rows.push_back(glue.conditional(prompt));
-  if (sampling::cfg_mixes(settings.cfg)) request.rows.push_back(glue.unconditional(prompt));
+  request.rows = prompt_rows(glue, prompt, settings);
   request.pipeline = pipeline_from_settings(settings, glue.cfg_mix(), method.greedy);
   request.method = method;
   request.seed = settings.seed;
@@ -151,9 +160,7 @@ std::string Generator::context_warning(const std::string& prompt, const Generati
   if (std::string dropped = glue.prompt_warning(prompt); !dropped.empty()) return dropped;
   const int64_t limit = glue.max_positions();
   if (limit <= 0) return "";
-  std::vector<model::RowPrompt> rows{glue.conditional(prompt)};
-  if (sampling::cfg_mixes(settings.cfg)) rows.push_back(glue.unconditional(prompt));
-  const int64_t prompt_tokens = longest_row(rows);
+  const int64_t prompt_tokens = longest_row(prompt_rows(glue, prompt, settings));
   const int64_t image_tokens = glue.layout().length();
   // A prompt at or past the limit is refused by make_request, with its own message.
   if (prompt_tokens + image_tokens <= limit || prompt_tokens >= limit) return "";

@@ -52,6 +52,11 @@ struct BatchPlan {
   std::function<void(int64_t id, const decoding::StepProgress&)> on_step;
 };
 
+// The rows one prompt decodes: its conditional row, and with CFG the guidance row (the negative
+// prompt's where one is set, else the family's unconditional row).
+std::vector<model::RowPrompt> prompt_rows(const family::ImageFamily& glue, const std::string& prompt,
+                                          const GenerationSettings& settings);
+
 class Generator {
  public:
   // The transformer's weights go to `placement` (device and dtype) as they load. `tokenizer` is the

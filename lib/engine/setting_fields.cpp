@@ -21,6 +21,7 @@ const std::vector<SettingField>& setting_fields() {
       {"lantern_lambda", NumberSetting{&S::lantern_lambda, 0.0, 1000.0}},
       {"lantern_own_residual", FlagSetting{&S::lantern_own_residual}},
       {"cfg", NumberSetting{&S::cfg, 0.0, kMaxGuidance}},
+      {"negative_prompt", TextSetting{&S::negative_prompt}},
       {"temperature", NumberSetting{&S::temperature, kMinTemperature, kMaxTemperature, /*zero_is_greedy=*/true}},
       {"top_k", IntegerSetting<int64_t>{&S::top_k, 0, std::numeric_limits<int32_t>::max()}},
       {"seed", IntegerSetting<uint64_t>{&S::seed, 0, std::numeric_limits<uint64_t>::max()}},

@@ -230,6 +230,9 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
     const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
   }
+  if (!s.negative_prompt.empty() && s.negative_prompt != baseline.negative_prompt && !sampling::cfg_mixes(s.cfg)) {
+    line() << "cfg " << format_setting_number(s.cfg) << " decodes without a guidance row, so negative_prompt is ignored";
+  }
   if (s.temperature <= 0.0 && s.relax != "none") {
     line() << "at temperature 0 (argmax decoding) relaxation " << s.relax
            << " changes no token: the image is greedy, not lossy";
@@ -267,6 +270,7 @@ std::vector<std::string> keys_without_effect(const GenerationSettings& s) {
   for (const char* key : {"delta", "nu", "lantern_k", "lantern_lambda", "lantern_own_residual"}) {
     if (!relaxation_reads(s.relax, key)) keys.push_back(key);
   }
+  if (!sampling::cfg_mixes(s.cfg)) keys.push_back("negative_prompt");
   // Rows of a batch decode as they would alone; only the window planner sees the batch (docs/cli.md).
   if (!planned_windows(s)) keys.insert(keys.end(), {"batch_size", "cost_profile"});
   return keys;

@@ -35,6 +35,9 @@ struct GenerationSettings {
   double lantern_lambda = 4.0;
   bool lantern_own_residual = false;
   double cfg = 3.0;
+  // The text of the guidance row ("": the family's own row: Lumina-mGPT's and LlamaGen's unconditional
+  // ones, Emu3's bundle negative prompt). Read only when cfg mixes.
+  std::string negative_prompt;
   double temperature = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 0;
@@ -83,7 +86,7 @@ std::string ignored_settings_note(const GenerationSettings& settings, const Gene
 // window and init, pd_k and pd_depth outside sjd-pac, jacobi's temperature, the parameters of relaxations not
 // in use: what ignored_settings_note names when the user set them) and, without automatic windows, the two that
 // only the window planner reads (batch_size, which the note leaves alone as it still sets the speed, and
-// cost_profile). An unknown method: none.
+// cost_profile), and negative_prompt where cfg does not mix. An unknown method: none.
 std::vector<std::string> keys_without_effect(const GenerationSettings& settings);
 
 // The settings that make an image, as an image's identity records them (batch_manifest.h): settings_to_json

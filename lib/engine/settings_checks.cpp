@@ -1,6 +1,7 @@
 #include "engine/settings_checks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "engine/setting_fields.h"
 #include "sampling/relaxation.h"
 #include "text/closest_name.h"
+#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
@@ -28,6 +30,17 @@ std::string integer_problem(T value, T lo, T hi) {
   if (value >= lo && value <= hi) return {};
   return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " +
          std::to_string(value) + ")";
+}
+
+// A text the tokenizer will read: valid UTF-8, and not blank ("" is allowed: the setting left unset).
+std::string prompt_text_problem(const std::string& text) {
+  if (const size_t bad = text::utf8::find_invalid(text); bad != std::string::npos) {
+    return "is not valid UTF-8 at byte " + std::to_string(bad + 1);
+  }
+  if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); })) {
+    return "is blank (leave it out for the model's own guidance row)";
+  }
+  return {};
 }
 
 }  // namespace
@@ -70,7 +83,7 @@ std::string setting_problem(const GenerationSettings& s, const std::string& key)
   const SettingField* field = find_setting_field(key);
   if (field == nullptr) return {};
   return std::visit(
-      [&s](const auto& kind) -> std::string {
+      [&s, &key](const auto& kind) -> std::string {
         using Kind = std::decay_t<decltype(kind)>;
         if constexpr (std::is_same_v<Kind, CountSetting>) {
           const int value = s.*kind.member;
@@ -82,7 +95,8 @@ std::string setting_problem(const GenerationSettings& s, const std::string& key)
           const std::string problem = number_problem(value, kind.lo, kind.hi);
           return problem.empty() || !kind.zero_is_greedy ? problem : problem + "; 0 decodes greedily";
         } else if constexpr (std::is_same_v<Kind, TextSetting> || std::is_same_v<Kind, FlagSetting>) {
-          return {};  // names are checked where they are parsed (name_problem); a flag is true or false
+          // Names are checked where they are parsed (name_problem); a flag is true or false.
+          return key == "negative_prompt" ? prompt_text_problem(s.negative_prompt) : std::string();
         } else {
           return integer_problem(s.*kind.member, kind.lo, kind.hi);  // IntegerSetting<T>
         }

@@ -177,7 +177,9 @@ model::RowPrompt Emu3Family::conditional(const std::string& prompt) const {
 }
 
 // The negative prompt takes the prompt's place; the positive suffix is not added to it.
-model::RowPrompt Emu3Family::unconditional(const std::string&) const { return row_of(template_ids(config_.negative_prompt)); }
+model::RowPrompt Emu3Family::negative(const std::string& text) const { return row_of(template_ids(text)); }
+
+model::RowPrompt Emu3Family::unconditional(const std::string&) const { return negative(config_.negative_prompt); }
 
 std::unique_ptr<ImageFamily> make_emu3_family(const FamilyContext& context) {
   const std::string where = context.where + ": layout";

@@ -59,6 +59,7 @@ class Emu3Family : public ImageFamily {
   const TokenLayout& layout() const override { return layout_; }
   model::RowPrompt conditional(const std::string& prompt) const override;
   model::RowPrompt unconditional(const std::string& prompt) const override;
+  model::RowPrompt negative(const std::string& text) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogProbs; }
   std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const override;
   int64_t max_positions() const override { return config_.max_positions; }

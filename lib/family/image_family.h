@@ -24,6 +24,10 @@ class ImageFamily {
   // The unconditional CFG row for `prompt` (families that need nothing of the
   // prompt ignore it; LlamaGen reuses its caption mask).
   virtual model::RowPrompt unconditional(const std::string& prompt) const = 0;
+  // The CFG row for a user's negative prompt (--negative-prompt), in the unconditional row's place.
+  // Lumina-mGPT and LlamaGen train their unconditional rows without text, so theirs is the
+  // conditional row of that text; Emu3's replaces its bundle's negative prompt.
+  virtual model::RowPrompt negative(const std::string& text) const { return conditional(text); }
   virtual sampling::CfgMix cfg_mix() const = 0;
   // Prompt ids as the model sees them, with or without the template.
   virtual std::vector<int64_t> prompt_ids(const std::string& prompt, bool with_template) const = 0;

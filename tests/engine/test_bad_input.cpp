@@ -352,6 +352,8 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"uncond": true, "prompt": 5}]})", "rows[0].prompt: expected a string"},
       {R"({"rows": [{"text": ["a"]}]})", "rows[0].text: expected a string"},
       {R"({"rows": [{"text": "a cat", "tokens": [1, 2]}]})", "rows[0]: a row is {\"text\"}"},
+      {R"({"rows": [{"negative": "a cat", "text": "a dog"}]})", "rows[0]: a row is {\"text\"}"},
+      {R"({"rows": [{"negative": ""}]})", "rows[0].negative: expected a non-empty string"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},

@@ -55,3 +55,14 @@ TEST_CASE("image identity: the first difference is named, a settings one before 
   odd["planning"] = 7;
   CHECK_THAT(identity_difference(odd, identity(1.5)), Catch::Contains("automatic windows planned from 7"));
 }
+
+TEST_CASE("image identity: a line written before negative_prompt existed was made without one", "[engine][batch]") {
+  const auto with_negative = [](const std::string& text) {
+    return image_identity("a red square", "sjd-default-scenes", {{"cfg", 1.5}, {"negative_prompt", text}}, kPlanning);
+  };
+  CHECK(same_identity(identity(1.5), with_negative("")));
+  CHECK(!same_identity(identity(1.5), with_negative("a blue ring")));
+  CHECK(identity_difference(identity(1.5), with_negative("a blue ring")) ==
+        "negative_prompt \"\" (now \"a blue ring\")");
+  CHECK(!same_identity(with_negative("a blue ring"), with_negative("")));
+}

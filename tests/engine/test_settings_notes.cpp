@@ -144,6 +144,28 @@ TEST_CASE("an image's identity leaves out the settings that cannot change it", "
   CHECK(engine::keys_without_effect(with_method("no-such-method")).empty());
 }
 
+TEST_CASE("a negative prompt is part of an image's identity where guidance reads it, and noted where not",
+          "[engine][settings]") {
+  engine::GenerationSettings s = with_method("sjd");
+  s.cfg = 1.5;
+  CHECK(engine::identity_settings(s)["negative_prompt"] == "");
+  s.negative_prompt = "a blue background";
+  CHECK(engine::identity_settings(s)["negative_prompt"] == "a blue background");
+  CHECK(engine::ignored_settings_note(s).empty());
+  s.cfg = 1.0;
+  CHECK_FALSE(engine::identity_settings(s).contains("negative_prompt"));
+  CHECK(engine::ignored_settings_note(s) == "note: cfg 1 decodes without a guidance row, so negative_prompt is ignored");
+  // A config layer's text is checked as -p's is: valid UTF-8, not blank.
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", "   "}}, "c.json"),
+                    Catch::Contains("c.json") && Catch::Contains("negative_prompt") && Catch::Contains("blank"));
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", std::string("ok \xff")}}, "c.json"),
+                    Catch::Contains("/negative_prompt: is not valid UTF-8 at byte 4"));
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", 3}}, "c.json"),
+                    Catch::Contains("/negative_prompt: expected a string"));
+  engine::apply_settings(s, {{"negative_prompt", ""}}, "c.json");  // "" unsets it
+  CHECK(s.negative_prompt.empty());
+}
+
 TEST_CASE("a warning names the first prompt line that carries settings, and counts them", "[engine][settings]") {
   std::vector<io::PromptEntry> prompts = {{"a cat", 1, {"id"}}, {"a dog", 3, {}}};
   CHECK(engine::prompt_file_settings_warning(prompts, "p.jsonl").empty());  // "id" is not a setting

@@ -21,7 +21,7 @@ nlohmann::json every_setting_changed() {
   return {{"method", "sjd-pac"},  {"window", 12},        {"init", "sample-up"}, {"pd_k", 3},
           {"pd_depth", 2},        {"relax", "cool"},     {"delta", 1.5},        {"nu", 0.25},
           {"lantern_k", 7},       {"lantern_lambda", 2.5}, {"lantern_own_residual", true},
-          {"cfg", 4.5},           {"temperature", 0.7},  {"top_k", 99},         {"seed", 18446744073709551615ull},
+          {"cfg", 4.5},           {"negative_prompt", "a dark background"}, {"temperature", 0.7},  {"top_k", 99},         {"seed", 18446744073709551615ull},
           {"resolution", 256},    {"device", "cuda:1"},  {"dtype", "bf16"},     {"cost_profile", "p.json"},
           {"batch_size", 5}};
 }

@@ -22,6 +22,7 @@ engine::GenerationSettings with_other_values(engine::GenerationSettings s, const
       {"pd_depth", 2},       {"delta", 7.0},              {"nu", 0.7},
       {"lantern_k", 3},      {"lantern_lambda", 1.5},     {"lantern_own_residual", true},
       {"batch_size", 3},     {"cost_profile", cost_profile}, {"temperature", 0.5},
+      {"negative_prompt", "a large green ring on a red background"},
   };
   nlohmann::json layer = nlohmann::json::object();
   for (const std::string& key : engine::keys_without_effect(s)) {
@@ -53,6 +54,7 @@ TEST_CASE("settings without effect on an image do not change its tokens", "[engi
       {"sjd", {{"method", "sjd"}, {"window", 8}}},
       {"sjd-pac:uniform", {{"method", "sjd-pac:uniform"}, {"window", 8}, {"pd_k", 2}, {"pd_depth", 2}}},
       {"scd-mc:lantern", {{"method", "scd-mc:lantern"}}},
+      {"sjd without guidance", {{"method", "sjd"}, {"window", 8}, {"cfg", 1.0}}},  // no row reads a negative prompt
   };
   for (const auto& [name, layer] : cases) {
     SECTION(name) {

@@ -173,6 +173,12 @@ TEST_CASE("emu3 prompt rows: bos + text + image start + H*W + image token, posit
   CHECK(uncond.tokens == negative);
   CHECK(uncond.positions.front() == 0);
   CHECK(uncond.key_valid == std::vector<uint8_t>(negative.size(), 1));
+  // A user's negative prompt (--negative-prompt) takes the bundle's one's place, also without the suffix.
+  std::vector<int64_t> users = {kBos};
+  for (int64_t id : bytes_of("a blue dog")) users.push_back(id);
+  users.insert(users.end(), tail.begin(), tail.end());
+  CHECK(emu3.negative("a blue dog").tokens == users);
+  CHECK(emu3.negative(kNegative).tokens == negative);
 
   // Special-token names inside the prompt are special tokens, as Emu3's tokenizer allows them.
   CHECK(emu3.prompt_ids("x<|extra_200|>", false) == std::vector<int64_t>{'x', kEol});

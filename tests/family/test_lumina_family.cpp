@@ -207,6 +207,11 @@ TEST_CASE("lumina prompt rows: BOS, the filled template, end-of-turn, the CFG ro
   REQUIRE(uncond.tokens.size() == 1);
   REQUIRE(uncond.positions == std::vector<int64_t>{-1});
   REQUIRE(uncond.key_valid == std::vector<uint8_t>{0});
+  // A user's negative prompt is the conditional row of its text: the model never saw another kind of text row.
+  const model::RowPrompt negative = glue->negative("a blue dog");
+  CHECK(negative.tokens == glue->conditional("a blue dog").tokens);
+  CHECK(negative.positions == glue->conditional("a blue dog").positions);
+  CHECK(negative.tokens != glue->conditional("a red fox").tokens);
   REQUIRE(glue->cfg_mix() == sampling::CfgMix::kLogits);
   // A prompt's length is its row's: a batch measures every prompt (Generator::batch_capacity).
   REQUIRE_FALSE(glue->fixed_prompt_rows());

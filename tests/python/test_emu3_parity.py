@@ -2,7 +2,8 @@
 
 On the tiny release of test_emu3_export.py (exported with export_bundle.py emu3):
   - logits: `sjd inspect --logits` for the family's conditional row (a prompt through the template)
-    and its unconditional row (the negative prompt), plus one window of 3 visual tokens, against
+    its unconditional row (the bundle's negative prompt) and the row of a user's negative prompt
+    (--negative-prompt), plus one window of 3 visual tokens, against
     transformers' Emu3ForCausalLM run on the reference-tokenised rows (+ the window);
   - pixels: `sjd inspect --decode` of random codes against Emu3VQVAE.decode, with a VisionTokenizer
     that has every block kind (channel changes, 3 resnet blocks per level, attention at level 3),
@@ -49,14 +50,17 @@ def test_prefill_and_window_logits_match_transformers(release, tmp_path):
     prompt = "a red fox in the snow, oil painting"
     window = [151854 + 5, 151854 + 32000, 151854 + 77]
     request = tmp_path / "request.json"
-    request.write_text(json.dumps({"rows": [{"text": prompt}, {"uncond": True, "prompt": prompt}], "window": window}))
+    # The third row is a user's negative prompt (--negative-prompt): Emu3's processor call on that text instead.
+    users_negative = "a blurry photo of a dog"
+    request.write_text(json.dumps({"rows": [{"text": prompt}, {"uncond": True, "prompt": prompt},
+                                            {"negative": users_negative}], "window": window}))
     out = tmp_path / "logits.safetensors"
     result = run_sjd("inspect", "--model", bundles["release"], "--logits", request, "--out", out)
     assert result.returncode == 0, result.stderr
     logits = load_file(str(out))["logits"]
-    assert logits.shape == (2, 1 + len(window), 184622)
+    assert logits.shape == (3, 1 + len(window), 184622)
 
-    for row, text in enumerate([prompt + POSITIVE, NEGATIVE]):
+    for row, text in enumerate([prompt + POSITIVE, NEGATIVE, users_negative]):
         ids = reference_row(text)
         with torch.no_grad():
             expected = model(torch.tensor([ids + window])).logits[0, len(ids) - 1:]
