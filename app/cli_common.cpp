@@ -34,10 +34,13 @@ std::string integer_text_problem(const std::string& text) {
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
   if (!text.empty() && error == std::errc() && stop == end) return "";
-  // Past the type's range; a narrower setting's range is checked with the setting, and says its own limit.
+  // Past the type's range: only the side it is past is the type's; a flag's own range is checked with it
+  // (a setting's: setting_integer_text_problem).
   if (error == std::errc::result_out_of_range && stop == end) {
-    return "must be an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
-           std::to_string(std::numeric_limits<T>::max()) + "] (got " + text + ")";
+    return text.rfind('-', 0) == 0 ? "must be an integer no smaller than " + std::to_string(std::numeric_limits<T>::min()) +
+                                         " (got " + text + ")"
+                                   : "must be an integer no larger than " + std::to_string(std::numeric_limits<T>::max()) +
+                                         " (got " + text + ")";
   }
   if (std::is_unsigned_v<T> && text.rfind('-', 0) == 0) return "must be a non-negative integer (got " + text + ")";
   return "must be an integer in decimal digits (got " + text + ")";
@@ -53,12 +56,30 @@ std::string decimal_text_problem(const std::string& text) {
   return "must be a decimal number (got '" + text + "')";
 }
 
+// integer_text_problem, with a number past T's range told in the terms of setting `key`: its own range
+// ("--top-k 99999999999999999999" must be in [0, 2147483647], not T's [-2^63, 2^63 - 1]).
+template <typename T>
+std::string setting_integer_text_problem(const std::string& text, T engine::GenerationSettings::*field,
+                                         const std::string& key) {
+  const std::string problem = integer_text_problem<T>(text);
+  if (problem.rfind("must be an integer no ", 0) != 0) return problem;
+  engine::GenerationSettings s;
+  s.*field = text.rfind('-', 0) == 0 ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+  const std::string ranged = engine::setting_problem(s, key);
+  if (ranged.empty()) return problem;  // the type's whole range is the setting's (seed)
+  return ranged.substr(0, ranged.rfind(" (got ")) + " (got " + text + ")";
+}
+
 template <typename T>
 void add_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
                  std::vector<std::function<void(engine::GenerationSettings&)>>& appliers, const std::string& flag,
                  T* value, T engine::GenerationSettings::*field, const std::string& help) {
   CLI::Option* option = cmd.add_option(flag, *value, help);
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) option->check(integer_text_problem<T>);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    option->check([field, key = key_of(flag)](const std::string& text) {
+      return setting_integer_text_problem<T>(text, field, key);
+    });
+  }
   if constexpr (std::is_floating_point_v<T>) option->check(decimal_text_problem);
   options.push_back(option);
   appliers.push_back([option, value, field, key = key_of(flag)](engine::GenerationSettings& s) {
@@ -178,8 +199,13 @@ engine::GenerationSettings SettingsFlags::baseline(const nlohmann::json& bundle_
 engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_defaults,
                                                   const std::string& bundle_where) const {
   engine::GenerationSettings s = baseline(bundle_defaults, bundle_where);
+  // Where the device was set, for the error of a device this machine lacks.
+  std::string device_from = bundle_defaults.is_object() && bundle_defaults.contains("device")
+                                ? bundle_where + ": /defaults/device"
+                                : "--device";
   if (!config_.empty()) {
     const nlohmann::json layer = engine::read_json_input(config_, "config file");
+    if (layer.is_object() && layer.contains("device")) device_from = config_ + ": /device";
     engine::apply_settings(s, layer, config_);
     // A profile a config file names lies beside it, wherever sjd is run from (as a bundle's files lie in the bundle).
     if (layer.is_object() && layer.contains("cost_profile") && !s.cost_profile.empty() &&
@@ -188,8 +214,9 @@ engine::GenerationSettings SettingsFlags::resolve(const nlohmann::json& bundle_d
     }
   }
   for (const auto& apply : appliers_) apply(s);
+  if (given("--device")) device_from = "--device";
   engine::method_from_settings(s);  // validates the combination now, before any work
-  engine::placement_from_settings(s);  // --device cuda on a CPU-only build fails here, with exit code 2
+  engine::placement_from_settings(s, device_from);  // device cuda on a CPU-only build fails here, with exit code 2
   return s;
 }
 

@@ -106,7 +106,11 @@ void add_batch_command(CLI::App& app) {
                   "a Kubernetes Indexed Job, else all)");
   add_integer_option(*cmd, "--shard-count", args->shard_count,
                   "shard count of a Kubernetes Indexed Job (its completions; or env SJD_SHARD_COUNT); "
-                  "with --shard I/N it must be N");
+                  "with --shard I/N it must be N")
+      // 0 is the value of a flag not given (args.shard_count), so a given 0 would run every prompt without a word.
+      ->check([](const std::string& text) {
+        return text.find_first_not_of(" 0") == std::string::npos ? "must be positive (got " + text + ")" : "";
+      });
   add_integer_option(*cmd, "--claim-timeout", args->claim_timeout,
                      "seconds another process's claim on an image may go untouched before this one takes the image "
                      "over (60..604800; owners touch theirs every 20 s); give every process of a folder the same")

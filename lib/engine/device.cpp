@@ -9,32 +9,44 @@
 
 namespace sjd::engine {
 
-Placement parse_placement(const std::string& device, const std::string& dtype) {
-  Placement p;
-  if (dtype == "f32") {
-    p.dtype = at::kFloat;
-  } else if (dtype == "bf16") {
-    p.dtype = at::kBFloat16;
-  } else {
-    throw InputError("--dtype: unknown dtype '" + dtype + "' (expected f32 or bf16)");
-  }
-  if (device == "cpu") return p;
-  // "cuda" or "cuda:K" (K: one or two digits; more GPUs than 99 in one process is a typo).
+namespace {
+
+// K of "cuda:K" (one or two digits; more GPUs than 99 in one process is a typo), or "" for another name.
+std::string cuda_index_digits(const std::string& device) {
   const std::string digits = device.rfind("cuda:", 0) == 0 ? device.substr(5) : std::string();
   const bool indexed =
       !digits.empty() && digits.size() <= 2 && digits.find_first_not_of("0123456789") == std::string::npos;
-  if (device != "cuda" && !indexed) {
-    throw InputError("--device: unknown device '" + device + "' (expected cpu, cuda or cuda:K)");
-  }
+  return indexed ? digits : std::string();
+}
+
+}  // namespace
+
+std::string dtype_problem(const std::string& dtype) {
+  if (dtype == "f32" || dtype == "bf16") return {};
+  return "unknown dtype '" + dtype + "' (expected f32 or bf16)";
+}
+
+std::string device_problem(const std::string& device) {
+  if (device == "cpu" || device == "cuda" || !cuda_index_digits(device).empty()) return {};
+  return "unknown device '" + device + "' (expected cpu, cuda or cuda:K)";
+}
+
+Placement parse_placement(const std::string& device, const std::string& dtype, const std::string& device_from) {
+  Placement p;
+  if (const std::string problem = dtype_problem(dtype); !problem.empty()) throw InputError("--dtype: " + problem);
+  p.dtype = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  if (const std::string problem = device_problem(device); !problem.empty()) throw InputError("--device: " + problem);
+  if (device == "cpu") return p;
+  const std::string digits = cuda_index_digits(device);
 #ifndef SJD_WITH_CUDA
-  throw InputError("--device " + device + ": this build of sjd has no CUDA; configure it against a CUDA build of "
+  throw InputError(device_from + " " + device + ": this build of sjd has no CUDA; configure it against a CUDA build of "
                    "PyTorch (docs/gpu.md), or use --device cpu");
 #else
-  if (!at::hasCUDA()) throw InputError("--device " + device + ": no CUDA device is visible to this process");
-  const auto index = static_cast<c10::DeviceIndex>(indexed ? std::stoi(digits) : 0);
+  if (!at::hasCUDA()) throw InputError(device_from + " " + device + ": no CUDA device is visible to this process");
+  const auto index = static_cast<c10::DeviceIndex>(digits.empty() ? 0 : std::stoi(digits));
   c10::impl::VirtualGuardImpl cuda(at::kCUDA);
   if (index >= cuda.deviceCount()) {
-    throw InputError("--device " + device + ": this process sees " + std::to_string(cuda.deviceCount()) +
+    throw InputError(device_from + " " + device + ": this process sees " + std::to_string(cuda.deviceCount()) +
                      " GPU(s) (cuda:0..cuda:" + std::to_string(cuda.deviceCount() - 1) + ")");
   }
   p.device = at::Device(at::kCUDA, index);
@@ -44,8 +56,8 @@ Placement parse_placement(const std::string& device, const std::string& dtype) {
 #endif
 }
 
-Placement placement_from_settings(const GenerationSettings& settings) {
-  return parse_placement(settings.device, settings.dtype);
+Placement placement_from_settings(const GenerationSettings& settings, const std::string& device_from) {
+  return parse_placement(settings.device, settings.dtype, device_from);
 }
 
 std::string device_name(const at::Device& device) { return device.str(); }

@@ -113,6 +113,13 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
   if (type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::none) {
     io::check_output_path(file);
   }
+  // Whatever model the run reads: a bundle's own files are never replaced (bench --json bundle.json did,
+  // with exit code 0). A folder with a bundle.json is a bundle (engine/bundle.h).
+  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  if (std::filesystem::is_regular_file(file, error) && std::filesystem::exists(folder / "bundle.json", error)) {
+    throw InputError(flag + " names " + file.string() + ", a file of the model bundle " + folder.string() +
+                     ": sjd never replaces a bundle's files; give another path");
+  }
   if (!extension.empty()) {
     std::string given = file.extension().string();
     std::transform(given.begin(), given.end(), given.begin(), [](unsigned char c) { return std::tolower(c); });

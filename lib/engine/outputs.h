@@ -31,7 +31,8 @@ bool holds_run(const std::filesystem::path& dir, RunFolder kind);
 
 // An output file named by flag `flag` ("-o"), checked before any work: its
 // folder is created (as batch creates --out-dir), it must be a file sjd may
-// replace (io::check_output_path), and, when `extension` is given (".png"), its
+// replace (io::check_output_path) and not an existing file of a model bundle (a
+// folder with a bundle.json), and, when `extension` is given (".png"), its
 // name must end with it (case ignored) -- sjd writes no other format.
 void prepare_output_file(const std::filesystem::path& file, const std::string& flag,
                          const std::string& extension = "");

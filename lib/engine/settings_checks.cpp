@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "decoding/method.h"
+#include "engine/device.h"
 #include "engine/setting_fields.h"
 #include "sampling/relaxation.h"
 #include "text/closest_name.h"
@@ -70,6 +71,8 @@ std::string name_problem(const GenerationSettings& s, const std::string& key) {
       std::find(relax_names.begin(), relax_names.end(), s.relax) == relax_names.end()) {
     return text::unknown_name_message("relaxation", s.relax, relax_names);
   }
+  if (key == "device") return device_problem(s.device);
+  if (key == "dtype") return dtype_problem(s.dtype);
   try {
     if (key == "method") decoding::make_method(s.method);
     if (key == "init") decoding::parse_init_scheme(s.init);

@@ -26,7 +26,7 @@ std::string format_setting_number(double value);
 // when its value is allowed ("auto" sizes included). Only called for keys a source sets.
 std::string setting_problem(const GenerationSettings& settings, const std::string& key);
 
-// What is wrong with a named setting (method, init, relax): the message of the parser that reads it,
+// What is wrong with a named setting (method, init, relax, device, dtype): the message of the parser that reads it,
 // which names the value and what was meant; "" for a known name or another key. A config file's
 // names are checked with it, so its errors name the file and key as its numbers' do.
 std::string name_problem(const GenerationSettings& settings, const std::string& key);

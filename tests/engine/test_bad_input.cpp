@@ -103,7 +103,12 @@ TEST_CASE("integer flags outside the settings take whole decimal integers only",
       {"bench --preset tiny --iterations ''", "--iterations: must be an integer"},
       {"bench --preset tiny --seed -1", "--seed: must be a non-negative integer (got -1)"},
       {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") +
-           " --top-k -99999999999999999999", "--top-k: must be an integer in [-9223372036854775808, 9223372036854775807]"},
+           " --top-k -99999999999999999999", "--top-k: must be an integer in [0, 2147483647] (got -99999999999999999999)"},
+      // Past the type's range, a setting is told its own range, not the type's.
+      {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") +
+           " --lantern-k 4294967296", "--lantern-k: must be an integer in [1, 1024] (got 4294967296)"},
+      {b + " --limit 99999999999999999999", "--limit: must be an integer no larger than 9223372036854775807"},
+      {b + " --shard-count 0", "--shard-count: must be positive (got 0)"},
       // Not an integer at all: the message names no type's limit (it said 9223372036854775807 for --top-k 1e3).
       {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --top-k 1e3",
        "--top-k: must be an integer in decimal digits (got 1e3)"},
@@ -460,6 +465,7 @@ TEST_CASE("no output replaces a file of the model bundle or an input of the run"
   const auto model = default_model_copy(dir.path(), "m");
   const std::string weights_before = read_file(model / "model.safetensors");
   const std::string bundle_before = read_file(model / "bundle.json");
+  const std::string config_before = read_file(model / "config.json");
   write_file(dir / "c.json", "{\"seed\": 3}");
   write_file(dir / "prompts.txt", "a red circle\n");
   write_file(dir / "req.json", "{\"rows\": [{\"text\": \"a red circle\"}], \"window\": []}");
@@ -470,6 +476,10 @@ TEST_CASE("no output replaces a file of the model bundle or an input of the run"
   expect_refused({
       {g + " --stats " + quoted(model / "model.safetensors"), "a file of the model bundle"},
       {g + " --tokens " + quoted(model / "." / "bundle.json"), "a file of the model bundle"},
+      // Another bundle than the run's, and a command that reads none (bench --json bundle.json replaced it).
+      {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --stats " +
+           quoted(model / "config.json"), "a file of the model bundle"},
+      {"bench --iterations 1 --json " + quoted(model / "bundle.json"), "a file of the model bundle"},
       {g + " --stats " + quoted(dir / "c.json") + " --config " + quoted(dir / "c.json"), "the file --config reads"},
       {"inspect --model " + quoted(model) + " --logits " + quoted(dir / "req.json") + " --out " + quoted(dir / "req.json"),
        "the file --logits reads"},
@@ -481,6 +491,7 @@ TEST_CASE("no output replaces a file of the model bundle or an input of the run"
   });
   CHECK(read_file(model / "model.safetensors") == weights_before);
   CHECK(read_file(model / "bundle.json") == bundle_before);
+  CHECK(read_file(model / "config.json") == config_before);
   CHECK(read_file(dir / "req.json").find("rows") != std::string::npos);
   CHECK(read_file(dir / "cmp" / "compare.json") == "{\"seed\": 3}");
   CHECK_FALSE(std::filesystem::exists(model / "manifest.jsonl"));

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -156,7 +158,25 @@ TEST_CASE("bench and generate reject bad devices, dtypes and presets with exit c
     CHECK(index.exit_code == 2);
     CHECK_THAT(index.err, Catch::Contains(std::string("unknown device '") + bad + "'"));
   }
+  // Set by a config file, the error names the file and key, not a flag the user never gave.
+  const auto config = dir / "c.json";
+  const std::string with_config = "generate --model " + model + " -p 'a red apple' -o " + png + " --config '" +
+                                  config.string() + "'";
+  for (const auto& [layer, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"device": "tpu"})", "c.json: /device: unknown device 'tpu'"},
+           {R"({"device": ""})", "c.json: /device: unknown device ''"},
+           {R"({"dtype": "f16"})", "c.json: /dtype: unknown dtype 'f16'"}}) {
+    write_file(config, layer);
+    const auto r = run_sjd(with_config);
+    INFO(layer);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(expected));
+  }
 #ifndef SJD_WITH_CUDA
+  write_file(config, R"({"device": "cuda"})");
+  const auto from_config = run_sjd(with_config);
+  CHECK(from_config.exit_code == 2);
+  CHECK_THAT(from_config.err, Catch::Contains("c.json: /device cuda: this build of sjd has no CUDA"));
   for (const std::string command : {"generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda",
                                     "generate --model " + model + " -p 'a red apple' -o " + png + " --device cuda:1",
                                     std::string("bench --preset tiny --device cuda")}) {
