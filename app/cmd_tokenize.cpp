@@ -11,6 +11,7 @@
 #include "io/input_files.h"
 #include "text/json_lines.h"
 #include "text/strict_json.h"
+#include "text/utf8.h"
 
 namespace sjd::app {
 namespace {
@@ -84,6 +85,10 @@ int run_tokenize(const TokenizeArgs& args) {
     if (!in) throw engine::InputError(args.json_lines + ": cannot open");
     for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);
     return 0;
+  }
+  // The text's fault, said as -p's is, where the tokenizer would name its own file as the culprit.
+  if (const size_t bad = text::utf8::find_invalid(args.text); bad != std::string::npos) {
+    throw engine::InputError("the text is not valid UTF-8 at byte " + std::to_string(bad + 1));
   }
   if (bundle) {
     const auto family = family::make_family(engine::family_context(*bundle, *tokenizer, nullptr, 0));

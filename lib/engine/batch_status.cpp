@@ -1,5 +1,6 @@
 #include "engine/batch_status.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <memory>
@@ -103,12 +104,18 @@ BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::
 }
 
 void print_batch_status(const BatchStatus& status, std::ostream& out) {
-  const auto row = [&](const std::string& name, const ShardStatus& s) {
-    out << std::left << std::setw(12) << name << std::right << std::setw(8) << s.done << std::setw(8) << s.failed
-        << std::setw(9) << s.missing << "\n";
+  // Columns as wide as the largest count or shard name needs, with a space to spare (a count of 8 digits ran
+  // into its neighbour).
+  const int count = std::max<int>(8, static_cast<int>(std::to_string(status.images).size()) + 1);
+  size_t name = 11;
+  for (const ShardStatus& s : status.shards) name = std::max(name, s.shard.describe().size());
+  const int name_width = static_cast<int>(name) + 1;
+  const auto row = [&](const std::string& label, const ShardStatus& s) {
+    out << std::left << std::setw(name_width) << label << std::right << std::setw(count) << s.done
+        << std::setw(count) << s.failed << std::setw(count + 1) << s.missing << "\n";
   };
-  out << std::left << std::setw(12) << "shard" << std::right << std::setw(8) << "done" << std::setw(8) << "failed"
-      << std::setw(9) << "missing" << "\n";
+  out << std::left << std::setw(name_width) << "shard" << std::right << std::setw(count) << "done"
+      << std::setw(count) << "failed" << std::setw(count + 1) << "missing" << "\n";
   for (const ShardStatus& s : status.shards) row(s.shard.describe(), s);
   row("all", status.overall);
   out << "images: " << status.images << (status.complete() ? ", complete" : "") << "\n";

@@ -13,8 +13,8 @@
 #include "engine/device.h"
 #include "engine/setting_fields.h"
 #include "sampling/relaxation.h"
+#include "io/prompt_file.h"
 #include "text/closest_name.h"
-#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
@@ -33,11 +33,9 @@ std::string integer_problem(T value, T lo, T hi) {
          std::to_string(value) + ")";
 }
 
-// A text the tokenizer will read: valid UTF-8, and not blank ("" is allowed: the setting left unset).
-std::string prompt_text_problem(const std::string& text) {
-  if (const size_t bad = text::utf8::find_invalid(text); bad != std::string::npos) {
-    return "is not valid UTF-8 at byte " + std::to_string(bad + 1);
-  }
+// A text the tokenizer will read, held to a prompt's rules, and not blank ("" is allowed: the setting left unset).
+std::string negative_prompt_problem(const std::string& text) {
+  if (std::string problem = io::prompt_text_problem(text); !problem.empty()) return "has " + problem;
   if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); })) {
     return "is blank (leave it out for the model's own guidance row)";
   }
@@ -99,7 +97,7 @@ std::string setting_problem(const GenerationSettings& s, const std::string& key)
           return problem.empty() || !kind.zero_is_greedy ? problem : problem + "; 0 decodes greedily";
         } else if constexpr (std::is_same_v<Kind, TextSetting> || std::is_same_v<Kind, FlagSetting>) {
           // Names are checked where they are parsed (name_problem); a flag is true or false.
-          return key == "negative_prompt" ? prompt_text_problem(s.negative_prompt) : std::string();
+          return key == "negative_prompt" ? negative_prompt_problem(s.negative_prompt) : std::string();
         } else {
           return integer_problem(s.*kind.member, kind.lo, kind.hi);  // IntegerSetting<T>
         }

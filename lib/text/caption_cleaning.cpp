@@ -52,7 +52,8 @@ std::string decode_entities(const std::string& text) {
 std::string clean_caption(const std::string& caption) {
   const std::size_t invalid = utf8::find_invalid(caption);
   if (invalid != std::string::npos) {
-    throw TokenizerError("caption cleaning: the caption is not valid UTF-8 at byte " + std::to_string(invalid));
+    throw TokenizerError("caption cleaning: the caption is not valid UTF-8 at byte " +
+                         std::to_string(invalid + 1));
   }
   const CleaningRules& r = rules();
   std::string text = unicode::to_lower(caption);

@@ -40,7 +40,8 @@ HfBpeTokenizer::HfBpeTokenizer(const std::filesystem::path& file, const JsonNode
 std::vector<int64_t> HfBpeTokenizer::encode(const std::string& utf8) const {
   const std::size_t invalid = utf8::find_invalid(utf8);
   if (invalid != std::string::npos) {
-    throw TokenizerError("tokenizer " + file_name_ + ": the text is not valid UTF-8 at byte " + std::to_string(invalid));
+    throw TokenizerError("tokenizer " + file_name_ + ": the text is not valid UTF-8 at byte " +
+                         std::to_string(invalid + 1));
   }
   const std::size_t first_character = utf8.empty() ? 0 : utf8::sequence_length(static_cast<unsigned char>(utf8[0]));
   std::vector<hf::TextPiece> pieces{{utf8, first_character, std::nullopt}};

@@ -118,7 +118,8 @@ Regex Regex::literal(const std::string& text, const std::string& description) {
 std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_view text) const {
   const std::size_t invalid = utf8::find_invalid(text);
   if (invalid != std::string_view::npos) {
-    throw TokenizerError(compiled_->description + ": text is not valid UTF-8 at byte " + std::to_string(invalid));
+    throw TokenizerError(compiled_->description + ": text is not valid UTF-8 at byte " +
+                         std::to_string(invalid + 1));
   }
   thread_local MatchScratch scratch;
   std::vector<std::pair<std::size_t, std::size_t>> matches;

@@ -129,7 +129,7 @@ std::string TiktokenTokenizer::normalized_input(const std::string& utf8) const {
   const std::size_t invalid = utf8::find_invalid(utf8);
   if (invalid != std::string::npos) {
     throw TokenizerError("tiktoken tokenizer (" + file_name_ + "): the text is not valid UTF-8 at byte " +
-                         std::to_string(invalid));
+                         std::to_string(invalid + 1));
   }
   return unicode::normalize(utf8, unicode::NormalForm::NFC);
 }

@@ -407,6 +407,8 @@ TEST_CASE("a blank or broken -p prompt and a bundle.json given as the model are 
       {"generate" + model + " -p '  '" + out, "-p: the prompt is empty"},
       {"generate" + model + " -p \"$(printf 'caf\\351')\"" + out, "-p: the prompt is not valid UTF-8 at byte 4"},
       {"compare" + model + " -p ' ' --out-dir " + quoted(dir / "c"), "-p: the prompt is empty"},
+      // tokenize said "tokenizer .../tokenizer.json: ... at byte 3", counting from 0 and blaming the file.
+      {"tokenize" + model + " \"$(printf 'caf\351')\"", "sjd: the text is not valid UTF-8 at byte 4"},
       {"generate --model " + quoted(default_model() / "bundle.json") + " -p x" + out,
        "a file, not a model directory (give the folder that holds it: " + default_model().string()},
   });

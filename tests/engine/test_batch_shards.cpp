@@ -157,3 +157,22 @@ TEST_CASE("manifest status: index ranges", "[batch][status]") {
   CHECK(index_ranges(ranges_of({1, 2, 3, 7, 9, 10})) == "1-3, 7, 9-10");
   CHECK(index_ranges({{0, 1}, {5, 5}, {7, 9}}) == "0-1, 5, 7-9");
 }
+
+TEST_CASE("manifest status: the table's columns stay apart whatever the counts and shard names", "[batch][status]") {
+  BatchStatus status;
+  status.images = 268435456;  // nine digits: with fixed 8-wide columns "8" and "268435448" ran together
+  status.shards.push_back({Shard{123456, 999999}, 8, 0, 268435448});  // a name past the 12-wide column
+  status.overall = {Shard{0, 1}, 8, 0, 268435448};
+  std::ostringstream out;
+  print_batch_status(status, out);
+  std::istringstream lines(out.str());
+  std::string line;
+  for (int row = 0; row < 3 && std::getline(lines, line); ++row) {
+    INFO(line);
+    std::istringstream fields(line);
+    std::vector<std::string> words;
+    for (std::string word; fields >> word;) words.push_back(word);
+    CHECK(words.size() == 4);  // name, done, failed, missing
+  }
+  CHECK_THAT(out.str(), Catch::Contains("all") && Catch::Contains("268435448"));
+}

@@ -159,7 +159,9 @@ TEST_CASE("a negative prompt is part of an image's identity where guidance reads
   CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", "   "}}, "c.json"),
                     Catch::Contains("c.json") && Catch::Contains("negative_prompt") && Catch::Contains("blank"));
   CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", std::string("ok \xff")}}, "c.json"),
-                    Catch::Contains("/negative_prompt: is not valid UTF-8 at byte 4"));
+                    Catch::Contains("/negative_prompt: has invalid UTF-8 at byte 4"));
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", std::string("a\0b", 3)}}, "c.json"),
+                    Catch::Contains("/negative_prompt: has a NUL byte at byte 2"));
   CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", 3}}, "c.json"),
                     Catch::Contains("/negative_prompt: expected a string"));
   engine::apply_settings(s, {{"negative_prompt", ""}}, "c.json");  // "" unsets it
