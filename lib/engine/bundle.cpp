@@ -1,5 +1,6 @@
 #include "engine/bundle.h"
 
+#include <algorithm>
 #include <fstream>
 #include <vector>
 
@@ -104,6 +105,11 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     if (!b.tokenizer.contains("kind") || !b.tokenizer["kind"].is_string()) {
       throw InputError(where +
                        ": tokenizer.kind: expected the tokenizer's kind as a string (bpe, tiktoken, spm, byte)");
+    }
+    const auto& kinds = text::tokenizer_kinds();
+    if (std::find(kinds.begin(), kinds.end(), b.tokenizer["kind"].get<std::string>()) == kinds.end()) {
+      throw InputError(where + ": tokenizer.kind: unknown kind " + b.tokenizer["kind"].dump() + " (" +
+                       text::known_tokenizer_kinds() + ")");
     }
     if (!b.tokenizer.contains("file") && b.tokenizer["kind"] != "byte") {
       throw InputError(where + ": tokenizer.file: missing (the tokenizer file, relative to the bundle)");

@@ -36,7 +36,18 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::fi
   if (kind == "tiktoken") return std::make_unique<TiktokenTokenizer>(file, node);
   if (kind == "bpe") return std::make_unique<HfBpeTokenizer>(file, node);
   if (kind == "spm") return std::make_unique<SpmTokenizer>(file, node);
-  throw TokenizerError("tokenizer kind \"" + kind + "\" is unknown (known: byte, tiktoken, bpe, spm)");
+  throw TokenizerError("tokenizer kind \"" + kind + "\" is unknown (" + known_tokenizer_kinds() + ")");
+}
+
+const std::vector<std::string>& tokenizer_kinds() {
+  static const std::vector<std::string> kinds = {"byte", "tiktoken", "bpe", "spm"};
+  return kinds;
+}
+
+std::string known_tokenizer_kinds() {
+  std::string known = "known:";
+  for (const std::string& kind : tokenizer_kinds()) known += (known.size() > 6 ? ", " : " ") + kind;
+  return known;
 }
 
 std::string infer_tokenizer_kind(const std::filesystem::path& file) {

@@ -54,6 +54,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::fi
                                           const nlohmann::json& options,
                                           const std::string& options_where = "tokenizer options");
 
+// The kinds load_tokenizer builds, and "known: byte, tiktoken, bpe, spm" for messages.
+const std::vector<std::string>& tokenizer_kinds();
+std::string known_tokenizer_kinds();
+
 // The kind of a bare tokenizer file: by its name (.json -> bpe, .tiktoken ->
 // tiktoken, .model -> spm), else by its start ('{' -> bpe, a "base64 rank"
 // line -> tiktoken). Throws TokenizerError naming the file when neither tells.

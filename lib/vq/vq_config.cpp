@@ -2,8 +2,11 @@
 // the key so a user can fix bundle.json without reading the code.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "vq/vq_decoder.h"
 #include "io/json_fields.h"
@@ -53,6 +56,16 @@ class ConfigReader {
 
 }  // namespace
 
+namespace {
+const std::vector<std::string> kDecoderKinds = {"chameleon-vqgan", "movq", "vq16"};
+}  // namespace
+
+std::string known_vq_decoder_kinds() {
+  std::string known;
+  for (const std::string& kind : kDecoderKinds) known += (known.empty() ? "" : ", ") + kind;
+  return known;
+}
+
 VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw std::invalid_argument(where + ": expected an object, found " + j.dump());
   static const std::set<std::string> known = {
@@ -69,6 +82,9 @@ VQConfig parse_vq_config(const nlohmann::json& j, const std::string& where) {
   c.raw = j;
   c.where = where;
   c.kind = reader.string("kind");
+  if (std::find(kDecoderKinds.begin(), kDecoderKinds.end(), c.kind) == kDecoderKinds.end()) {
+    reader.fail("kind", "unknown VQ decoder \"" + c.kind + "\" (known: " + known_vq_decoder_kinds() + ")");
+  }
   c.codebook_size = reader.positive_int("codebook_size");
   c.embed_dim = reader.positive_int("embed_dim");
   c.z_channels = reader.positive_int("z_channels");

@@ -17,8 +17,9 @@ std::unique_ptr<VQDecoder> make_decoder_of_kind(const VQConfig& config, const io
   if (config.kind == "chameleon-vqgan") return std::make_unique<ChameleonVQGAN>(config, weights);
   if (config.kind == "movq") return make_movq_decoder(config, weights);
   if (config.kind == "vq16") return make_vq16_decoder(config, weights);
-  throw std::invalid_argument("vq.kind: unknown VQ decoder \"" + config.kind +
-                              "\" (known: chameleon-vqgan, movq, vq16)");
+  // parse_vq_config refuses other kinds, naming the bundle; a config made in code may still hold one.
+  throw std::invalid_argument("vq.kind: unknown VQ decoder \"" + config.kind + "\" (known: " +
+                              known_vq_decoder_kinds() + ")");
 }
 
 std::unique_ptr<VQDecoder> make_on_loaded_device(const VQConfig& config, const io::WeightMap& weights) {

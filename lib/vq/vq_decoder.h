@@ -34,6 +34,9 @@ struct VQConfig {
   std::string where;   // names that object in messages ("models/default/bundle.json: vq"); empty in tests
 };
 
+// The decoder kinds make_vq_decoder builds, as "chameleon-vqgan, movq, vq16" for messages.
+std::string known_vq_decoder_kinds();
+
 // Reads a bundle's `vq` object. `where` names that object in messages, e.g.
 // "models/default/bundle.json: vq"; every error names the offending key.
 // Unknown keys are errors; `weights` is accepted and left to the bundle loader.

@@ -245,6 +245,9 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["tokenizer"]["kind"] = 5; }, "tokenizer.kind: expected"},
       {[](J& j) { j["tokenizer"]["extra"] = 1; }, "bundle.json: tokenizer: extra: unknown key"},
       {[](J& j) { j["vq"]["kind"] = 5; }, "vq.kind"},
+      // Unknown kinds named no file (they failed where the tokenizer or decoder was made).
+      {[](J& j) { j["tokenizer"]["kind"] = "foo"; }, "bundle.json: tokenizer.kind: unknown kind \"foo\" (known: byte"},
+      {[](J& j) { j["vq"]["kind"] = "foo"; }, "bundle.json: vq.kind: unknown VQ decoder \"foo\" (known: chameleon-vqgan"},
       {[](J& j) { j["layout"]["codebook_size"] = 1000000000000000; }, "layout.image_token_first and codebook_size"},
       {[](J& j) { j["layout"]["grid_height"] = int64_t{1} << 62; }, "layout.grid_height: 4611686018427387904 codes"},
       {[](J& j) { j["layout"]["grid_width"] = int64_t{1} << 62; }, "layout.grid_width: 4611686018427387904 codes"},
