@@ -34,8 +34,8 @@ std::string integer_text_problem(const std::string& text) {
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
   if (!text.empty() && error == std::errc() && stop == end) return "";
-  // Past the type's range: only the side it is past is the type's; a flag's own range is checked with it
-  // (a setting's: setting_integer_text_problem).
+  // Past the type's range: said as the type's limit on that side (a setting's own range is said instead by
+  // setting_integer_text_problem; another flag's own range is checked once its value is read).
   if (error == std::errc::result_out_of_range && stop == end) {
     return text.rfind('-', 0) == 0 ? "must be an integer no smaller than " + std::to_string(std::numeric_limits<T>::min()) +
                                          " (got " + text + ")"

@@ -1,4 +1,6 @@
 // `sjd batch`: every prompt of a prompt file -> a PNG each, manifest.jsonl, resumable.
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
@@ -109,7 +111,9 @@ void add_batch_command(CLI::App& app) {
                   "with --shard I/N it must be N")
       // 0 is the value of a flag not given (args.shard_count), so a given 0 would run every prompt without a word.
       ->check([](const std::string& text) {
-        return text.find_first_not_of(" 0") == std::string::npos ? "must be positive (got " + text + ")" : "";
+        int64_t value = 1;  // text that is no integer is integer_text_problem's to name
+        std::from_chars(text.data(), text.data() + text.size(), value);
+        return value == 0 ? "must be positive (got " + text + ")" : std::string();
       });
   add_integer_option(*cmd, "--claim-timeout", args->claim_timeout,
                      "seconds another process's claim on an image may go untouched before this one takes the image "

@@ -11,6 +11,7 @@
 #include "engine/generator.h"
 #include "engine/memory_estimate.h"
 #include "engine/outputs.h"
+#include "engine/settings_checks.h"
 #include "io/input_files.h"
 #include "io/safetensors.h"
 #include "text/closest_name.h"
@@ -83,6 +84,9 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
   if (by_negative) {
     if (!j["negative"].is_string() || j["negative"].get<std::string>().empty()) {
       throw engine::InputError(where + ".negative: expected a non-empty string");
+    }
+    if (const std::string problem = engine::negative_prompt_problem(j["negative"].get<std::string>()); !problem.empty()) {
+      throw engine::InputError(where + ".negative: " + problem);
     }
     return generator.family().negative(j["negative"].get<std::string>());
   }

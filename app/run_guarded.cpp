@@ -8,11 +8,12 @@
 #include <string>
 
 #include "engine/bundle.h"
-#include "engine/outputs.h"
+#include "engine/created_folders.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
 #include "io/text_renderer.h"
 #include "io/weights.h"
+#include "stop_signals.h"
 #include "text/tokenizer.h"
 
 namespace sjd::app {
@@ -79,6 +80,7 @@ int exit_code_of(const std::function<int()>& body) {
 }  // namespace
 
 int run_guarded(const std::function<int()>& body) {
+  install_cleanup_signals();  // a Ctrl-C before the command's own handling also leaves no empty folder
   const int code = exit_code_of(body);
   if (code != 0) engine::remove_empty_created_folders();  // a failed run leaves no empty output folder behind
   return code;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "engine/created_folders.h"
+
 namespace sjd::app {
 namespace {
 
@@ -39,7 +41,28 @@ extern "C" void on_stop_signal(int signal) {
   errno = saved_errno;
 }
 
+extern "C" void on_ending_signal(int signal) {
+  engine::remove_empty_created_folders_on_signal();
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+  std::raise(signal);  // blocked while the handler runs: the process ends by it as the handler returns
+}
+
 }  // namespace
+
+void install_cleanup_signals() {
+  for (const int s : kStopSignals) {
+    struct sigaction current {};
+    sigaction(s, nullptr, &current);
+    if (current.sa_handler == SIG_IGN) continue;
+    struct sigaction action {};
+    action.sa_handler = on_ending_signal;
+    sigemptyset(&action.sa_mask);
+    for (const int other : kStopSignals) sigaddset(&action.sa_mask, other);  // one cleanup at a time
+    sigaction(s, &action, nullptr);
+  }
+}
 
 void install_stop_signals() {
   // Both handlers go in before either can run: a SIGINT between the two would otherwise see SIGTERM's

@@ -11,6 +11,11 @@ namespace sjd::app {
 // script) stays ignored.
 void install_stop_signals();
 
+// Until a command installs the above (or for commands that never do: generate, inspect, bench), SIGINT
+// and SIGTERM end the process as by default, after removing the output folders it made that are still
+// empty (engine/created_folders.h), as a command that fails does.
+void install_cleanup_signals();
+
 // The signal that asked to stop, or 0.
 int stop_signal();
 

@@ -103,8 +103,8 @@ Bundle load_bundle(const std::filesystem::path& dir) {
     // Both are read before the model loads (a number for kind was an exception from the JSON library, a
     // missing file an empty path).
     if (!b.tokenizer.contains("kind") || !b.tokenizer["kind"].is_string()) {
-      throw InputError(where +
-                       ": tokenizer.kind: expected the tokenizer's kind as a string (bpe, tiktoken, spm, byte)");
+      throw InputError(where + ": tokenizer.kind: expected the tokenizer's kind as a string (" +
+                       text::known_tokenizer_kinds() + ")");
     }
     const auto& kinds = text::tokenizer_kinds();
     if (std::find(kinds.begin(), kinds.end(), b.tokenizer["kind"].get<std::string>()) == kinds.end()) {

@@ -38,14 +38,23 @@ int64_t longest_row(const std::vector<model::RowPrompt>& rows) {
   return longest;
 }
 
+// What the longest of prompt_rows' rows holds, for messages about its length: the guidance row of a
+// negative prompt longer than the prompt is the user's other text.
+std::string longest_row_text(const std::vector<model::RowPrompt>& rows, const GenerationSettings& settings) {
+  const bool negative = rows.size() > 1 && !settings.negative_prompt.empty() && rows[1].tokens.size() > rows[0].tokens.size();
+  return negative ? "the negative prompt" : "the prompt";
+}
+
 // A prompt that fills every position the model was trained for leaves none for the image; its prefill
 // alone would run for minutes on a CPU (60022 tokens of the default model: 212 s), to make noise.
-void check_prompt_length(const std::vector<model::RowPrompt>& rows, int64_t limit, const std::string& where) {
+void check_prompt_length(const std::vector<model::RowPrompt>& rows, const GenerationSettings& settings, int64_t limit,
+                         const std::string& where) {
   const int64_t tokens = longest_row(rows);
   if (limit > 0 && tokens >= limit) {
-    throw InputError("the prompt takes " + std::to_string(tokens) + " tokens, at least the " + std::to_string(limit) +
+    const std::string text = longest_row_text(rows, settings);
+    throw InputError(text + " takes " + std::to_string(tokens) + " tokens, at least the " + std::to_string(limit) +
                      " positions the model was trained for (" + where +
-                     ": layout.max_positions), which leaves none for the image: shorten the prompt");
+                     ": layout.max_positions), which leaves none for the image: shorten " + text);
   }
 }
 
@@ -151,23 +160,30 @@ decoding::DecodeRequest Generator::make_request(const std::string& prompt, const
   const char* on_host = std::getenv("SJD_VERIFY_ON_HOST");
   request.verify_on_host = on_host != nullptr && std::string(on_host) == "1";
   for (const model::RowPrompt& row : request.rows) check_ids_in_vocabulary(row.tokens, bundle_);
-  check_prompt_length(request.rows, glue.max_positions(), bundle_.json_path.string());
+  check_prompt_length(request.rows, settings, glue.max_positions(), bundle_.json_path.string());
   return request;
 }
 
 std::string Generator::context_warning(const std::string& prompt, const GenerationSettings& settings) {
   const family::ImageFamily& glue = family(settings.resolution);
   if (std::string dropped = glue.prompt_warning(prompt); !dropped.empty()) return dropped;
+  if (!settings.negative_prompt.empty() && sampling::cfg_mixes(settings.cfg)) {
+    if (std::string dropped = glue.prompt_warning(settings.negative_prompt); !dropped.empty()) {
+      return "the negative prompt: " + dropped;
+    }
+  }
   const int64_t limit = glue.max_positions();
   if (limit <= 0) return "";
-  const int64_t prompt_tokens = longest_row(prompt_rows(glue, prompt, settings));
+  const std::vector<model::RowPrompt> rows = prompt_rows(glue, prompt, settings);
+  const int64_t prompt_tokens = longest_row(rows);
   const int64_t image_tokens = glue.layout().length();
   // A prompt at or past the limit is refused by make_request, with its own message.
   if (prompt_tokens + image_tokens <= limit || prompt_tokens >= limit) return "";
-  return "the prompt takes " + std::to_string(prompt_tokens) + " tokens and the image " +
-         std::to_string(image_tokens) + ", " + std::to_string(prompt_tokens + image_tokens - limit) +
-         " past the " + std::to_string(limit) + " positions the model was trained for (" +
-         bundle_.json_path.string() + ": layout.max_positions); the image may come out damaged: shorten the prompt";
+  const std::string text = longest_row_text(rows, settings);
+  return text + " takes " + std::to_string(prompt_tokens) + " tokens and the image " + std::to_string(image_tokens) +
+         ", " + std::to_string(prompt_tokens + image_tokens - limit) + " past the " + std::to_string(limit) +
+         " positions the model was trained for (" + bundle_.json_path.string() +
+         ": layout.max_positions); the image may come out damaged: shorten " + text;
 }
 
 GenerationOutput Generator::finish(const GenerationSettings& settings, const decoding::MethodConfig& method,

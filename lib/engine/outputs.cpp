@@ -1,13 +1,12 @@
 #include "engine/outputs.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 
 #include "decoding/run_stats.h"
 #include "engine/bundle.h"
+#include "engine/created_folders.h"
 #include "io/input_files.h"
 #include "io/png_writer.h"
 #include "text/utf8.h"
@@ -15,26 +14,6 @@
 namespace sjd::engine {
 
 namespace {
-
-// A folder prepare_output_dir made in this process, and its modification time when this process last
-// changed it: another process that has since put a file in it, or probed it as its own output folder
-// (prepare_output_dir's writable probe creates and removes a file), changed that time, and the folder
-// is then left to it.
-struct CreatedFolder {
-  std::filesystem::path path;
-  int64_t modified_ns = 0;
-};
-
-std::vector<CreatedFolder>& created_folders() {
-  static std::vector<CreatedFolder> folders;
-  return folders;
-}
-
-int64_t modified_ns(const std::filesystem::path& folder) {
-  struct stat info {};
-  if (::lstat(folder.c_str(), &info) != 0) return -1;
-  return io::modification_ns(info);
-}
 
 // `dir` and those of its parents that do not exist yet, deepest first, as the kernel resolves them
 // (weakly_canonical: "link/../out" is the out beside the link's target).
@@ -61,31 +40,16 @@ void prepare_output_dir(const std::filesystem::path& dir) {
     throw InputError(dir.string() + ": the output folder exists and is not a folder");
   }
   const std::vector<std::filesystem::path> missing = missing_folders(dir);
+  const SigintSigtermHeld held;  // a Ctrl-C before the folders are recorded would leave them behind
   std::filesystem::create_directories(dir, error);
   if (error) throw InputError(dir.string() + ": cannot create the output folder: " + error.message());
-  for (const std::filesystem::path& folder : missing) created_folders().push_back({folder, 0});
-  io::check_folder_writable(dir);
-  for (CreatedFolder& folder : created_folders()) folder.modified_ns = modified_ns(folder.path);  // our changes
-}
-
-void remove_empty_created_folders() {
-  std::vector<CreatedFolder> folders = std::move(created_folders());
-  created_folders().clear();
-  // Longest path first: a folder inside another (compare's runs/ in its --out-dir, -o a/b/x.png's b in a)
-  // has the longer absolute path, so it goes before the folder that holds it.
-  std::sort(folders.begin(), folders.end(),
-            [](const auto& a, const auto& b) { return a.path.native().size() > b.path.native().size(); });
-  for (const CreatedFolder& folder : folders) {
-    std::error_code error;
-    const bool empty_folder = std::filesystem::is_directory(std::filesystem::symlink_status(folder.path, error)) &&
-                              std::filesystem::is_empty(folder.path, error) && !error;
-    // A folder something was put in, or that another process took as its output folder, stays.
-    if (!empty_folder || modified_ns(folder.path) != folder.modified_ns) continue;
-    if (!std::filesystem::remove(folder.path, error)) continue;
-    for (CreatedFolder& parent : folders) {  // removing it changed its parent: this process's change
-      if (parent.path == folder.path.parent_path()) parent.modified_ns = modified_ns(parent.path);
-    }
+  try {
+    io::check_folder_writable(dir);
+  } catch (...) {
+    record_created_folders(missing);
+    throw;
   }
+  record_created_folders(missing);
 }
 
 bool holds_run(const std::filesystem::path& dir, RunFolder kind) {
@@ -115,7 +79,7 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
   }
   // Whatever model the run reads: a bundle's own files are never replaced (bench --json bundle.json did,
   // with exit code 0). A folder with a bundle.json is a bundle (engine/bundle.h).
-  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path folder = std::filesystem::absolute(file, error).parent_path();
   if (std::filesystem::is_regular_file(file, error) && std::filesystem::exists(folder / "bundle.json", error)) {
     throw InputError(flag + " names " + file.string() + ", a file of the model bundle " + folder.string() +
                      ": sjd never replaces a bundle's files; give another path");

@@ -12,14 +12,10 @@
 
 namespace sjd::engine {
 
-// Creates an output folder (and its parents); a path that exists and is not a
-// folder, or one that cannot be created, is bad input naming it.
+// Creates an output folder (and its parents), recorded for removal if the command fails or is
+// ended by a signal (engine/created_folders.h); a path that exists and is not a folder, or one
+// that cannot be created, is bad input naming it.
 void prepare_output_dir(const std::filesystem::path& dir);
-
-// After a run that failed: removes the folders prepare_output_dir created in this process that are
-// still empty, so a refused or failed command leaves nothing behind. A folder with anything in it
-// stays, and so does every folder that existed before the run.
-void remove_empty_created_folders();
 
 // Which command's folder a --out-dir is: batch (manifest.jsonl and PNGs at the top, batch.json) and
 // compare (compare.json, runs/) each refuse the other's, so two runs' files are never mixed. Checked

@@ -33,7 +33,8 @@ std::string integer_problem(T value, T lo, T hi) {
          std::to_string(value) + ")";
 }
 
-// A text the tokenizer will read, held to a prompt's rules, and not blank ("" is allowed: the setting left unset).
+}  // namespace
+
 std::string negative_prompt_problem(const std::string& text) {
   if (std::string problem = io::prompt_text_problem(text); !problem.empty()) return "has " + problem;
   if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); })) {
@@ -41,8 +42,6 @@ std::string negative_prompt_problem(const std::string& text) {
   }
   return {};
 }
-
-}  // namespace
 
 std::string format_setting_number(double value) {
   std::ostringstream out;

@@ -31,6 +31,10 @@ std::string setting_problem(const GenerationSettings& settings, const std::strin
 // names are checked with it, so its errors name the file and key as its numbers' do.
 std::string name_problem(const GenerationSettings& settings, const std::string& key);
 
+// What is wrong with a negative prompt's text, or "": held to a prompt's rules (UTF-8, no NUL byte) and
+// not blank; "" is allowed (the setting left unset: the family's own guidance row).
+std::string negative_prompt_problem(const std::string& text);
+
 // Nodes of an sjd-pac draft tree with `pd_k` candidates per depth over `pd_depth`
 // depths, saturating at kMaxTreeNodes + 1 (so a huge request cannot overflow).
 int64_t tree_node_count(int64_t pd_k, int64_t pd_depth);

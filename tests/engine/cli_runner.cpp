@@ -36,6 +36,16 @@ CommandResult run_command(const std::string& prefix, const std::string& args) {
   return run_shell(prefix + (build_dir() / "sjd").string() + " " + args);
 }
 
+// Starts `command` in the background of a bash with job control, waits while the shell test `waiting` holds
+// and the process runs, sends it `signals` 0.3 s apart and returns its exit status as the shell reports it.
+int signal_when(const std::string& command, const std::string& waiting, const std::string& signals) {
+  const std::string script = "set -m; " + command + " & pid=$!; " + "while " + waiting +
+                             " && kill -0 $pid; do sleep 0.05; done; " + "for s in " + signals +
+                             "; do kill -$s $pid; sleep 0.3; done; wait $pid";
+  const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 }  // namespace
 
 CommandResult run_sjd(const std::string& args) { return run_command("", args); }
@@ -43,11 +53,12 @@ CommandResult run_sjd(const std::string& args) { return run_command("", args); }
 int signal_after_manifest_lines(const std::string& sjd_command, const std::filesystem::path& manifest, int lines,
                                 const std::string& signals) {
   const std::string count = "$(cat " + shell_quoted(manifest) + " 2>/dev/null | wc -l)";
-  const std::string script = "set -m; " + sjd_command + " & pid=$!; " + "while [ " + count + " -le " +
-                             std::to_string(lines) + " ] && kill -0 $pid; do sleep 0.05; done; " +
-                             "for s in " + signals + "; do kill -$s $pid; sleep 0.3; done; wait $pid";
-  const int status = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return signal_when(sjd_command, "[ " + count + " -le " + std::to_string(lines) + " ]", signals);
+}
+
+int signal_once_there(const std::string& args, const std::filesystem::path& path, const std::string& signal) {
+  return signal_when((build_dir() / "sjd").string() + " " + args + " >/dev/null 2>&1",
+                     "[ ! -e " + shell_quoted(path) + " ]", signal);
 }
 
 CommandResult run_sjd_env(const std::string& environment, const std::string& args) {

@@ -29,6 +29,11 @@ CommandResult run_sjd_limited(const std::string& args, int memory_mb = 1500, int
 // This process's address space (VmSize) in MB.
 int64_t own_address_space_mb();
 
+// Starts sjd with `args` in the background (as signal_after_manifest_lines does), waits until `path` exists,
+// sends the process `signal` ("TERM") and returns its exit status as the shell reports it (128 + the
+// signal's number when the signal ended it).
+int signal_once_there(const std::string& args, const std::filesystem::path& path, const std::string& signal);
+
 // run_sjd with environment assignments before the program ("OMP_NUM_THREADS=1").
 CommandResult run_sjd_env(const std::string& environment, const std::string& args);
 

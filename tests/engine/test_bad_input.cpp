@@ -109,6 +109,7 @@ TEST_CASE("integer flags outside the settings take whole decimal integers only",
            " --lantern-k 4294967296", "--lantern-k: must be an integer in [1, 1024] (got 4294967296)"},
       {b + " --limit 99999999999999999999", "--limit: must be an integer no larger than 9223372036854775807"},
       {b + " --shard-count 0", "--shard-count: must be positive (got 0)"},
+      {b + " --shard-count -0", "--shard-count: must be positive (got -0)"},
       // Not an integer at all: the message names no type's limit (it said 9223372036854775807 for --top-k 1e3).
       {"generate --model " + quoted(default_model()) + " -p 'a red circle' -o " + quoted(dir / "x.png") + " --top-k 1e3",
        "--top-k: must be an integer in decimal digits (got 1e3)"},
@@ -362,6 +363,7 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"text": "a cat", "tokens": [1, 2]}]})", "rows[0]: a row is {\"text\"}"},
       {R"({"rows": [{"negative": "a cat", "text": "a dog"}]})", "rows[0]: a row is {\"text\"}"},
       {R"({"rows": [{"negative": ""}]})", "rows[0].negative: expected a non-empty string"},
+      {R"({"rows": [{"negative": "  "}]})", "rows[0].negative: is blank"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},

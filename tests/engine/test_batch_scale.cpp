@@ -283,10 +283,11 @@ TEST_CASE("manifest: the status of a batch of many images costs what its finishe
   check_result(status, 1, "missing: 0-5, 8-199999999");
   CHECK_THAT(status.out, Catch::Contains("failed: 6-7") && Catch::Contains("images: 200000000\n"));
   // Shards of 3: 66666667 images for shard 0, 66666667 for 1 and 66666666 for 2; 6 is shard 0's, 7 shard 1's.
-  CHECK_THAT(status.out, Catch::Contains("0/3                0       1 66666666") &&
-                             Catch::Contains("1/3                0       1 66666666") &&
-                             Catch::Contains("2/3                0       0 66666666") &&
-                             Catch::Contains("all                0       2199999998"));
+  // Columns as wide as the nine-digit count needs, plus a space ("all 0 2199999998" ran them together).
+  CHECK_THAT(status.out, Catch::Contains("0/3                  0         1   66666666") &&
+                             Catch::Contains("1/3                  0         1   66666666") &&
+                             Catch::Contains("2/3                  0         0   66666666") &&
+                             Catch::Contains("all                  0         2  199999998"));
   // A merge refused for a manifest it cannot lock (a link) leaves no empty manifest.jsonl behind.
   write_file(dir / "elsewhere.jsonl", "");
   std::filesystem::create_symlink(dir / "elsewhere.jsonl", dir / "manifest.1-of-3.jsonl");

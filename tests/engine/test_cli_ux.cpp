@@ -200,6 +200,20 @@ TEST_CASE("a command that fails removes the output folders it made and left empt
   CHECK(std::filesystem::is_directory(dir / "kept"));
 }
 
+TEST_CASE("generate ended by a signal removes the output folders it made and left empty", "[cli][ux]") {
+  TempDir dir("ux_signalled_folders");
+  const auto image = dir / "new" / "sub" / "x.png";
+  for (const auto& [signal, number] : {std::pair{"TERM", 15}, std::pair{"INT", 2}}) {
+    INFO(signal);
+    // The signal comes once the folders are there (made before the model loads, seconds before the image).
+    const int status = signal_once_there(generate_command() + " --method ar -o " + quoted(image),
+                                         image.parent_path(), signal);
+    CHECK(status == 128 + number);
+    CHECK_FALSE(std::filesystem::exists(image));
+    CHECK_FALSE(std::filesystem::exists(dir / "new"));  // it was: the default action left both folders
+  }
+}
+
 TEST_CASE("generate refuses image names that are not .png", "[cli][ux]") {
   TempDir dir("ux_output_extension");
   const auto r = run_sjd(generate_command() + " -o " + quoted(dir / "x.jpg"));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/created_folders.h"
 #include "engine/outputs.h"
 #include "testing/test_support.h"
 

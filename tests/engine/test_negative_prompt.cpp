@@ -53,8 +53,25 @@ TEST_CASE("a negative prompt is the guidance row in the unconditional row's plac
   CHECK(rows[1].tokens == glue.negative("a large green ring").tokens);
   CHECK(rows[1].tokens != glue.unconditional(kPrompt).tokens);
 
+  // Too long, it is named in the warning and the refusal, not the prompt (the default model: 2048 positions,
+  // 1061 image tokens; 160 copies of the phrase take 1141 with the template, 300 take more than 2048).
+  const auto copies = [](int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += (i > 0 ? " " : "") + std::string("a large red triangle on the left");
+    return text;
+  };
+  s.negative_prompt = copies(160);
+  CHECK_THAT(generator.context_warning(kPrompt, s),
+             Catch::StartsWith("the negative prompt takes 1141 tokens and the image 1061") &&
+                 Catch::EndsWith("shorten the negative prompt"));
+  CHECK(generator.context_warning(copies(160), s).rfind("the prompt takes", 0) == 0);  // the longer of the two
+  s.negative_prompt = copies(300);
+  CHECK_THROWS_WITH(generator.generate(kPrompt, s), Catch::StartsWith("the negative prompt takes") &&
+                                                        Catch::EndsWith("shorten the negative prompt"));
+
   s.cfg = 1.0;  // no guidance row to put it in
   CHECK(engine::prompt_rows(glue, kPrompt, s).size() == 1);
+  CHECK(generator.context_warning(kPrompt, s).empty());
 }
 
 TEST_CASE("generate and batch --negative-prompt: another image, the same in a batch, recorded, and checked",
