@@ -37,10 +37,9 @@ std::string integer_text_problem(const std::string& text) {
   // Past the type's range: said as the type's limit on that side (a setting's own range is said instead by
   // setting_integer_text_problem; another flag's own range is checked once its value is read).
   if (error == std::errc::result_out_of_range && stop == end) {
-    return text.rfind('-', 0) == 0 ? "must be an integer no smaller than " + std::to_string(std::numeric_limits<T>::min()) +
-                                         " (got " + text + ")"
-                                   : "must be an integer no larger than " + std::to_string(std::numeric_limits<T>::max()) +
-                                         " (got " + text + ")";
+    const bool below = text.rfind('-', 0) == 0;
+    return "must be an integer no " + std::string(below ? "smaller" : "larger") + " than " +
+           std::to_string(below ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max()) + " (got " + text + ")";
   }
   if (std::is_unsigned_v<T> && text.rfind('-', 0) == 0) return "must be a non-negative integer (got " + text + ")";
   return "must be an integer in decimal digits (got " + text + ")";

@@ -85,10 +85,11 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
     if (!j["negative"].is_string() || j["negative"].get<std::string>().empty()) {
       throw engine::InputError(where + ".negative: expected a non-empty string");
     }
-    if (const std::string problem = engine::negative_prompt_problem(j["negative"].get<std::string>()); !problem.empty()) {
+    const std::string text = j["negative"].get<std::string>();
+    if (const std::string problem = engine::negative_prompt_problem(text); !problem.empty()) {
       throw engine::InputError(where + ".negative: " + problem);
     }
-    return generator.family().negative(j["negative"].get<std::string>());
+    return generator.family().negative(text);
   }
   if (by_uncond) {  // {"uncond": false} would otherwise be read as a row of tokens, which it names none of
     if (!j.contains("uncond") || j["uncond"] != true) {

@@ -41,7 +41,8 @@ int64_t longest_row(const std::vector<model::RowPrompt>& rows) {
 // What the longest of prompt_rows' rows holds, for messages about its length: the guidance row of a
 // negative prompt longer than the prompt is the user's other text.
 std::string longest_row_text(const std::vector<model::RowPrompt>& rows, const GenerationSettings& settings) {
-  const bool negative = rows.size() > 1 && !settings.negative_prompt.empty() && rows[1].tokens.size() > rows[0].tokens.size();
+  const bool negative =
+      rows.size() > 1 && !settings.negative_prompt.empty() && rows[1].tokens.size() > rows[0].tokens.size();
   return negative ? "the negative prompt" : "the prompt";
 }
 

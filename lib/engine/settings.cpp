@@ -231,7 +231,8 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
   }
   if (!s.negative_prompt.empty() && s.negative_prompt != baseline.negative_prompt && !sampling::cfg_mixes(s.cfg)) {
-    line() << "cfg " << format_setting_number(s.cfg) << " decodes without a guidance row, so negative_prompt is ignored";
+    line() << "cfg " << format_setting_number(s.cfg)
+           << " decodes without a guidance row, so negative_prompt is ignored";
   }
   if (s.temperature <= 0.0 && s.relax != "none") {
     line() << "at temperature 0 (argmax decoding) relaxation " << s.relax
