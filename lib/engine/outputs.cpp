@@ -15,6 +15,13 @@ namespace sjd::engine {
 
 namespace {
 
+// The refusal of an output that would replace a file of a model bundle, whichever check finds it.
+InputError bundle_file_error(const std::string& flag, const std::filesystem::path& file,
+                             const std::filesystem::path& bundle) {
+  return InputError(flag + " names " + file.string() + ", a file of the model bundle " + bundle.string() +
+                    ": sjd never replaces a bundle's files; give another path");
+}
+
 // `dir` and those of its parents that do not exist yet, deepest first, as the kernel resolves them
 // (weakly_canonical: "link/../out" is the out beside the link's target).
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& dir) {
@@ -81,8 +88,7 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
   // with exit code 0). A folder with a bundle.json is a bundle (engine/bundle.h).
   const std::filesystem::path folder = std::filesystem::absolute(file, error).parent_path();
   if (std::filesystem::is_regular_file(file, error) && std::filesystem::exists(folder / "bundle.json", error)) {
-    throw InputError(flag + " names " + file.string() + ", a file of the model bundle " + folder.string() +
-                     ": sjd never replaces a bundle's files; give another path");
+    throw bundle_file_error(flag, file, folder);
   }
   if (!extension.empty()) {
     std::string given = file.extension().string();
@@ -147,8 +153,7 @@ void check_outputs_apart(const NamedPaths& outputs, const NamedPaths& inputs, co
     }
     std::error_code error;
     if (!bundle.empty() && inside(resolved, bundle) && std::filesystem::exists(resolved, error)) {
-      throw InputError(flag + " names " + file.string() + ", a file of the model bundle " + model_dir.string() +
-                       ": sjd never replaces a bundle's files; give another path");
+      throw bundle_file_error(flag, file, model_dir);
     }
     seen.emplace_back(flag, resolved);
   }
