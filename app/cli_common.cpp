@@ -14,6 +14,7 @@
 #include "engine/device.h"
 #include "engine/memory_estimate.h"
 #include "engine/settings_checks.h"
+#include "text/unicode.h"
 #include "text/utf8.h"
 
 namespace sjd::app {
@@ -252,8 +253,8 @@ void check_prompt_flag(const std::string& prompt) {
   if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
     throw engine::InputError("-p: the prompt is not valid UTF-8 at byte " + std::to_string(bad + 1));
   }
-  if (std::all_of(prompt.begin(), prompt.end(), [](unsigned char c) { return std::isspace(c); })) {
-    throw engine::InputError("-p: the prompt is empty");
+  if (text::unicode::is_blank(prompt)) {
+    throw engine::InputError("-p: the prompt is blank (it shows nothing)");
   }
 }
 

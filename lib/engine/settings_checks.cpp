@@ -15,6 +15,7 @@
 #include "sampling/relaxation.h"
 #include "io/prompt_file.h"
 #include "text/closest_name.h"
+#include "text/unicode.h"
 
 namespace sjd::engine {
 namespace {
@@ -37,7 +38,7 @@ std::string integer_problem(T value, T lo, T hi) {
 
 std::string negative_prompt_problem(const std::string& text) {
   if (std::string problem = io::prompt_text_problem(text); !problem.empty()) return "has " + problem;
-  if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); })) {
+  if (!text.empty() && text::unicode::is_blank(text)) {
     return "is blank (leave it out for the model's own guidance row)";
   }
   return {};

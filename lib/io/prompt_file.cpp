@@ -4,6 +4,7 @@
 #include "io/delimited_text.h"
 #include "io/input_files.h"
 #include "text/strict_json.h"
+#include "text/unicode.h"
 #include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
@@ -42,9 +43,7 @@ std::string read_contents(const std::filesystem::path& file) {
   return text;
 }
 
-bool is_blank(std::string_view line) {
-  return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
-}
+bool is_blank(std::string_view line) { return text::unicode::is_blank(line); }
 
 // Each line of `text` with its 1-based number, without LF or CRLF.
 template <typename Visit>
@@ -163,13 +162,17 @@ std::vector<PromptEntry> read_prompts(const std::filesystem::path& file) {
     case PromptFormat::kJsonLines: prompts = json_lines_prompts(text, file); break;
   }
   for (const PromptEntry& entry : prompts) {
-    if (is_blank(entry.prompt)) fail(file, entry.line, "the prompt is empty");
+    if (is_blank(entry.prompt)) fail(file, entry.line, "the prompt is blank");
   }
   if (prompts.empty()) throw PromptFileError(file.string() + ": the file holds no prompts");
   return prompts;
 }
 
 std::string prompt_text_problem(const std::string& prompt) {
+  if (prompt.size() > kMaxPromptBytes) {
+    return "a length of " + std::to_string(prompt.size()) + " bytes, more than the " +
+           std::to_string(kMaxPromptBytes) + " (1 MiB) a prompt may have";
+  }
   if (const size_t bad = text::utf8::find_invalid(prompt); bad != std::string::npos) {
     return "invalid UTF-8 at byte " + std::to_string(bad + 1);
   }

@@ -43,9 +43,15 @@ constexpr uint64_t kMaxPromptFileBytes = uint64_t{256} << 20;
 // without prompts.
 std::vector<PromptEntry> read_prompts(const std::filesystem::path& file);
 
+// The longest prompt taken, in bytes. Emu3, the longest context of the three families, has 9216 positions,
+// and its tokens average about 4 bytes of English text: a prompt of 1 MiB is some 30 times what any model here
+// can read. Tokenising one costs about 40 bytes of memory per byte of text (a 10 MB prompt: 380 MB), so
+// the longest prompt a file can hold (256 MiB) would take 10 GB only to be refused as too long.
+constexpr uint64_t kMaxPromptBytes = uint64_t{1} << 20;
+
 // Why a prompt cannot be used as it is ("invalid UTF-8 at byte 7", "a NUL byte at byte 6": the
-// manifest's JSON and the PNG's text chunks cannot hold it), or "" when it can. Read prompt files
-// keep such prompts, so that a batch records each as failed on its own line.
+// manifest's JSON and the PNG's text chunks cannot hold it; longer than kMaxPromptBytes), or "" when it
+// can. Read prompt files keep such prompts, so that a batch records each as failed on its own line.
 std::string prompt_text_problem(const std::string& prompt);
 
 }  // namespace sjd::io

@@ -78,6 +78,17 @@ std::string to_lower(std::string_view text) {
 
 bool is_white_space(char32_t c) { return u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_WHITE_SPACE); }
 
+bool is_blank(std::string_view text) {
+  if (utf8::find_invalid(text) != std::string_view::npos) return false;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<UChar32>(utf8::next(text, i));
+    if (!u_hasBinaryProperty(c, UCHAR_WHITE_SPACE) && !u_hasBinaryProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool is_numeric(char32_t c) {
   const auto category = u_charType(static_cast<UChar32>(c));
   return category == U_DECIMAL_DIGIT_NUMBER || category == U_LETTER_NUMBER || category == U_OTHER_NUMBER;

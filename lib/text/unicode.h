@@ -17,6 +17,10 @@ std::string normalize(std::string_view text, NormalForm form);
 std::string to_lower(std::string_view text);
 
 bool is_white_space(char32_t c);   // the Unicode White_Space property
+// True when `text` shows nothing: every code point is White_Space or default-ignorable (U+200B zero width
+// space, U+FEFF, U+2060 word joiner...), as a prompt of ideographic spaces or zero-width characters is. The
+// empty string is blank; invalid UTF-8 is not (it is refused for its bytes instead).
+bool is_blank(std::string_view text);
 bool is_numeric(char32_t c);       // general category Nd, Nl or No
 bool is_punctuation(char32_t c);   // ASCII punctuation or a P* category
 bool is_mark(char32_t c);          // general category M (combining marks)

@@ -364,6 +364,7 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"negative": "a cat", "text": "a dog"}]})", "rows[0]: a row is {\"text\"}"},
       {R"({"rows": [{"negative": ""}]})", "rows[0].negative: expected a non-empty string"},
       {R"({"rows": [{"negative": "  "}]})", "rows[0].negative: is blank"},
+      {R"({"rows": [{"negative": "\u3000\u200b"}]})", "rows[0].negative: is blank"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},
@@ -408,10 +409,13 @@ TEST_CASE("a blank or broken -p prompt and a bundle.json given as the model are 
   const std::string model = " --model " + quoted(default_model());
   const std::string out = " -o " + quoted(dir / "x.png");
   expect_refused({
-      {"generate" + model + " -p ''" + out, "-p: the prompt is empty"},
-      {"generate" + model + " -p '  '" + out, "-p: the prompt is empty"},
+      {"generate" + model + " -p ''" + out, "-p: the prompt is blank"},
+      {"generate" + model + " -p '  '" + out, "-p: the prompt is blank"},
+      // Ideographic spaces, a no-break space and a zero width space show nothing, yet made an image.
+      {"generate" + model + " -p \"$(printf '\343\200\200 \302\240\342\200\213')\"" + out,
+       "-p: the prompt is blank"},
       {"generate" + model + " -p \"$(printf 'caf\\351')\"" + out, "-p: the prompt is not valid UTF-8 at byte 4"},
-      {"compare" + model + " -p ' ' --out-dir " + quoted(dir / "c"), "-p: the prompt is empty"},
+      {"compare" + model + " -p ' ' --out-dir " + quoted(dir / "c"), "-p: the prompt is blank"},
       // tokenize said "tokenizer .../tokenizer.json: ... at byte 3", counting from 0 and blaming the file.
       {"tokenize" + model + " \"$(printf 'caf\351')\"", "sjd: the text is not valid UTF-8 at byte 4"},
       {"generate --model " + quoted(default_model() / "bundle.json") + " -p x" + out,

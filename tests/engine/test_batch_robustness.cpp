@@ -70,6 +70,24 @@ TEST_CASE("batch: a NUL byte in a prompt fails that prompt before its image is m
   CHECK_FALSE(std::filesystem::exists(dir / "c"));
 }
 
+TEST_CASE("batch: a prompt longer than 1 MiB fails alone, before it is tokenised", "[cli][batch][robustness]") {
+  // A 10 MB prompt line was tokenised whole (14 s and 380 MB) before it was found too long for the model, and
+  // the largest a prompt file holds would have taken some 10 GB.
+  TempDir dir("batch_long_prompt");
+  std::string words;
+  while (words.size() <= (size_t{1} << 20)) words += "word ";
+  write_file(dir / "prompts.txt", "a red apple\n" + words + "\n");
+  const auto r = run_sjd_limited(batch_args(dir / "prompts.txt", dir / "out"));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("prompts.txt:2: a length of " + std::to_string(words.size()) +
+                                    " bytes, more than the 1048576 (1 MiB) a prompt may have"));
+  const auto records = manifest_records(dir / "out" / "manifest.jsonl");
+  REQUIRE(records.size() == 2);
+  CHECK(records[0]["status"] == "ok");
+  CHECK(records[1]["status"] == "failed");
+}
+
 TEST_CASE("batch: a manifest that is a link, a FIFO or a folder is refused before any image", "[cli][batch][robustness]") {
   TempDir dir("batch_manifest_kind");
   write_file(dir / "prompts.txt", "a red apple\n");

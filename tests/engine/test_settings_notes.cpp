@@ -162,6 +162,10 @@ TEST_CASE("a negative prompt is part of an image's identity where guidance reads
                     Catch::Contains("/negative_prompt: has invalid UTF-8 at byte 4"));
   CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", std::string("a\0b", 3)}}, "c.json"),
                     Catch::Contains("/negative_prompt: has a NUL byte at byte 2"));
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", std::string((size_t{1} << 20) + 1, 'a')}}, "c.json"),
+                    Catch::Contains("/negative_prompt: has a length of 1048577 bytes, more than the 1048576"));
+  CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", "\u3000\u200b"}}, "c.json"),
+                    Catch::Contains("/negative_prompt: is blank"));
   CHECK_THROWS_WITH(engine::apply_settings(s, {{"negative_prompt", 3}}, "c.json"),
                     Catch::Contains("/negative_prompt: expected a string"));
   engine::apply_settings(s, {{"negative_prompt", ""}}, "c.json");  // "" unsets it

@@ -44,7 +44,8 @@ TEST_CASE("txt: one prompt per non-empty line", "[io][prompts]") {
   TempDir dir("prompts_txt");
   const std::string byte_order_mark = "\xEF\xBB\xBF";
   const auto entries =
-      read_written(dir, "p.txt", byte_order_mark + "a photo of a cat\r\n\n   \nan \"astronaut\", riding\n");
+      read_written(dir, "p.txt", byte_order_mark + "a photo of a cat\r\n\n   \nan \"astronaut\", riding\n"
+                                 "\xE3\x80\x80\xC2\xA0\xE2\x80\x8B\n");  // blank: U+3000, U+00A0, U+200B
   CHECK(prompts_of(entries) == std::vector<std::string>{"a photo of a cat", "an \"astronaut\", riding"});
   CHECK(lines_of(entries) == std::vector<int>{1, 4});
 }
@@ -155,7 +156,10 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "h.tsv", "Prompt\tNote\nfine\tx\nshort\n"),
              Contains("h.tsv:3") && Contains("1 fields but the header has 2"));
   CHECK_THAT(error_of(dir, "i.csv", "Prompt,Note\na,b,c\n"), Contains("i.csv:2") && Contains("3 fields"));
-  CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("empty"));
+  CHECK_THAT(error_of(dir, "j.csv", "Prompt,Note\n\"\",x\n"), Contains("j.csv:2") && Contains("blank"));
+  // Ideographic and zero width spaces show nothing: a blank prompt, as spaces are.
+  CHECK_THAT(error_of(dir, "j.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"\\u3000\\u200b\"}\n"),
+             Contains("j.jsonl:2") && Contains("the prompt is blank"));
   CHECK_THAT(error_of(dir, "k.txt", "\n  \n"), Contains("k.txt") && Contains("no prompts"));
   // Two prompts where one was meant: the reader would have taken one of them without a word.
   CHECK_THAT(error_of(dir, "l.jsonl",

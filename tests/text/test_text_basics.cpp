@@ -6,6 +6,7 @@
 #include "text/pair_merge.h"
 #include "text/regex.h"
 #include "text/tokenizer.h"
+#include "text/unicode.h"
 #include "text/utf8.h"
 
 using sjd::text::Regex;
@@ -38,6 +39,17 @@ TEST_CASE("utf8::next and append round-trip every sequence length", "[text][utf8
   std::u32string decoded;
   for (std::size_t i = 0; i < text.size();) decoded += utf8::next(text, i);
   CHECK(decoded == code_points);
+}
+
+TEST_CASE("unicode::is_blank: only white space and default-ignorable code points", "[text][utf8]") {
+  using sjd::text::unicode::is_blank;
+  CHECK(is_blank(""));
+  CHECK(is_blank(" \t\r\n"));
+  CHECK(is_blank("\u3000\u00a0\u2028\u200b\ufeff\u2060"));  // ideographic, no-break, line separator, zero width
+  CHECK_FALSE(is_blank("\u3000x"));
+  CHECK_FALSE(is_blank("\u00b7"));           // a middle dot shows
+  CHECK_FALSE(is_blank("\xff"));             // invalid UTF-8 is refused for its bytes, not as blank
+  CHECK_FALSE(is_blank(" \xE3\x80"));       // a cut ideographic space
 }
 
 TEST_CASE("Regex classes follow the reference engines, not PCRE2's defaults", "[text][regex]") {
