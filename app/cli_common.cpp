@@ -48,10 +48,12 @@ std::string integer_text_problem(const std::string& text) {
 
 // CLI11 reads an empty text as 0 (an unset shell variable: `--temperature "$T"` decoded greedily) and takes
 // hexadecimal floats: a decimal flag's text must be a decimal number (ranges are checked with the setting).
+// strtod skips leading white space: " 1" was taken while "1 " was refused.
 std::string decimal_text_problem(const std::string& text) {
   char* end = nullptr;
   std::strtod(text.c_str(), &end);
-  const bool whole = !text.empty() && end == text.c_str() + text.size();
+  const bool whole = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) &&
+                     end == text.c_str() + text.size();
   if (whole && text.find_first_of("xX") == std::string::npos) return "";
   return "must be a decimal number (got '" + text + "')";
 }

@@ -62,6 +62,7 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --temperature 1e-300", "--temperature"},
       {g + " --temperature ''", "--temperature: must be a decimal number (got '')"},  // CLI11 read it as 0: greedy
       {g + " --cfg ''", "--cfg: must be a decimal number"},
+      {g + " --cfg ' 1'", "--cfg: must be a decimal number (got ' 1')"},  // taken, while '1 ' was refused
       {g + " --method sjd --relax uniform --delta 0x10", "--delta: must be a decimal number (got '0x10')"},
       {g + " --top-k -5", "--top-k"},
       {g + " --resolution -64", "--resolution"},
