@@ -130,6 +130,25 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
     }
   }
   check_codes_in_vocabulary(c.image_token_first, c.codebook_size, vocab_size, c.where);
+  // A structure token among the image codes would be drawn as a code, and two structure tokens sharing an id
+  // would make the rows say something else than the model was trained on: either is a bundle's typo.
+  const int64_t last_code = c.image_token_first + c.codebook_size - 1;
+  std::vector<std::pair<const char*, int64_t>> tokens(std::begin(structure), std::end(structure));
+  tokens.erase(tokens.begin() + 5);  // size_token_base is where the size tokens start, not a token itself
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto& [key, id] = tokens[i];
+    if (id >= c.image_token_first && id <= last_code) {
+      throw std::invalid_argument(c.where + "." + key + ": id " + std::to_string(id) + " lies inside the image codes " +
+                                  std::to_string(c.image_token_first) + ".." + std::to_string(last_code));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const bool height_and_width = j == tokens.size() - 2;  // one id for a square image
+      if (tokens[j].second == id && !height_and_width) {
+        throw std::invalid_argument(c.where + "." + key + " and " + tokens[j].first + ": both are id " +
+                                    std::to_string(id) + "; each structure token needs its own");
+      }
+    }
+  }
   // The generated sequence: begin_image, height token, width token, rows of (codes + newline), end_image,
   // end_of_turn.
   std::vector<int64_t> forced = {c.begin_image_id, height_token, width_token};

@@ -238,6 +238,17 @@ TEST_CASE("lumina layout errors name the key", "[lumina]") {
   layout = release_layout();
   layout["size_token_unit_px"] = 40;
   REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("768 px is not a multiple of size_token_unit_px (40)"));
+  // A structure token among the image codes, or two sharing an id, were taken.
+  layout = release_layout();
+  layout["newline_id"] = 100;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout),
+                      Contains("lumina/bundle.json: layout.newline_id: id 100 lies inside the image codes 4..8195"));
+  layout = release_layout();
+  layout["begin_image_id"] = kBos;
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("layout.begin_image_id and bos_id: both are id 0"));
+  layout = release_layout();
+  layout["size_token_base"] = kNewline - 24;  // the 768 px tokens land on the newline
+  REQUIRE_THROWS_WITH(lumina.make(0, layout), Contains("(height token) and newline_id: both are id 8803"));
   // max_positions is optional (0: not recorded), and positive when given.
   layout = release_layout();
   CHECK(lumina.make(0, layout)->max_positions() == 0);
