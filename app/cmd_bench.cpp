@@ -166,11 +166,10 @@ int run_bench_command(const BenchArgs& args) {
             << engine::format_bytes(engine::bench_memory(options, preset).bytes) << " at its largest; making "
             << preset.name << "'s weights, then timing its steps\n";
   if (!args.profile.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(args.profile, error);
-    if (error || !std::filesystem::is_directory(args.profile)) {
-      throw engine::InputError("--profile " + args.profile + ": cannot make the folder" +
-                               (error ? ": " + error.message() : ""));
+    try {  // made as every output folder is: removed again, when left empty, by a failure or Ctrl-C
+      engine::prepare_output_dir(args.profile);
+    } catch (const engine::InputError& error) {
+      throw engine::InputError("--profile " + std::string(error.what()));
     }
     options.profile_dir = args.profile;
   }
