@@ -119,7 +119,12 @@ void add_count_setting(CLI::App& cmd, std::vector<CLI::Option*>& options,
 void refuse_empty_values(CLI::App& command) {
   command.parse_complete_callback([&command] {
     for (const CLI::Option* option : command.get_options()) {
-      if (option->count() == 0 || !option->nonpositional() || option->get_name() == "--prompt") continue;
+      // -p "" is refused as a blank prompt; --negative-prompt "" is the model's own guidance row again, so
+      // that the command line can undo a config file's or bundle's negative prompt.
+      if (option->count() == 0 || !option->nonpositional() || option->get_name() == "--prompt" ||
+          option->get_name() == "--negative-prompt") {
+        continue;
+      }
       for (const std::string& value : option->results()) {
         if (value.empty()) {
           throw CLI::ValidationError(option->get_name(),
@@ -174,8 +179,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   });
   add_setting(cmd, o, a, "--cfg", &values_.cfg, &S::cfg, "classifier-free guidance scale (1 = off)");
   add_setting(cmd, o, a, "--negative-prompt", &values_.negative_prompt, &S::negative_prompt,
-              "text of the guidance row, steered away from (default: the model's own unconditional row; Emu3: "
-              "its bundle's negative prompt)");
+              "text of the guidance row, steered away from (default, or \"\": the model's own unconditional row; "
+              "Emu3: its bundle's negative prompt)");
   add_setting(cmd, o, a, "--temperature", &values_.temperature, &S::temperature, "sampling temperature");
   add_setting(cmd, o, a, "--top-k", &values_.top_k, &S::top_k, "keep the k most likely image tokens (0 = all)");
   add_setting(cmd, o, a, "--seed", &values_.seed, &S::seed, "random seed (reproduces an image exactly)");

@@ -85,6 +85,14 @@ TEST_CASE("generate and batch --negative-prompt: another image, the same in a ba
   REQUIRE(steered.exit_code == 0);
   CHECK(pixel_bytes(dir / "steered.png") != pixel_bytes(dir / "plain.png"));
   CHECK(nlohmann::json::parse(read_file(dir / "s.json"))["settings"]["negative_prompt"] == "a blue background");
+  // An empty --negative-prompt undoes a config file's: the model's own guidance row again (it was refused as
+  // an empty value, and only another config file could undo it).
+  write_file(dir / "c.json", R"({"negative_prompt": "a blue background"})");
+  const auto undone =
+      run_sjd(generate("--config " + shell_quoted(dir / "c.json") + " --negative-prompt ''", dir / "undone.png"));
+  INFO(undone.err);
+  REQUIRE(undone.exit_code == 0);
+  CHECK(pixel_bytes(dir / "undone.png") == pixel_bytes(dir / "plain.png"));
 
   // The first image of a batch has the batch's seed: the same image, decoded beside another prompt.
   write_file(dir / "prompts.txt", kPrompt + "\na ring\n");
