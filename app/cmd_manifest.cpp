@@ -35,11 +35,13 @@ int run_manifest_command(const ManifestArgs& args) {
                              "compare.json and runs/manifest.jsonl");
   }
   int64_t images = 0;
+  std::vector<std::string> prompts;  // --prompts: each image's prompt, to tell another file's images apart
   if (args.prompts.empty()) {
     images = engine::recorded_batch_size(args.dir);
   } else {
-    images = static_cast<int64_t>(io::read_prompts(args.prompts).size());
-    if (args.limit > 0) images = std::min(images, args.limit);
+    for (io::PromptEntry& entry : io::read_prompts(args.prompts)) prompts.push_back(std::move(entry.prompt));
+    if (args.limit > 0 && static_cast<int64_t>(prompts.size()) > args.limit) prompts.resize(args.limit);
+    images = static_cast<int64_t>(prompts.size());
   }
   if (args.merge) {
     const engine::MergeResult merged = engine::merge_manifests(args.dir, std::cerr);
@@ -51,7 +53,8 @@ int run_manifest_command(const ManifestArgs& args) {
                       : std::string())
               << ")\n";
   }
-  const engine::BatchStatus status = engine::batch_status(args.dir, images, std::cerr);
+  const engine::BatchStatus status =
+      engine::batch_status(args.dir, images, std::cerr, args.prompts.empty() ? nullptr : &prompts);
   engine::print_batch_status(status, std::cout);
   return status.complete() ? 0 : 1;
 }

@@ -13,6 +13,7 @@
 #include "io/atomic_file.h"
 #include "io/input_files.h"
 #include "io/prompt_file.h"
+#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
@@ -54,7 +55,8 @@ int64_t recorded_batch_size(const std::filesystem::path& dir) {
   return j["images"].get<int64_t>();
 }
 
-BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log) {
+BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log,
+                         const std::vector<std::string>* prompts) {
   ManifestReader reader(dir, log);
   const std::map<int64_t, FinishedImage> done = reader.read_new();
   const std::map<int64_t, FinishedImage>& failures = reader.failures();
@@ -86,13 +88,25 @@ BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::
       ++(shard.*to);
     }
   };
-  std::map<int64_t, bool> finished;  // index -> done (a done image wins over an earlier failure)
-  for (const auto& entry : done) finished.emplace(entry.first, true);
-  for (const auto& entry : failures) finished.emplace(entry.first, false);
+  // index -> (done, its line); a done image wins over an earlier failure.
+  std::map<int64_t, std::pair<bool, const nlohmann::json*>> finished;
+  for (const auto& [i, image] : done) finished.emplace(i, std::pair{true, &image.record});
+  for (const auto& [i, image] : failures) finished.emplace(i, std::pair{false, &image.record});
   std::vector<int64_t> failed;
   int64_t next = 0;  // the first index not yet placed in a range
-  for (const auto& [i, is_done] : finished) {
-    if (i < 0 || i >= images) continue;
+  for (const auto& [i, outcome] : finished) {
+    const auto& [is_done, record] = outcome;
+    if (i < 0 || i >= images) {
+      ++status.past_end;
+      continue;
+    }
+    // Lines written before prompts were recorded have none to compare.
+    const auto recorded = record->find("prompt");
+    if (prompts != nullptr && recorded != record->end() && recorded->is_string() &&
+        *recorded != text::utf8::to_valid((*prompts)[static_cast<size_t>(i)])) {
+      status.other_prompt.push_back(i);
+      continue;
+    }
     move_out_of_missing(i, is_done ? &ShardStatus::done : &ShardStatus::failed);
     if (!is_done) failed.push_back(i);
     if (i > next) status.missing.push_back({next, i - 1});
@@ -121,6 +135,15 @@ void print_batch_status(const BatchStatus& status, std::ostream& out) {
   out << "images: " << status.images << (status.complete() ? ", complete" : "") << "\n";
   if (!status.failed.empty()) out << "failed: " << index_ranges(status.failed) << "\n";
   if (!status.missing.empty()) out << "missing: " << index_ranges(status.missing) << "\n";
+  if (!status.other_prompt.empty()) {
+    out << "made from other prompts than the prompt file's (counted missing; sjd batch with that file refuses this "
+           "folder): "
+        << index_ranges(ranges_of(status.other_prompt)) << "\n";
+  }
+  if (status.past_end > 0) {
+    out << "past the end: " << status.past_end << " image(s) recorded from index " << status.images
+        << " on, past the prompts counted\n";
+  }
 }
 
 std::vector<IndexRange> ranges_of(const std::vector<int64_t>& sorted_indices) {

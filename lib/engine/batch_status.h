@@ -42,13 +42,18 @@ struct BatchStatus {
   ShardStatus overall;               // Shard{0, 1}
   std::vector<IndexRange> failed;    // indices whose latest attempt failed
   std::vector<IndexRange> missing;   // indices neither done nor failed (or whose image is damaged)
+  int64_t past_end = 0;              // lines of indices from `images` on (made from a longer prompt file)
+  std::vector<int64_t> other_prompt;  // indices whose line records another prompt than the prompt file's
   bool complete() const { return failed.empty() && missing.empty(); }
 };
 
 // Reads every manifest of `dir` (an image counts as done only while its PNG is intact).
 // Its time and memory grow with the images finished, not with `images`: a
-// batch.json naming two billion images costs what its manifests cost.
-BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log);
+// batch.json naming two billion images costs what its manifests cost. Given the prompt file's prompts
+// (`images` of them), an image whose line records another prompt is not this file's: it counts as missing,
+// and is listed in other_prompt (`sjd batch` with that file refuses the folder).
+BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log,
+                         const std::vector<std::string>* prompts = nullptr);
 void print_batch_status(const BatchStatus& status, std::ostream& out);
 
 // Sorted, distinct indices as runs of consecutive ones.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/batch_shards.h"
@@ -175,4 +176,32 @@ TEST_CASE("manifest status: the table's columns stay apart whatever the counts a
     CHECK(words.size() == 4);  // name, done, failed, missing
   }
   CHECK_THAT(out.str(), Catch::Contains("all") && Catch::Contains("268435448"));
+}
+
+TEST_CASE("manifest status: lines of other prompts than the prompt file's, and past its end, are told apart",
+          "[batch][status]") {
+  // `sjd manifest DIR --prompts OTHER` counted images by index alone: another file's images were "done".
+  sjd::testing::TempDir dir("status_other_prompts");
+  const auto failed = [](int index, const std::string& prompt) {
+    return nlohmann::json{{"index", index}, {"status", "failed"}, {"prompt", prompt}, {"error", "x"}}.dump() + "\n";
+  };
+  sjd::testing::write_file(dir / "manifest.jsonl",
+                           failed(0, "a cat") + failed(1, "a dog") + failed(2, "a fox") + failed(5, "an owl") +
+                               nlohmann::json{{"index", 3}, {"status", "failed"}}.dump() + "\n");  // no prompt: older
+  const std::vector<std::string> prompts = {"a cat", "a dog", "a cow", "a hen"};
+  std::ostringstream log;
+  const BatchStatus status = batch_status(dir.path(), 4, log, &prompts);
+  CHECK(index_ranges(status.failed) == "0-1, 3");
+  CHECK(status.other_prompt == std::vector<int64_t>{2});
+  CHECK(index_ranges(status.missing) == "2");
+  CHECK(status.overall.missing == 1);
+  CHECK(status.past_end == 1);
+  std::ostringstream out;
+  print_batch_status(status, out);
+  CHECK_THAT(out.str(), Catch::Contains("made from other prompts than the prompt file's") &&
+                            Catch::Contains("): 2\n") && Catch::Contains("past the end: 1 image(s) recorded from index 4"));
+  // Without the prompts (batch.json's count) every line counts by its index.
+  const BatchStatus by_index = batch_status(dir.path(), 4, log);
+  CHECK(index_ranges(by_index.failed) == "0-3");
+  CHECK(by_index.other_prompt.empty());
 }
