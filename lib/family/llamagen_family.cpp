@@ -194,6 +194,14 @@ model::RowPrompt LlamaGenFamily::unconditional(const std::string& prompt) const 
   return unconditional_row(static_cast<int64_t>(prompt_ids(prompt, /*with_template=*/true).size()));
 }
 
+model::RowPrompt LlamaGenFamily::negative(const std::string& text) const {
+  const std::lock_guard<std::mutex> lock(negative_mutex_);
+  if (!last_negative_ || last_negative_->first != text) last_negative_.emplace(text, conditional(text));
+  model::RowPrompt row = last_negative_->second;
+  row.embeddings = row.embeddings.clone();  // each request owns its rows' tensors
+  return row;
+}
+
 std::unique_ptr<ImageFamily> make_llamagen_family(const FamilyContext& context) {
   const LlamaGenConfig config = parse_llamagen_config(context);
   if (context.weights == nullptr) {  // tokenising only

@@ -15,6 +15,10 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "family/image_family.h"
 #include "model/t5_encoder.h"
@@ -57,6 +61,9 @@ class LlamaGenFamily : public ImageFamily {
   model::RowPrompt conditional(const std::string& prompt) const override;
   // The learned unconditional caption under the mask of `prompt`'s caption.
   model::RowPrompt unconditional(const std::string& prompt) const override;
+  // conditional(text), kept for the next call: a batch asks for the same negative prompt once per image,
+  // and a T5 encoding is the dearest part of a LlamaGen prompt on a CPU.
+  model::RowPrompt negative(const std::string& text) const override;
   sampling::CfgMix cfg_mix() const override { return sampling::CfgMix::kLogits; }
   bool fixed_prompt_rows() const override { return true; }  // caption_length slots at position -1
   // with_template: the T5 input ids (cleaned text, truncated, </s> appended).
@@ -80,6 +87,8 @@ class LlamaGenFamily : public ImageFamily {
   TokenLayout layout_;
   std::shared_ptr<const model::T5Encoder> encoder_;
   CaptionEmbedder embedder_;
+  mutable std::mutex negative_mutex_;
+  mutable std::optional<std::pair<std::string, model::RowPrompt>> last_negative_;  // text and its row
 };
 
 std::unique_ptr<ImageFamily> make_llamagen_family(const FamilyContext& context);

@@ -195,6 +195,21 @@ TEST_CASE("llamagen unconditional row: uncond_embedding projected, with the prom
   CHECK(family->unconditional("cat").key_valid == left_padded_mask(2));
 }
 
+TEST_CASE("llamagen negative row: the text's conditional row, kept for the next image, never another text's",
+          "[family][llamagen]") {
+  Fixture f;
+  const auto family = sjd::family::make_family(f.context());
+  for (const std::string text : {"a blue sky", "a blue sky", "grey fog", "a blue sky"}) {
+    INFO(text);
+    const sjd::model::RowPrompt negative = family->negative(text);
+    const sjd::model::RowPrompt conditional = family->conditional(text);
+    CHECK(negative.key_valid == conditional.key_valid);
+    CHECK(at::equal(negative.embeddings, conditional.embeddings));
+    negative.embeddings.fill_(7.0f);  // a request may change its own rows; the kept one stays
+  }
+  CHECK(at::equal(family->negative("grey fog").embeddings, family->conditional("grey fog").embeddings));
+}
+
 TEST_CASE("llamagen prompt rows have one shape whatever the prompt, as fixed_prompt_rows says", "[family][llamagen]") {
   // A batch measures one LlamaGen prompt for all of them (Generator::batch_capacity), so prompts of
   // any length must give rows of the same length and positions, conditional and unconditional.
