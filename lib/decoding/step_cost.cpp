@@ -14,6 +14,9 @@
 namespace sjd::decoding {
 namespace {
 
+// The times need not grow with the tokens: a GPU's curve is nearly flat, and a measured point may dip below
+// its neighbour by noise. ms_at never prices a window below the AR step (the first point), so a curve that
+// falls makes windows look free, not cheaper than no window.
 void check_curve(const std::string& name, const StepCostCurve& curve) {
   const std::string which = "step-cost profile '" + name + "', rows=" + std::to_string(curve.rows);
   if (curve.rows < 1) throw std::invalid_argument("step-cost profile '" + name + "': rows must be >= 1");
