@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from safetensors import SafetensorError  # noqa: E402
 from sjd_export import FAMILIES  # noqa: E402
-from sjd_export.common import convert_weights_to_torchscript  # noqa: E402
+from sjd_export.common import StagedBundle, convert_weights_to_torchscript, report  # noqa: E402
 
 
 def main(argv=None):
@@ -28,15 +28,27 @@ def main(argv=None):
             help="torchscript: write the weights as TorchScript archives (model.pt, vq.pt) instead; sjd loads "
                  "them only with --trust-code, because loading a TorchScript archive runs code")
     args = parser.parse_args(argv)
+    staged = None
     try:
-        args.run(args)
+        # Written beside --out and moved in only when all of it is there: a failed export changes nothing.
+        staged = StagedBundle(args.out)
+        written = args.run(args, staged)
         if args.weights_format == "torchscript":
-            convert_weights_to_torchscript(Path(args.out))
+            written = convert_weights_to_torchscript(staged, written)
+        staged.commit()
     except (OSError, KeyError, ValueError, RuntimeError, pickle.UnpicklingError, SafetensorError) as error:
         # A missing, unreadable or truncated file (safetensors' own error, torch.load's RuntimeError or
-        # UnpicklingError) gets one line, not a traceback.
-        print(f"export_bundle: {error}", file=sys.stderr)
+        # UnpicklingError) gets one line, not a traceback. KeyError's text is its key's repr: shown as written.
+        if staged is not None:
+            staged.discard()
+        text = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"export_bundle: {text}", file=sys.stderr)
         return 2
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise
+    report(Path(args.out), written)
     return 0
 
 

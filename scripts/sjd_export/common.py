@@ -58,37 +58,66 @@ def save_torchscript(path, tensors):
     os.replace(tmp, path)
 
 
-def link_release_weights(index_file, weight_map, out):
-    """Makes a release's sharded weights part of the bundle in `out` without copying them: the index and every
-    shard are linked into `out` (sjd confines the file names a bundle gives to its own folder, and follows links
+class StagedBundle:
+    """Where an export writes: a staging folder beside the bundle folder `out`, whose files replace the folder's
+    only once the whole export has succeeded (bundle.json last), so that a failed export leaves the folder as it
+    was, never a bundle.json beside weights of another export, or naming a file the export removed. `stage` is
+    where to write; `out` is the bundle's own folder, for what depends on it (is it the release folder itself?)."""
+
+    def __init__(self, out):
+        self.out = Path(out)
+        if self.out.exists() and not self.out.is_dir():
+            raise NotADirectoryError(f"--out {self.out}: exists and is not a folder")
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.stage = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.export-"))
+
+    def discard(self):
+        shutil.rmtree(self.stage, ignore_errors=True)  # the links it holds are removed, never followed
+
+    def commit(self):
+        """Moves every staged file into `out` by renames (same file system), bundle.json last, with the
+        permissions the user's umask gives new files (mkstemp and safetensors write owner-only files)."""
+        umask = os.umask(0)
+        os.umask(umask)
+        self.out.mkdir(exist_ok=True)
+        staged = sorted((path for path in self.stage.rglob("*") if not path.is_dir() or path.is_symlink()),
+                        key=lambda path: path.relative_to(self.stage) == Path("bundle.json"))
+        for path in staged:
+            target = self.out / path.relative_to(self.stage)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_symlink():
+                os.chmod(path, 0o666 & ~umask)
+            os.replace(path, target)
+        self.discard()
+
+
+def link_release_weights(index_file, weight_map, staged):
+    """Makes a release's sharded weights part of the bundle without copying them: the index and every shard are
+    linked into the bundle (sjd confines the file names a bundle gives to its own folder, and follows links
     placed there). Returns the index's name in the bundle."""
-    index_file, out = Path(index_file), Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    index_file = Path(index_file)
     # The folders, not the files: in a Hugging Face cache every file of a snapshot is a link into blobs/, so
     # the index itself resolves elsewhere even when --out is the snapshot (relinking there made each shard's
     # link point at itself).
-    if index_file.parent.resolve() == out.resolve():
+    if index_file.parent.resolve() == staged.out.resolve():
         return index_file.name
     for name in [index_file.name, *sorted(set(weight_map.values()))]:
-        target = (index_file.parent / name).resolve()  # before anything in `out` changes
-        link = out / name
-        if link.is_symlink() or link.exists():
-            link.unlink()
+        link = staged.stage / name
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(target)
+        link.symlink_to((index_file.parent / name).resolve())
     return index_file.name
 
 
-def copy_into_bundle(source, out, name):
-    """Copies `source` into the bundle folder as `name`, replacing what is there by a rename: a link there (a
-    Hugging Face cache's) is replaced, never written through into the file it points at."""
-    source, target = Path(source), Path(out) / name
-    if target.exists() and source.resolve() == target.resolve():
+def copy_into_bundle(source, staged, name):
+    """Copies `source` into the bundle as `name` (unless it is that file already: the release folder's own). What
+    is in the bundle folder is replaced by a rename: a link there (a Hugging Face cache's) is replaced, never
+    written through into the file it points at."""
+    source = Path(source)
+    if (staged.out / name).exists() and source.resolve() == (staged.out / name).resolve():
         return
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.")
-    os.close(fd)
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
+    target = staged.stage / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
 
 
 def read_weight_file(path):
@@ -104,26 +133,31 @@ def read_weight_file(path):
     return load_file(str(path))
 
 
-def convert_weights_to_torchscript(out):
-    """Rewrites the bundle in `out` to TorchScript weights: the transformer's tensors go to model.pt, the VQ
+def convert_weights_to_torchscript(staged, written):
+    """Rewrites the staged bundle to TorchScript weights: the transformer's tensors go to model.pt, the VQ
     decoder's to vq.pt (same names and dtypes), and bundle.json names those. The weight files the exporter wrote
-    into `out` are removed (LlamaGen's gpt.safetensors, the VQ's); a release's index and shards, linked into `out`
-    or in it when `out` is the release folder, stay."""
-    out = Path(out)
-    bundle = read_json(out / "bundle.json")
+    are dropped (LlamaGen's gpt.safetensors, the VQ's); a release's index and shards, linked into the bundle or in
+    it when it is the release folder, stay. Returns the report's lines (`written`) for the files the bundle now
+    has."""
+    bundle = read_json(staged.stage / "bundle.json")
+    dropped = set()
     for section, archive in (("transformer", "model.pt"), ("vq", "vq.pt")):
         files = bundle[section]["weights"]
         files = [files] if isinstance(files, str) else files
         tensors = {}
         for name in files:
-            tensors.update(read_weight_file(out / name))
-        save_torchscript(out / archive, tensors)
+            # Staged: written by this export; else in the bundle folder, the release's own.
+            tensors.update(read_weight_file(staged.stage / name if (staged.stage / name).exists() else staged.out / name))
+        save_torchscript(staged.stage / archive, tensors)
         for name in files:
-            written = not (out / name).is_symlink() and not name.endswith(".index.json")
-            if written and (out / name).resolve().parent == out.resolve():
-                (out / name).unlink()
+            if (staged.stage / name).exists() and not (staged.stage / name).is_symlink():
+                (staged.stage / name).unlink()
+                dropped.add(name)
         bundle[section]["weights"] = [archive]
-    write_json_atomic(out / "bundle.json", bundle)
+        written = written + [(archive, f"{len(tensors)} {section} tensors as a TorchScript archive "
+                                       "(loaded only with --trust-code)")]
+    write_json_atomic(staged.stage / "bundle.json", bundle)
+    return [(name, what) for name, what in written if name not in dropped]
 
 
 def load_state_dict(path):

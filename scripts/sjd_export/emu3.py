@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
-                     report, rope_theta, save_safetensors, write_json_atomic)
+                     rope_theta, save_safetensors, write_json_atomic)
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -258,8 +258,9 @@ def check_vq_tensors(tensors, vq, source):
 # --------------------------------------------------------------------------- export
 
 
-def run(args):
-    hf_dir, vq_dir, out = Path(args.hf_dir), Path(args.vision_tokenizer_dir), Path(args.out)
+def run(args, staged):
+    """Writes the bundle into `staged` (common.StagedBundle); returns the report's (file, what) lines."""
+    hf_dir, vq_dir = Path(args.hf_dir), Path(args.vision_tokenizer_dir)
     config_file = hf_dir / "config.json"
     config = read_json(config_file)
     where = str(config_file)
@@ -292,9 +293,9 @@ def run(args):
                             int(config.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS),
                             vq["codebook_size"], vq["downsample"], where)
 
-    link_release_weights(index_file, weight_map, out)
-    save_safetensors(out / "movq.safetensors", tensors)
-    copy_into_bundle(tiktoken_file, out, "emu3.tiktoken")
+    link_release_weights(index_file, weight_map, staged)
+    save_safetensors(staged.stage / "movq.safetensors", tensors)
+    copy_into_bundle(tiktoken_file, staged, "emu3.tiktoken")
     bundle = {
         "format": "sjd-bundle",
         "version": 1,
@@ -308,17 +309,17 @@ def run(args):
         "source": {"exporter": "emu3", "hf_dir": str(hf_dir.resolve()), "vq_weights": vq_source,
                    "vq_names": "converted from transformers' Emu3VQVAE" if converted else "as released"},
     }
-    write_json_atomic(out / "bundle.json", bundle)
+    write_json_atomic(staged.stage / "bundle.json", bundle)
     side = round(image_area ** 0.5 / vq["downsample"])
     ids = {key: specials[name] for key, name in layout["tokens"].items()}
-    report(out, [
+    return [
         ("bundle.json", f"emu3, {side}x{side} codes -> {side * vq['downsample']} px, {side * (side + 1) + 3} "
                         f"generated tokens; transformer weights {transformer['weights'][0]}; "
                         f"{len(specials)} special tokens; ids {ids}"),
         ("emu3.tiktoken", f"copied from {tiktoken_file}"),
         ("movq.safetensors", f"{len(tensors)} decoder-side tensors (float32) from {vq_source}"
                              + (" (renamed from transformers' Emu3VQVAE names)" if converted else "")),
-    ])
+    ]
 
 
 def add_parser(subparsers):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from .common import copy_into_bundle, read_json, report, save_safetensors, write_json_atomic
+from .common import copy_into_bundle, read_json, save_safetensors, write_json_atomic
 
 # LlamaGen's GPT configurations (autoregressive/models/gpt.py): name -> (layers, heads, dim).
 GPT_MODELS = {
@@ -218,8 +218,8 @@ def t5_encoder_tensors(t5_dir):
 # --------------------------------------------------------------------------- bundle
 
 
-def run(options):
-    out = Path(options.out)
+def run(options, staged):
+    """Writes the bundle into `staged` (common.StagedBundle); returns the report's (file, what) lines."""
     gpt_state, gpt_args = load_training_pickle(options.gpt_ckpt)
     image_size = options.image_size or getattr(gpt_args, "image_size", None) or 256
     if image_size not in (256, 512):
@@ -245,11 +245,10 @@ def run(options):
         raise FileNotFoundError(f"{spiece}: not found")
     t5_tensors = t5_encoder_tensors(t5_dir)
 
-    out.mkdir(parents=True, exist_ok=True)
-    save_safetensors(out / "gpt.safetensors", gpt_state)
-    save_safetensors(out / "vq16.safetensors", vq_tensors)
-    save_safetensors(out / "t5_encoder.safetensors", t5_tensors)
-    copy_into_bundle(spiece, out, "spiece.model")
+    save_safetensors(staged.stage / "gpt.safetensors", gpt_state)
+    save_safetensors(staged.stage / "vq16.safetensors", vq_tensors)
+    save_safetensors(staged.stage / "t5_encoder.safetensors", t5_tensors)
+    copy_into_bundle(spiece, staged, "spiece.model")
     transformer = {"weights": ["gpt.safetensors"], **transformer}
     bundle = {
         "format": "sjd-bundle",
@@ -264,8 +263,8 @@ def run(options):
         "vq": vq,
         "defaults": DEFAULTS,
     }
-    write_json_atomic(out / "bundle.json", bundle)
-    report(out, [
+    write_json_atomic(staged.stage / "bundle.json", bundle)
+    return [
         ("gpt.safetensors", f"{len(gpt_state)} GPT tensors ({transformer['num_layers']} layers, hidden "
                             f"{transformer['hidden_size']}, {transformer['num_heads']} heads), as stored"),
         ("vq16.safetensors", f"{len(vq_tensors)} VQ-16 decoder tensors (codebook {vq['codebook_size']} x "
@@ -274,4 +273,4 @@ def run(options):
         ("spiece.model", "the T5 SentencePiece model"),
         ("bundle.json", f"{grid}x{grid} codes -> {image_size} px; caption {transformer['caption_length']} slots; "
                         f"defaults {DEFAULTS}"),
-    ])
+    ]

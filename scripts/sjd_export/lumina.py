@@ -14,6 +14,7 @@ turn <reserved08706>, the size tokens <reserved{8800 + pixels/32}> and the image
 (IMGIMG<letters>Z, letters A..J = digits 0..9 of the codebook index).
 """
 import argparse
+import math
 import os
 import re
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import torch
 
 from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
-                     report, rope_theta, save_safetensors, write_json_atomic)
+                     rope_theta, save_safetensors, write_json_atomic)
 
 RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -279,10 +280,12 @@ def check_vq_tensors(tensors, vq, source):
 # --------------------------------------------------------------------------- export
 
 
-def run(args):
-    if args.top_k < 0 or args.cfg <= 0:
-        raise ValueError(f"--top-k {args.top_k} --cfg {args.cfg}: top-k must be >= 0 (0: off) and cfg > 0")
-    hf_dir, out = Path(args.hf_dir), Path(args.out)
+def run(args, staged):
+    """Writes the bundle into `staged` (common.StagedBundle); returns the report's (file, what) lines."""
+    if args.top_k < 0 or not args.cfg > 0 or not math.isfinite(args.cfg):
+        raise ValueError(f"--top-k {args.top_k} --cfg {args.cfg}: top-k must be >= 0 (0: off) and cfg a finite "
+                         "number > 0")
+    hf_dir, out = Path(args.hf_dir), staged.out
     config_file = hf_dir / "config.json"
     config = read_json(config_file)
     where = str(config_file)
@@ -326,10 +329,9 @@ def run(args):
     tokenizer_name = "tokenizer.json"
     if out.resolve() == hf_dir.resolve() and tokenizer_file.resolve() != (hf_dir / tokenizer_name).resolve():
         tokenizer_name = "sjd_tokenizer.json"
-    out.mkdir(parents=True, exist_ok=True)
-    save_safetensors(out / "vqgan.safetensors", {k: v.float() for k, v in vq_tensors.items()})
-    copy_into_bundle(tokenizer_file, out, tokenizer_name)
-    weights = link_release_weights(index_file, weight_map, out)
+    save_safetensors(staged.stage / "vqgan.safetensors", {k: v.float() for k, v in vq_tensors.items()})
+    copy_into_bundle(tokenizer_file, staged, tokenizer_name)
+    weights = link_release_weights(index_file, weight_map, staged)
     bundle = {
         "format": "sjd-bundle",
         "version": 1,
@@ -344,15 +346,15 @@ def run(args):
                    "vq_weights": vq_source,
                    "codebook_rows": "permuted to token-id order" if permutation else "as released"},
     }
-    write_json_atomic(out / "bundle.json", bundle)
+    write_json_atomic(staged.stage / "bundle.json", bundle)
     grid = layout["grid_height"]
-    report(out, [
+    return [
         ("bundle.json", f"lumina-mgpt, {grid}x{grid} codes -> {args.resolution} px, "
                         f"{3 + grid * (grid + 1) + 2} generated tokens; transformer weights {weights}"),
         (tokenizer_name, f"copied from {tokenizer_file}"),
         ("vqgan.safetensors", f"{len(vq_tensors)} decoder-side tensors (float32) from {vq_source}"
                               + ("; codebook rows permuted to token-id order" if permutation else "")),
-    ])
+    ]
 
 
 def resolution_list(text):

@@ -279,8 +279,54 @@ def test_the_torchscript_export_keeps_no_safetensors_copy_of_what_it_archived(re
     bundle = json.loads((out / "bundle.json").read_text())
     assert bundle["transformer"]["weights"] == ["model.pt"] and bundle["vq"]["weights"] == ["vq.pt"]
     assert not (out / "gpt.safetensors").exists() and not (out / "vq16.safetensors").exists()
+    # The report names the files the bundle has (it listed the removed safetensors files).
+    listed = [line.split(":")[0].strip() for line in result.stdout.splitlines()[1:]]
+    assert sorted(listed) == ["bundle.json", "model.pt", "spiece.model", "t5_encoder.safetensors", "vq.pt"]
     summary = run_sjd("inspect", "--model", out, "--trust-code").stdout
     assert "16x16 codes -> 256x256 px" in summary
+
+
+def test_a_failed_re_export_leaves_the_bundle_as_it_was(release, bundle, tmp_path):
+    # A re-export that failed while writing left the new GPT weights beside the old bundle.json: a bundle that
+    # loads, made of two exports.
+    import resource
+
+    out = tmp_path / "again"
+    shutil.copytree(bundle, out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    other = tmp_path / "other_gpt.pt"
+    checkpoint = torch.load(release / "t2i_XL_stage1_256.pt", weights_only=False)
+    checkpoint["model"] = {name: tensor * 2 for name, tensor in checkpoint["model"].items()}
+    torch.save(checkpoint, other)
+    # A file-size limit that the GPT's file (written first) passes and the VQ's (written next) does not.
+    gpt_bytes, vq_bytes = (out / "gpt.safetensors").stat().st_size, (out / "vq16.safetensors").stat().st_size
+    limit = (gpt_bytes + vq_bytes) // 2
+    assert gpt_bytes < limit < vq_bytes
+    result = subprocess.run(
+        [sys.executable, str(EXPORTER), "llamagen", "--gpt-ckpt", str(other), "--vq-ckpt",
+         str(release / "vq_ds16_t2i.pt"), "--t5-dir", str(release / "flan-t5-xl"), "--out", str(out),
+         "--num-heads", str(HEADS)],
+        capture_output=True, text=True, timeout=600,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.startswith("export_bundle: ")
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert not list(tmp_path.glob(".again.export-*"))  # the staging folder went with the failure
+
+
+def test_bundle_files_follow_the_umask(release, tmp_path):
+    # They were owner-only (0600: mkstemp's and safetensors' mode) whatever the umask: a shared models/ folder
+    # could not be read by the others it was shared with.
+    out = tmp_path / "shared"
+    result = subprocess.run(
+        [sys.executable, str(EXPORTER), "llamagen", "--gpt-ckpt", str(release / "t2i_XL_stage1_256.pt"),
+         "--vq-ckpt", str(release / "vq_ds16_t2i.pt"), "--t5-dir", str(release / "flan-t5-xl"), "--out", str(out),
+         "--num-heads", str(HEADS)],
+        capture_output=True, text=True, timeout=600, preexec_fn=lambda: os.umask(0o022))
+    assert result.returncode == 0, result.stderr
+    modes = {path.name: path.stat().st_mode & 0o777 for path in out.iterdir()}
+    assert modes == {name: 0o644 for name in modes} and "bundle.json" in modes
+    assert out.stat().st_mode & 0o777 == 0o755
 
 
 def test_another_resolution_is_rejected_naming_the_supported_one(bundle, tmp_path):

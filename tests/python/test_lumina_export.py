@@ -513,6 +513,11 @@ def test_export_takes_other_resolutions_top_k_and_cfg(release, tmp_path):
                       "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--top-k", "-5")
     assert negative.returncode == 2 and "--top-k -5" in negative.stderr
     assert not (tmp_path / "negative" / "bundle.json").exists()
+    for cfg in ("nan", "inf"):  # written as NaN / Infinity, JSON that sjd could not read
+        refused = export(release, tmp_path / cfg, "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                         "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"), "--cfg", cfg)
+        assert refused.returncode == 2 and f"--cfg {cfg}" in refused.stderr
+        assert not (tmp_path / cfg).exists()
 
 
 def test_export_rejects_a_vocabulary_that_disagrees_with_the_tokenizer(release, tmp_path):
