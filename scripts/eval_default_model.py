@@ -241,6 +241,12 @@ def difference(a, b):
 # --------------------------------------------------------------------------- running sjd
 
 
+class SjdFailed(Exception):
+    def __init__(self, message, exit_code):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
     base, _, relax = method.partition("+")
     cmd = [sjd, "batch", "--model", model, "--prompts", prompts_file, "--out-dir", out_dir, "--seed", str(seed),
@@ -250,7 +256,10 @@ def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
     # One OpenMP thread unless told otherwise: a model this small runs fastest that way, and
     # more threads than free cores slow every step down several times on a shared machine.
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    finished = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env)
+    if finished.returncode != 0:  # sjd's own error is on stderr already
+        raise SjdFailed(f"`sjd batch --method {method}` exited {finished.returncode} (its error is above)",
+                        finished.returncode)
     records = {}
     with open(os.path.join(out_dir, "manifest.jsonl"), encoding="utf-8") as f:
         for line in f:
@@ -439,7 +448,14 @@ def main(argv=None):
     results, records_by_method = {}, {}
     for method in methods:
         out_dir = os.path.join(args.out_dir, method)
-        records = run_method(args.sjd, args.model, prompts_file, out_dir, method, args.seed, args.sjd_args)
+        try:
+            records = run_method(args.sjd, args.model, prompts_file, out_dir, method, args.seed, args.sjd_args)
+        except SjdFailed as e:
+            print(f"eval_default_model: {e}", file=sys.stderr)
+            return 2 if e.exit_code == 2 else 1
+        except OSError as e:  # no sjd binary there
+            print(f"eval_default_model: {args.sjd}: {e.strerror or e}", file=sys.stderr)
+            return 2
         records_by_method[method] = records
         results[method] = score_method(records, eval_scenes, out_dir)
         r = results[method]

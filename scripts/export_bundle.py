@@ -44,7 +44,13 @@ def main(argv=None):
         text = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"export_bundle: {text}", file=sys.stderr)
         return 2
-    except BaseException:
+    except Exception as error:  # noqa: BLE001 -- input the checks above missed: still one line, never a traceback
+        if staged is not None:
+            staged.discard()
+        print(f"export_bundle: unexpected {type(error).__name__}: {error} (input the exporter does not check yet; "
+              "please report the command)", file=sys.stderr)
+        return 2
+    except BaseException:  # Ctrl-C: nothing half-written is left either
         if staged is not None:
             staged.discard()
         raise

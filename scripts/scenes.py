@@ -313,11 +313,15 @@ def main(argv=None):
     parser.add_argument("--out-jsonl", required=True, help="where to write one scene per line")
     parser.add_argument("--prompts", action="store_true", help='write {"prompt": caption} lines, sjd\'s prompt files')
     args = parser.parse_args(argv)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out_jsonl)), exist_ok=True)  # as sjd makes its output folders
-    with open(args.out_jsonl, "w", encoding="utf-8", newline="\n") as out:
-        for i in range(args.start, args.start + args.count):
-            s = scene(args.seed, args.split, i)
-            out.write(json.dumps({"prompt": s["caption"]} if args.prompts else s) + "\n")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out_jsonl)), exist_ok=True)  # as sjd makes its folders
+        with open(args.out_jsonl, "w", encoding="utf-8", newline="\n") as out:
+            for i in range(args.start, args.start + args.count):
+                s = scene(args.seed, args.split, i)
+                out.write(json.dumps({"prompt": s["caption"]} if args.prompts else s) + "\n")
+    except OSError as e:  # a folder given as the file, a read-only place: one line, not a traceback
+        print(f"scenes.py: --out-jsonl {args.out_jsonl}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -34,7 +34,13 @@ def main():
         return 2
     objects = backgrounds = wholes = 0
     for path in args.images:
-        result = eval_default_model.adherence(eval_default_model.read_png(path), scene)
+        try:
+            image = eval_default_model.read_png(path)
+        except (OSError, ValueError) as e:  # a missing file or one that is not a PNG: one line, not a traceback
+            text = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            print(f"score_caption.py: {text if text.startswith(path) else f'{path}: {text}'}", file=sys.stderr)
+            return 2
+        result = eval_default_model.adherence(image, scene)
         whole = all(result["objects"]) and result["background"]
         objects += sum(result["objects"])
         backgrounds += result["background"]

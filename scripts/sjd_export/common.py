@@ -1,11 +1,37 @@
 """Helpers shared by the exporters: reading release configs, writing tensors and bundle.json, and saying what was written."""
+import contextlib
 import json
+import math
 import os
+import pickle
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+
+
+@contextlib.contextmanager
+def reading(path):
+    """Errors of the readers (torch.load, safetensors, a text decode) as one ValueError that names `path`:
+    "PytorchStreamReader failed reading zip archive" or "No module named 'x'" named no file."""
+    try:
+        yield
+    except (RuntimeError, pickle.UnpicklingError, ImportError, AttributeError, EOFError, SafetensorError,
+            UnicodeDecodeError) as error:
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if isinstance(error, ImportError):
+            text += " (the checkpoint pickles objects of a module that is not installed)"
+        raise ValueError(f"{path}: cannot be read: {text}") from None
+
+
+def matrix_shape(tensors, name, where):
+    """The (rows, columns) of a 2-D tensor, else ValueError naming it."""
+    shape = tuple(need(tensors, name, where).shape)
+    if len(shape) != 2:
+        raise ValueError(f"{where}: tensor {name} has shape {list(shape)}, expected a matrix")
+    return shape
 
 
 def write_json_atomic(path, data):
@@ -128,9 +154,11 @@ def read_weight_file(path):
     if path.name.endswith(".index.json"):
         tensors = {}
         for shard in sorted(set(need(read_json(path), "weight_map", str(path)).values())):
-            tensors.update(load_file(str(path.parent / shard)))
+            with reading(path.parent / shard):
+                tensors.update(load_file(str(path.parent / shard)))
         return tensors
-    return load_file(str(path))
+    with reading(path):
+        return load_file(str(path))
 
 
 def convert_weights_to_torchscript(staged, written):
@@ -162,7 +190,8 @@ def convert_weights_to_torchscript(staged, written):
 
 def load_state_dict(path):
     """A pickled checkpoint's state dict, under 'model', 'module' or 'state_dict' if nested."""
-    checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)
+    with reading(path):
+        checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)
     for key in ("model", "module", "state_dict"):
         if isinstance(checkpoint, dict) and key in checkpoint and isinstance(checkpoint[key], dict):
             checkpoint = checkpoint[key]
@@ -184,7 +213,9 @@ def read_json(path):
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with reading(path):
+            text = path.read_text(encoding="utf-8")
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: invalid JSON: {error}") from None
 
@@ -193,6 +224,8 @@ def read_release_index(hf_dir):
     """A sharded transformers release: its index file and weight map, every shard it names checked present."""
     index_file = Path(hf_dir) / "model.safetensors.index.json"
     weight_map = need(read_json(index_file), "weight_map", str(index_file))
+    if not isinstance(weight_map, dict) or not all(isinstance(shard, str) for shard in weight_map.values()):
+        raise ValueError(f"{index_file}: weight_map is not an object of tensor name -> shard file")
     for shard in sorted(set(weight_map.values())):
         if not (Path(hf_dir) / shard).is_file():
             raise FileNotFoundError(f"{index_file}: shard {shard} not found in {hf_dir}")
@@ -209,9 +242,44 @@ def check_vq_shapes(tensors, expected, source):
 
 
 def need(config, key, where):
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: expected an object with \"{key}\", found {type(config).__name__}")
     if key not in config or config[key] is None:
         raise KeyError(f"{where}: missing \"{key}\"")
     return config[key]
+
+
+def as_int(value, key, where, minimum=1):
+    """`value` as an int of at least `minimum` (a whole float such as 4096.0 too), else ValueError naming the key:
+    int() took "abc" with a message naming neither, and a list with a traceback."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{where}: \"{key}\" is {value!r}, expected an integer >= {minimum}")
+    return value
+
+
+def need_int(config, key, where, minimum=1):
+    return as_int(need(config, key, where), key, where, minimum)
+
+
+def optional_int(config, key, where, default, minimum=1):
+    """config[key] as need_int reads it, or `default` where it is absent, null or 0 (as the releases' `x or y`)."""
+    value = config.get(key) if isinstance(config, dict) else None
+    return default if value is None or value == 0 else as_int(value, key, where, minimum)
+
+
+def as_float(value, key, where):
+    """A finite number, else ValueError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: \"{key}\" is {value!r}, expected a finite number")
+    return float(value)
+
+
+def int_list(value, key, where, minimum=1):
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: \"{key}\" is {value!r}, expected a list of integers")
+    return [as_int(item, f"{key}[{i}]", where, minimum) for i, item in enumerate(value)]
 
 
 def rope_theta(config, where):
@@ -220,7 +288,7 @@ def rope_theta(config, where):
     if isinstance(params, dict):
         if params.get("rope_type", "default") != "default":
             raise ValueError(f"{where}: rope_parameters.rope_type {params['rope_type']!r} is not supported (only default)")
-        return float(need(params, "rope_theta", f"{where}: rope_parameters"))
+        return as_float(need(params, "rope_theta", f"{where}: rope_parameters"), "rope_theta", where)
     if config.get("rope_scaling") is not None:
         raise ValueError(f"{where}: rope_scaling {config['rope_scaling']!r} is not supported (only none)")
-    return float(config.get("rope_theta", 10000.0))
+    return as_float(config.get("rope_theta", 10000.0), "rope_theta", where)

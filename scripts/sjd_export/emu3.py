@@ -17,8 +17,9 @@ The bundle's tokenizer gets that whole table; its layout names the tokens it use
 import argparse
 from pathlib import Path
 
-from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
-                     rope_theta, save_safetensors, write_json_atomic)
+from .common import (as_float, as_int, check_vq_shapes, copy_into_bundle, int_list, link_release_weights, need,
+                     need_int, optional_int, read_json, read_release_index, reading, rope_theta,
+                     save_safetensors, write_json_atomic)
 
 SPECIAL_START_ID = 151643  # tokenization_emu3.py: specials are numbered from here whatever the file holds
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
@@ -61,18 +62,18 @@ def transformer_section(config, weights, where):
             raise ValueError(f"{where}: {flag} = true is not supported (Emu3-Gen has it false)")
     if config.get("hidden_act", "silu") != "silu":
         raise ValueError(f"{where}: hidden_act {config['hidden_act']!r} is not supported (only silu)")
-    hidden = int(need(config, "hidden_size", where))
-    heads = int(need(config, "num_attention_heads", where))
+    hidden = need_int(config, "hidden_size", where)
+    heads = need_int(config, "num_attention_heads", where)
     return {
         "weights": [weights],
-        "vocab_size": int(need(config, "vocab_size", where)),
+        "vocab_size": need_int(config, "vocab_size", where),
         "hidden_size": hidden,
-        "num_layers": int(need(config, "num_hidden_layers", where)),
+        "num_layers": need_int(config, "num_hidden_layers", where),
         "num_heads": heads,
-        "num_kv_heads": int(config.get("num_key_value_heads") or heads),
-        "head_dim": int(config.get("head_dim") or hidden // heads),
-        "intermediate_size": int(need(config, "intermediate_size", where)),
-        "norm_eps": float(config.get("rms_norm_eps", 1e-5)),
+        "num_kv_heads": optional_int(config, "num_key_value_heads", where, heads),
+        "head_dim": optional_int(config, "head_dim", where, hidden // heads),
+        "intermediate_size": need_int(config, "intermediate_size", where),
+        "norm_eps": as_float(config.get("rms_norm_eps", 1e-5), "rms_norm_eps", where),
         "rope": "1d",
         "rope_theta": rope_theta(config, where),
         "qk_norm": False,
@@ -106,7 +107,9 @@ def special_table(vision_tokens_file, tiktoken_file):
     path = Path(vision_tokens_file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
-    vision = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with reading(path):
+        text = path.read_text(encoding="utf-8")
+    vision = [line.strip() for line in text.splitlines() if line.strip()]
     names = QWEN_SPECIALS + vision
     table = {}
     for offset, name in enumerate(names):
@@ -178,23 +181,26 @@ def vq_section(config, where):
         raise ValueError(f"{where}: double latents are not supported")
     # The release's MoVQ attention has one head; transformers' config could ask for more, which sjd's decoder
     # (and the release's) does not split.
-    if hf and int(config.get("num_attention_heads", 1)) != 1:
+    if hf and config.get("num_attention_heads", 1) != 1:
         raise ValueError(f"{where}: num_attention_heads {config['num_attention_heads']} is not supported (one head)")
-    ch_mult = [int(m) for m in need(config, key("ch_mult", "channel_multiplier"), where)]
+    ch_mult = int_list(need(config, key("ch_mult", "channel_multiplier"), where), key("ch_mult", "channel_multiplier"),
+                       where)
+    if not ch_mult:
+        raise ValueError(f"{where}: {key('ch_mult', 'channel_multiplier')} is empty")
     return {
         "kind": "movq",
         "weights": ["movq.safetensors"],
-        "codebook_size": int(need(config, "codebook_size", where)),
-        "embed_dim": int(need(config, "embed_dim", where)),
-        "z_channels": int(need(config, key("z_channels", "latent_channels"), where)),
-        "ch": int(need(config, key("ch", "base_channels"), where)),
+        "codebook_size": need_int(config, "codebook_size", where),
+        "embed_dim": need_int(config, "embed_dim", where),
+        "z_channels": need_int(config, key("z_channels", "latent_channels"), where),
+        "ch": need_int(config, key("ch", "base_channels"), where),
         "ch_mult": ch_mult,
-        "num_res_blocks": int(need(config, "num_res_blocks", where)),
+        "num_res_blocks": need_int(config, "num_res_blocks", where),
         # Emu3's attn_resolutions are level indices, not taming's image sides: sjd calls them attn_levels.
         "attn_resolutions": [],
-        "attn_levels": [int(level) for level in config.get("attn_resolutions") or []],
-        "temporal_downsample_factor": int(need(config, "temporal_downsample_factor", where)),
-        "out_channels": int(config.get("out_channels", 3)),
+        "attn_levels": int_list(config.get("attn_resolutions") or [], "attn_resolutions", where, minimum=0),
+        "temporal_downsample_factor": need_int(config, "temporal_downsample_factor", where),
+        "out_channels": as_int(config.get("out_channels", 3), "out_channels", where),
         "downsample": 2 ** (len(ch_mult) - 1),
     }
 
@@ -234,7 +240,8 @@ def vq_tensors(vq_dir):
         raise FileNotFoundError(f"{vq_dir}: no .safetensors file (expected the vision tokenizer's model.safetensors)")
     tensors = {}
     for file in files:
-        tensors.update(load_file(str(file)))
+        with reading(file):
+            tensors.update(load_file(str(file)))
     converted = any(name.startswith(("decoder.middle_block.", "decoder.up_block.")) for name in tensors)
     out = {}
     for name, tensor in tensors.items():
@@ -286,11 +293,12 @@ def run(args, staged):
 
     if args.resolution is not None and args.resolution <= 0:
         raise ValueError(f"--resolution {args.resolution}: must be a positive image side in pixels")
-    image_area = args.resolution ** 2 if args.resolution else int(config.get("image_area") or DEFAULT_IMAGE_AREA)
+    image_area = args.resolution ** 2 if args.resolution else optional_int(config, "image_area", where,
+                                                                           DEFAULT_IMAGE_AREA)
     if args.resolution and args.resolution % vq["downsample"]:
         raise ValueError(f"--resolution {args.resolution}: Emu3 images are whole {vq['downsample']}-pixel VQ cells")
     layout = layout_section(names, specials, image_area,
-                            int(config.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS),
+                            optional_int(config, "max_position_embeddings", where, DEFAULT_MAX_POSITIONS),
                             vq["codebook_size"], vq["downsample"], where)
 
     link_release_weights(index_file, weight_map, staged)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from .common import copy_into_bundle, read_json, save_safetensors, write_json_atomic
+from .common import (as_float, as_int, copy_into_bundle, matrix_shape, need_int, read_json, reading, save_safetensors,
+                     write_json_atomic)
 
 # LlamaGen's GPT configurations (autoregressive/models/gpt.py): name -> (layers, heads, dim).
 GPT_MODELS = {
@@ -65,7 +66,8 @@ def load_training_pickle(path):
         raise FileNotFoundError(f"{path}: not found")
     # Training pickles may hold an argparse.Namespace (and optimizer state): a full unpickle,
     # memory-mapped so that the optimizer's tensors are never read.
-    checkpoint = torch.load(str(path), map_location="cpu", weights_only=False, mmap=True)
+    with reading(path):
+        checkpoint = torch.load(str(path), map_location="cpu", weights_only=False, mmap=True)
     if not isinstance(checkpoint, dict):
         raise ValueError(f"{path}: expected a dict holding the state dict, found {type(checkpoint).__name__}")
     for key in ("model", "module", "state_dict"):
@@ -84,7 +86,7 @@ def need(state, key, where):
 def gpt_section(state, args, options, where):
     for key in GPT_REQUIRED:
         need(state, key, where)
-    vocab_size, hidden = state["tok_embeddings.weight"].shape
+    vocab_size, hidden = matrix_shape(state, "tok_embeddings.weight", where)
     layers = 1 + max(int(m.group(1)) for m in (re.match(r"layers\.(\d+)\.", k) for k in state) if m)
     wqkv_rows = state["layers.0.attention.wqkv.weight"].shape[0]
     if wqkv_rows != 3 * hidden:
@@ -102,7 +104,7 @@ def gpt_section(state, args, options, where):
                              "pass --gpt-model or --num-heads")
     if heads <= 0 or hidden % heads != 0:
         raise ValueError(f"{where}: {heads} heads do not divide the hidden size {hidden}")
-    caption_length, caption_dim = state["cls_embedding.uncond_embedding"].shape
+    caption_length, caption_dim = matrix_shape(state, "cls_embedding.uncond_embedding", where)
     return {
         "vocab_size": int(vocab_size),
         "hidden_size": int(hidden),
@@ -125,7 +127,7 @@ def gpt_section(state, args, options, where):
 
 def vq_section(state, where):
     tensors = {k: v for k, v in state.items() if k.startswith(VQ_PREFIXES)}
-    codebook_size, embed_dim = need(tensors, "quantize.embedding.weight", where).shape
+    codebook_size, embed_dim = matrix_shape(tensors, "quantize.embedding.weight", where)
     z_channels = need(tensors, "post_quant_conv.weight", where).shape[0]
     levels = len({m.group(1) for m in (re.match(r"decoder\.conv_blocks\.(\d+)\.", k) for k in tensors) if m})
     if levels == 0:
@@ -164,12 +166,10 @@ def t5_section(config, where):
         raise ValueError(f"{where}: feed_forward_proj is {proj!r}; only \"gated-gelu\" (FLAN-T5, T5 v1.1) is supported")
     section = {"kind": "t5-encoder", "weights": ["t5_encoder.safetensors"]}
     for key in ("vocab_size", "d_model", "num_layers", "num_heads", "d_kv", "d_ff"):
-        if not isinstance(config.get(key), int):
-            raise KeyError(f"{where}: missing integer \"{key}\"")
-        section[key] = config[key]
-    section["relative_attention_num_buckets"] = int(config.get("relative_attention_num_buckets", 32))
-    section["relative_attention_max_distance"] = int(config.get("relative_attention_max_distance", 128))
-    section["layer_norm_epsilon"] = float(config.get("layer_norm_epsilon", 1e-6))
+        section[key] = need_int(config, key, where)
+    for key, default in (("relative_attention_num_buckets", 32), ("relative_attention_max_distance", 128)):
+        section[key] = as_int(config.get(key, default), key, where)
+    section["layer_norm_epsilon"] = as_float(config.get("layer_norm_epsilon", 1e-6), "layer_norm_epsilon", where)
     section["feed_forward_proj"] = proj
     return section
 
@@ -185,12 +185,13 @@ def t5_encoder_tensors(t5_dir):
         from safetensors import safe_open
 
         def open_shard(path, names):
-            with safe_open(str(path), framework="pt") as shard:
+            with reading(path), safe_open(str(path), framework="pt") as shard:
                 return {n: shard.get_tensor(n) for n in (names if names is not None else shard.keys())}
         index, single = "model.safetensors.index.json", "model.safetensors"
     elif (t5_dir / "pytorch_model.bin.index.json").is_file() or (t5_dir / "pytorch_model.bin").is_file():
         def open_shard(path, names):
-            state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+            with reading(path):
+                state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
             return {n: state[n] for n in (names if names is not None else state.keys())}
         index, single = "pytorch_model.bin.index.json", "pytorch_model.bin"
     else:

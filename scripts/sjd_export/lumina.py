@@ -21,8 +21,9 @@ from pathlib import Path
 
 import torch
 
-from .common import (check_vq_shapes, copy_into_bundle, link_release_weights, need, read_json, read_release_index,
-                     rope_theta, save_safetensors, write_json_atomic)
+from .common import (as_float, as_int, check_vq_shapes, copy_into_bundle, link_release_weights, need, need_int,
+                     int_list, optional_int, read_json, read_release_index, reading, rope_theta,
+                     save_safetensors, write_json_atomic)
 
 RESOLUTIONS = [512, 768, 1024]  # the 7B releases; --resolutions names others (the default model's 64)
 SIZE_TOKEN_UNIT_PX = 32  # <reserved{8800 + n}> with n = pixels / 32 (Lumina's patch_size)
@@ -52,25 +53,25 @@ def transformer_section(config, weights, where):
             raise ValueError(f"{where}: {flag} = true is not supported (Lumina-mGPT 7B has it false)")
     if config.get("hidden_act", "silu") != "silu":
         raise ValueError(f"{where}: hidden_act {config['hidden_act']!r} is not supported (only silu)")
-    hidden = int(need(config, "hidden_size", where))
-    heads = int(need(config, "num_attention_heads", where))
-    kv_heads = int(config.get("num_key_value_heads") or heads)
+    hidden = need_int(config, "hidden_size", where)
+    heads = need_int(config, "num_attention_heads", where)
+    kv_heads = optional_int(config, "num_key_value_heads", where, heads)
     # qk-norm weights are [model_parallel_size, head_dim], repeated over the heads of
     # each training shard: sjd broadcasts [1, D] (Lumina 7B) or [heads, D] (HF chameleon-7b).
-    parallel = int(config.get("model_parallel_size") or 1)
+    parallel = optional_int(config, "model_parallel_size", where, 1)
     if parallel not in (1, heads):
         raise ValueError(f"{where}: model_parallel_size {parallel}: q/k-norm weights of shape [{parallel}, head_dim] "
                          f"are not supported (only 1 or num_attention_heads = {heads})")
     return {
         "weights": [weights],
-        "vocab_size": int(need(config, "vocab_size", where)),
+        "vocab_size": need_int(config, "vocab_size", where),
         "hidden_size": hidden,
-        "num_layers": int(need(config, "num_hidden_layers", where)),
+        "num_layers": need_int(config, "num_hidden_layers", where),
         "num_heads": heads,
         "num_kv_heads": kv_heads,
         "head_dim": hidden // heads,  # as Chameleon computes it
-        "intermediate_size": int(need(config, "intermediate_size", where)),
-        "norm_eps": float(config.get("rms_norm_eps", 1e-5)),
+        "intermediate_size": need_int(config, "intermediate_size", where),
+        "norm_eps": as_float(config.get("rms_norm_eps", 1e-5), "rms_norm_eps", where),
         "rope": "1d",
         "rope_theta": rope_theta(config, where),
         "qk_norm": True,
@@ -88,9 +89,13 @@ def tokenizer_vocabulary(tokenizer_file):
     model = need(data, "model", str(tokenizer_file))
     if model.get("type") != "BPE":
         raise ValueError(f"{tokenizer_file}: model.type is {model.get('type')!r}, expected \"BPE\"")
-    vocab = dict(need(model, "vocab", f"{tokenizer_file}: model"))
-    for token in data.get("added_tokens", []):
-        vocab[token["content"]] = token["id"]
+    vocab = need(model, "vocab", f"{tokenizer_file}: model")
+    if not isinstance(vocab, dict):
+        raise ValueError(f"{tokenizer_file}: model.vocab is not an object of token -> id")
+    vocab = dict(vocab)
+    for i, token in enumerate(data.get("added_tokens", [])):
+        where = f"{tokenizer_file}: added_tokens[{i}]"
+        vocab[need(token, "content", where)] = as_int(need(token, "id", where), "id", where, minimum=0)
     return vocab
 
 
@@ -193,7 +198,15 @@ def vq_section_from_yaml(yaml_file):
     path = Path(yaml_file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
-    params = need(need(yaml.safe_load(path.read_text()), "model", str(path)), "params", f"{path}: model")
+    try:
+        text = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"{path}: not a YAML file: {getattr(error, 'problem', None) or 'unreadable'}{where}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text: {error}") from None
+    params = need(need(text, "model", str(path)), "params", f"{path}: model")
     dd = need(params, "ddconfig", f"{path}: model.params")
     if params.get("remap"):  # the reference's quantizer would map codes through it; sjd reads them as they are
         raise ValueError(f"{path}: model.params.remap is not supported")
@@ -204,7 +217,7 @@ def vq_section_from_yaml(yaml_file):
     if dd.get("attn_type", "vanilla") != "vanilla":
         raise ValueError(f"{where}: attn_type {dd['attn_type']!r} is not supported (only vanilla)")
     return vq_section(
-        codebook_size=need(params, "n_embed", f"{path}: model.params"),
+        where, codebook_size=need(params, "n_embed", f"{path}: model.params"),
         embed_dim=need(params, "embed_dim", f"{path}: model.params"),
         z_channels=need(dd, "z_channels", where), ch=need(dd, "ch", where), ch_mult=need(dd, "ch_mult", where),
         num_res_blocks=need(dd, "num_res_blocks", where), attn_resolutions=dd.get("attn_resolutions") or [],
@@ -218,29 +231,25 @@ def vq_section_from_config(config, where):
     if vq.get("attn_type", "vanilla") != "vanilla":
         raise ValueError(f"{where}: attn_type {vq['attn_type']!r} is not supported (only vanilla)")
     return vq_section(
-        codebook_size=need(vq, "num_embeddings", where), embed_dim=need(vq, "embed_dim", where),
+        where, codebook_size=need(vq, "num_embeddings", where), embed_dim=need(vq, "embed_dim", where),
         z_channels=need(vq, "latent_channels", where), ch=need(vq, "base_channels", where),
         ch_mult=need(vq, "channel_multiplier", where), num_res_blocks=need(vq, "num_res_blocks", where),
         attn_resolutions=vq.get("attn_resolutions") or [], resolution=need(vq, "resolution", where),
         out_channels=vq.get("out_channels", 3))
 
 
-def vq_section(codebook_size, embed_dim, z_channels, ch, ch_mult, num_res_blocks, attn_resolutions, resolution,
-               out_channels):
-    return {
-        "kind": "chameleon-vqgan",
-        "weights": ["vqgan.safetensors"],
-        "codebook_size": int(codebook_size),
-        "embed_dim": int(embed_dim),
-        "z_channels": int(z_channels),
-        "ch": int(ch),
-        "ch_mult": [int(m) for m in ch_mult],
-        "num_res_blocks": int(num_res_blocks),
-        "attn_resolutions": [int(r) for r in attn_resolutions],
-        "resolution": int(resolution),
-        "out_channels": int(out_channels),
-        "downsample": 2 ** (len(ch_mult) - 1),
-    }
+def vq_section(where, **numbers):
+    """The bundle's vq section from the release's numbers (keyword = the bundle's key), each checked by name."""
+    section = {"kind": "chameleon-vqgan", "weights": ["vqgan.safetensors"]}
+    for key, value in numbers.items():
+        if key in ("ch_mult", "attn_resolutions"):
+            section[key] = int_list(value, key, where)
+        else:
+            section[key] = as_int(value, key, where)
+    if not section["ch_mult"]:
+        raise ValueError(f"{where}: \"ch_mult\" is empty")
+    section["downsample"] = 2 ** (len(section["ch_mult"]) - 1)
+    return section
 
 
 def vq_tensors_from_ckpt(ckpt_file):
@@ -248,7 +257,8 @@ def vq_tensors_from_ckpt(ckpt_file):
     path = Path(ckpt_file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
-    checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)
+    with reading(path):
+        checkpoint = torch.load(str(path), map_location="cpu", weights_only=False)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
         raise ValueError(f"{path}: expected a checkpoint dict with a \"state_dict\" (Meta's vqgan.ckpt layout)")
     return {k: v for k, v in checkpoint["state_dict"].items()
@@ -263,7 +273,7 @@ def vq_tensors_from_shards(index_file, weight_map):
               if name.startswith(HF_VQ_PREFIX) and name[len(HF_VQ_PREFIX):].startswith(VQ_TENSOR_PREFIXES)}
     tensors = {}
     for shard in sorted(set(wanted.values())):
-        with safe_open(str(Path(index_file).parent / shard), framework="pt") as f:
+        with reading(Path(index_file).parent / shard), safe_open(str(Path(index_file).parent / shard), framework="pt") as f:
             for name in (n for n, s in wanted.items() if s == shard):
                 tensors[name[len(HF_VQ_PREFIX):]] = f.get_tensor(name)
     return tensors
@@ -293,6 +303,8 @@ def run(args, staged):
     tokenizer_file = Path(args.tokenizer) if args.tokenizer else hf_dir / "tokenizer.json"
     tokenizer_vocab = tokenizer_vocabulary(tokenizer_file)
     vocabulary_map = need(config, "vocabulary_map", where)
+    if not isinstance(vocabulary_map, dict):
+        raise ValueError(f"{where}: vocabulary_map is not an object of token -> id")
 
     if bool(args.vqgan_ckpt) != bool(args.vqgan_yaml):
         raise ValueError("--vqgan-ckpt and --vqgan-yaml go together")
@@ -312,8 +324,8 @@ def run(args, staged):
     layout, permutation = resolve_layout(vocabulary_map, tokenizer_vocab, bos_token(hf_dir), args.resolution,
                                          args.resolutions, vq["downsample"], vq["codebook_size"], where)
     if "max_position_embeddings" in config:  # sjd warns when a prompt and its image run past it
-        layout["max_positions"] = int(config["max_position_embeddings"])
-    vocab_size = int(need(config, "vocab_size", where))
+        layout["max_positions"] = as_int(config["max_position_embeddings"], "max_position_embeddings", where)
+    vocab_size = need_int(config, "vocab_size", where)
     for key in ("bos_id", "begin_image_id", "end_image_id", "newline_id", "end_of_turn_id"):
         if layout[key] >= vocab_size:
             raise ValueError(f"{where}: {key} {layout[key]} is outside vocab_size {vocab_size}")

@@ -239,7 +239,9 @@ TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustnes
       {[](J& j) { j["layout"]["max_positions"] = 10; },
        "layout.max_positions: 10 positions leave none for the prompt: the image alone is 1061 generated tokens"},
       {[](J& j) { j["layout"]["grid_height"] = "16"; }, "grid_height"},
-      {[](J& j) { j["layout"]["codebook_size"] = 600; }, "vq.codebook_size"},
+      {[](J& j) { j["vq"]["codebook_size"] = 256; }, "is larger than vq.codebook_size 256"},
+      // 600 codes from id 4 run over the structure tokens 516..519.
+      {[](J& j) { j["layout"]["codebook_size"] = 600; }, "layout.begin_image_id: id 517 lies inside the image codes"},
       {[](J& j) { j["transformer"]["weights"] = "/etc/passwd"; }, "must be a file name relative"},
       {[](J& j) { j["vq"]["weights"] = J::array({"../default/vqgan.safetensors"}); }, "climbs out"},
       {[](J& j) { j["tokenizer"]["file"] = 7; }, "tokenizer.file"},

@@ -532,6 +532,41 @@ def test_export_rejects_a_vocabulary_that_disagrees_with_the_tokenizer(release, 
     assert "<reserved08799>" in result.stderr and "8900" in result.stderr
 
 
+@pytest.mark.parametrize("edit, problem", [
+    # Each was a traceback (TypeError, ZeroDivisionError) or a message naming neither file nor key.
+    (lambda c: c.update(hidden_size=[32]), '"hidden_size" is [32], expected an integer >= 1'),
+    (lambda c: c.update(hidden_size="abc"), '"hidden_size" is \'abc\', expected an integer >= 1'),
+    (lambda c: c.update(num_attention_heads=0), '"num_attention_heads" is 0, expected an integer >= 1'),
+    (lambda c: c.update(rope_theta="big"), '"rope_theta" is \'big\', expected a finite number'),
+    (lambda c: c.update(vocabulary_map=[1, 2]), "vocabulary_map is not an object of token -> id"),
+])
+def test_a_bad_config_value_is_one_line_naming_the_file_and_key(release, tmp_path, edit, problem):
+    copy = tmp_path / "copy"
+    shutil.copytree(release, copy)
+    config = json.loads((copy / "hf" / "config.json").read_text())
+    edit(config)
+    (copy / "hf" / "config.json").write_text(json.dumps(config))
+    result = export(copy, tmp_path / "bundle", "--vqgan-ckpt", str(copy / "vq" / "vqgan.ckpt"),
+                    "--vqgan-yaml", str(copy / "vq" / "vqgan.yaml"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"export_bundle: {copy / 'hf' / 'config.json'}: {problem}\n"
+
+
+def test_a_bad_vqgan_yaml_or_unreadable_checkpoint_is_one_line_naming_the_file(release, tmp_path):
+    yaml_file, ckpt = tmp_path / "vqgan.yaml", tmp_path / "vqgan.ckpt"
+    yaml_file.write_text("model: [1, 2:\n")
+    result = export(release, tmp_path / "a", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                    "--vqgan-yaml", str(yaml_file))
+    assert result.returncode == 2 and result.stderr.startswith(f"export_bundle: {yaml_file}: not a YAML file")
+    assert len(result.stderr.splitlines()) == 1  # the parser's own message ran over several lines, as a traceback
+    # A checkpoint pickling a class of a module that is not installed (a training script's own).
+    ckpt.write_bytes(b"\x80\x02cno_such_training_module\nConfig\nq\x00)\x81q\x01.")
+    result = export(release, tmp_path / "b", "--vqgan-ckpt", str(ckpt), "--vqgan-yaml",
+                    str(release / "vq" / "vqgan.yaml"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"export_bundle: {ckpt}: cannot be read") and "Traceback" not in result.stderr
+
+
 def hf_cache_snapshot(folder, hub):
     """`folder` laid out as the Hugging Face cache lays out a download: every file of snapshots/REV/ a relative
     link into blobs/."""

@@ -47,3 +47,38 @@ def test_the_generators_own_image_passes_and_another_scene_fails(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "scripts/score_caption.py"), "--caption", s["caption"],
                           str(recoloured)], check=True, capture_output=True, text=True).stdout
     assert f"; {o['size']} {o['colour']} {o['shape']} ({o['position']}) drawn as {colour}\n" in out
+
+
+def test_a_missing_image_or_one_that_is_not_a_png_is_one_line_with_exit_code_2(tmp_path):
+    # Both were tracebacks (FileNotFoundError, ValueError) with exit code 1.
+    caption = scenes.scene(0, "train", 3)["caption"]
+    not_png = tmp_path / "notes.png"
+    not_png.write_text("not an image")
+    for path, reason in ((tmp_path / "absent.png", "No such file or directory"), (not_png, "not a PNG file")):
+        r = subprocess.run([sys.executable, str(ROOT / "scripts/score_caption.py"), "--caption", caption, str(path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 2
+        assert r.stderr == f"score_caption.py: {path}: {reason}\n"
+
+
+def test_scenes_refuses_a_folder_as_its_output_file_in_one_line(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts/scenes.py"), "--count", "1", "--out-jsonl", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr == f"scenes.py: --out-jsonl {tmp_path}: Is a directory\n"
+
+
+def test_eval_default_model_stops_in_one_line_when_sjd_fails(tmp_path):
+    # A failed `sjd batch` (here: no such model) was a CalledProcessError traceback after sjd's own message.
+    import os
+
+    sjd = pathlib.Path(os.environ.get("SJD_BUILD_DIR", ROOT / "build")) / "sjd"
+    command = [sys.executable, str(ROOT / "scripts/eval_default_model.py"), "--count", "1", "--methods", "ar",
+               "--out-dir", str(tmp_path / "eval")]
+    missing = subprocess.run(command + ["--sjd", str(tmp_path / "no-sjd")], capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.endswith(f"{tmp_path / 'no-sjd'}: No such file or directory\n")
+    if not sjd.is_file():
+        pytest.skip(f"{sjd} not built")
+    failed = subprocess.run(command + ["--sjd", str(sjd), "--model", str(tmp_path / "nope")], capture_output=True,
+                            text=True)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert failed.stderr.endswith("eval_default_model: `sjd batch --method ar` exited 2 (its error is above)\n")
