@@ -147,12 +147,15 @@ int run_compare_command(const CompareArgs& args) {
   check_run_count(options);
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
-  engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png"},
+  engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png", "runs/manifest.jsonl"},
                                  {{"--prompts", args.prompts_file},
                                   {"--config", args.settings.config_file()},
                                   {"--cost-profile", options.base.cost_profile}},
                                  args.model);
   engine::prepare_output_dir(args.out_dir);
+  // The table and figure are written after every run: a link or FIFO there was found only then.
+  engine::prepare_output_file(std::filesystem::path(args.out_dir) / "compare.json", "--out-dir's compare.json", ".json");
+  engine::prepare_output_file(std::filesystem::path(args.out_dir) / "compare.png", "--out-dir's compare.png", ".png");
   options.out_dir = args.out_dir;
   options.progress = show_progress(args.quiet);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base), std::move(tokenizer));

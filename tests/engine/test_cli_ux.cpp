@@ -466,6 +466,31 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   CHECK_THAT(compare_in_batch.err, Contains("holds a batch run (manifest.jsonl, batch.json): give compare its own"));
 }
 
+TEST_CASE("compare refuses a table or figure it could not write, and its own record as --prompts, before any run",
+          "[cli][ux][compare]") {
+  // A link at compare.png was found after every image was made (and a new compare.json written beside it); a
+  // --prompts of the folder's runs/manifest.jsonl had its records appended to it.
+  TempDir dir("ux_compare_outputs");
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  write_file(dir / "elsewhere.txt", "kept");
+  std::filesystem::create_symlink(dir / "elsewhere.txt", out / "compare.png");
+  const auto linked = run_sjd(compare_command(out));
+  CHECK(linked.exit_code == 2);
+  CHECK_THAT(linked.err, Contains("compare.png") && Contains("symbolic link"));
+  CHECK_FALSE(std::filesystem::exists(out / "runs"));
+  CHECK_FALSE(std::filesystem::exists(out / "compare.json"));
+  CHECK(read_file(dir / "elsewhere.txt") == "kept");
+
+  std::filesystem::create_directories(dir / "c" / "runs");
+  write_file(dir / "c" / "runs" / "manifest.jsonl", "{\"prompt\": \"a red apple\"}\n");
+  const auto own = run_sjd("compare --model " + quoted(default_model()) + " --prompts " +
+                           quoted(dir / "c" / "runs" / "manifest.jsonl") + " --methods ar --out-dir " + quoted(dir / "c"));
+  CHECK(own.exit_code == 2);
+  CHECK_THAT(own.err, Contains("--prompts") && Contains("runs/manifest.jsonl"));
+  CHECK(read_file(dir / "c" / "runs" / "manifest.jsonl") == "{\"prompt\": \"a red apple\"}\n");
+}
+
 TEST_CASE("compare: a manifest line whose index would overflow is ignored, and its run made once more", "[cli][ux][compare]") {
   TempDir dir("ux_compare_index");
   const auto out = dir / "out";
