@@ -13,6 +13,7 @@
 #include "engine/outputs.h"
 #include "engine/settings_checks.h"
 #include "io/input_files.h"
+#include "io/prompt_file.h"
 #include "io/safetensors.h"
 #include "text/closest_name.h"
 #include "text/json_error.h"
@@ -62,6 +63,33 @@ void check_request_keys(const nlohmann::json& request, const std::vector<std::st
   }
 }
 
+// A row the family built from a request's text: held to a tokens row's bounds. Its ids come from the bundle's
+// tokenizer, which may name ids past the transformer's vocabulary ("index out of range in self"), and its length
+// from the text (a 100 KB text ran a forward of 24,000 tokens for minutes).
+model::RowPrompt checked_family_row(model::RowPrompt row, const engine::Generator& generator, const std::string& where) {
+  if (row.tokens.size() > kMaxRequestTokens) {
+    throw engine::InputError(where + ": the text takes " + std::to_string(row.tokens.size()) +
+                             " tokens, more than the " + std::to_string(kMaxRequestTokens) + " a request row may have");
+  }
+  try {
+    engine::check_ids_in_vocabulary(row.tokens, generator.bundle());
+  } catch (const engine::InputError& e) {
+    throw engine::InputError(where + ": " + e.what());
+  }
+  return row;
+}
+
+// The text of a {"text"} or {"negative"} row: a prompt's rules (UTF-8, no NUL, at most 1 MiB) before it is
+// tokenised.
+std::string request_text(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_string()) throw engine::InputError(where + ": expected a string");
+  const std::string text = value.get<std::string>();
+  if (const std::string problem = io::prompt_text_problem(text); !problem.empty()) {
+    throw engine::InputError(where + ": has " + problem);
+  }
+  return text;
+}
+
 // A row of a logits request: {"text": ...} through the family, {"uncond": true,
 // "prompt": ...} for the family's unconditional row of that prompt, {"negative": ...}
 // for the guidance row of a negative prompt (--negative-prompt), or raw
@@ -78,8 +106,8 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
                              "\"positions\", \"key_valid\"}, not a mix of them");
   }
   if (by_text) {
-    if (!j["text"].is_string()) throw engine::InputError(where + ".text: expected a string");
-    return generator.family().conditional(j["text"].get<std::string>());
+    return checked_family_row(generator.family().conditional(request_text(j["text"], where + ".text")), generator,
+                              where);
   }
   if (by_negative) {
     if (!j["negative"].is_string() || j["negative"].get<std::string>().empty()) {
@@ -89,14 +117,17 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
     if (const std::string problem = engine::negative_prompt_problem(text); !problem.empty()) {
       throw engine::InputError(where + ".negative: " + problem);
     }
-    return generator.family().negative(text);
+    return checked_family_row(generator.family().negative(text), generator, where);
   }
   if (by_uncond) {  // {"uncond": false} would otherwise be read as a row of tokens, which it names none of
     if (!j.contains("uncond") || j["uncond"] != true) {
       throw engine::InputError(where + ": the unconditional row is {\"uncond\": true, \"prompt\": ...}");
     }
     if (j.contains("prompt") && !j["prompt"].is_string()) throw engine::InputError(where + ".prompt: expected a string");
-    return generator.family().unconditional(j.value("prompt", std::string()));
+    return checked_family_row(generator.family().unconditional(j.contains("prompt")
+                                                                    ? request_text(j["prompt"], where + ".prompt")
+                                                                    : std::string()),
+                              generator, where);
   }
   model::RowPrompt row;
   row.tokens = ids_in(j.value("tokens", nlohmann::json()), generator.bundle().transformer.vocab_size, where + ".tokens");

@@ -83,7 +83,16 @@ int run_tokenize(const TokenizeArgs& args) {
     io::require_file_at_most(args.json_lines, "JSON lines file", text::kMaxTokenizerFileBytes);
     std::ifstream in(args.json_lines);
     if (!in) throw engine::InputError(args.json_lines + ": cannot open");
-    for (const auto& ids : text::encode_json_lines(*tokenizer, in, args.json_lines)) print_ids(ids);
+    const std::vector<std::vector<int64_t>> lines = text::encode_json_lines(*tokenizer, in, args.json_lines);
+    // Every id is checked before any is printed, as a text's are: a bundle's ids past the vocabulary are its error.
+    for (size_t i = 0; bundle && i < lines.size(); ++i) {
+      try {
+        engine::check_ids_in_vocabulary(lines[i], *bundle);
+      } catch (const engine::InputError& e) {
+        throw engine::InputError(args.json_lines + ", string " + std::to_string(i + 1) + ": " + e.what());
+      }
+    }
+    for (const auto& ids : lines) print_ids(ids);
     return 0;
   }
   // The text's fault, said as -p's is, where the tokenizer would name its own file as the culprit.

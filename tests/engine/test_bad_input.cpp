@@ -341,10 +341,32 @@ TEST_CASE("a tokenizer whose ids run past the model's vocabulary is refused", "[
   }
   write_file(model / "tokenizer.json", tokenizer.dump());
   // tokenize printed such ids with exit code 0.
+  // --json-lines and inspect's text rows printed them, or failed with ATen's "index out of range in self".
+  write_file(dir / "lines.jsonl", "\"a red circle\"\n");
+  write_file(dir / "text.json", R"({"rows": [{"text": "a red circle"}]})");
+  write_file(dir / "negative.json", R"({"rows": [{"negative": "a red circle"}]})");
+  const std::string vocabulary = "outside the model's vocabulary of 1024 (transformer.vocab_size)";
   expect_refused({{generate(model, dir), "vocabulary"},
-                  {"tokenize --model " + quoted(model) + " 'a red circle'",
-                   "outside the model's vocabulary of 1024 (transformer.vocab_size)"}});
+                  {"tokenize --model " + quoted(model) + " 'a red circle'", vocabulary},
+                  {"tokenize --model " + quoted(model) + " --json-lines " + quoted(dir / "lines.jsonl"),
+                   "lines.jsonl, string 1: " + model.string()},
+                  {"inspect --model " + quoted(model) + " --logits " + quoted(dir / "text.json") + " --out " +
+                       quoted(dir / "t.safetensors"),
+                   "rows[0]: " + model.string()},
+                  {"inspect --model " + quoted(model) + " --logits " + quoted(dir / "negative.json") + " --out " +
+                       quoted(dir / "n.safetensors"),
+                   vocabulary}});
 }
+
+namespace {
+
+std::string repeated(const std::string& text, int times) {
+  std::string all;
+  for (int i = 0; i < times; ++i) all += text;
+  return all;
+}
+
+}  // namespace
 
 TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][robustness]") {
   TempDir dir("bad_inspect");
@@ -368,6 +390,8 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
       {R"({"rows": [{"negative": ""}]})", "rows[0].negative: expected a non-empty string"},
       {R"({"rows": [{"negative": "  "}]})", "rows[0].negative: is blank"},
       {R"({"rows": [{"negative": "\u3000\u200b"}]})", "rows[0].negative: is blank"},
+      // A text row's tokens are held to a tokens row's 8192 (a 100 KB text ran a forward for minutes).
+      {R"({"rows": [{"text": ")" + repeated("a red circle, ", 3000) + R"("}]})", "rows[0]: the text takes"},
   };
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},
