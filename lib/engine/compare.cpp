@@ -142,6 +142,10 @@ class CompareSession {
 
  private:
   nlohmann::json identity_of(int64_t i) const;
+  // Whether run i's image is drawn in compare.png (its first kCompareFigureRows rows of methods).
+  bool in_figure(int64_t i) const {
+    return i < static_cast<int64_t>(kCompareFigureRows) * static_cast<int64_t>(options_.methods.size());
+  }
   void resume_recorded();
   int64_t record_index_of(int64_t i);
   std::string progress_text(int64_t i) const;
@@ -243,7 +247,7 @@ void CompareSession::resume_recorded() {
       continue;
     }
     CompareRun& run = runs_[static_cast<size_t>(i)];
-    run.image = io::read_png_rgb(runs_dir_ / done.record["file"].get<std::string>());
+    if (in_figure(i)) run.image = io::read_png_rgb(runs_dir_ / done.record["file"].get<std::string>());
     run.record = done.record;
     run.resumed = true;
     ++report_.resumed;
@@ -278,7 +282,7 @@ void CompareSession::write_run(const BatchItem& item, const GenerationOutput& ou
   if (const nlohmann::json& p = planning_[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
   record_file_checksum(run.record, runs_dir_ / file);
   io::append_line(manifest_, run.record.dump());
-  run.image = out.image;
+  if (in_figure(item.id)) run.image = out.image;
   ++report_.made;
   progress_.show(progress_text(item.id), true);
 }

@@ -33,13 +33,17 @@ struct CompareOptions {
 
 // One image: prompt x seed x method. Index (prompt * seeds + seed) * methods + method,
 // so prompts appended to a prompt file keep the indices of the runs before them.
+// compare.png shows the first rows (prompt x seed) of a longer compare: only their runs keep their images in
+// memory (every run's is in runs/; 20,000 runs held 1.4 GB of 128 px images).
+constexpr int kCompareFigureRows = 24;
+
 struct CompareRun {
   int64_t index = 0;
   int prompt = 0;                // index into CompareOptions::prompts
   int seed_index = 0;            // 0 .. seeds - 1
   int method = 0;                // index into CompareOptions::methods
   nlohmann::json record;         // its runs/manifest.jsonl line (steps, seconds, histogram, file, ...)
-  at::Tensor image;              // uint8 [H, W, 3]
+  at::Tensor image;              // uint8 [H, W, 3]; undefined past the figure's rows (kCompareFigureRows)
   bool resumed = false;          // made by an earlier run of the same command
 };
 

@@ -17,7 +17,6 @@ constexpr int kRowHeaderWidth = 210;
 constexpr int kChartsWidth = 400;
 constexpr int kChartsGap = 36;
 constexpr int kPromptLines = 6;
-constexpr int kMaxRows = 24;          // a longer compare shows its first rows (every image is in runs/)
 
 std::string times(double value) {
   std::ostringstream out;
@@ -63,7 +62,7 @@ CompareFigure draw_compare_figure(const CompareReport& report, const CompareOpti
   figure.gap = kGap;
   const int methods = static_cast<int>(options.methods.size());
   const int all_rows = static_cast<int>(report.runs.size()) / std::max(1, methods);
-  const int rows = std::min(all_rows, kMaxRows);
+  const int rows = std::min(all_rows, kCompareFigureRows);
   std::vector<at::Tensor> cells;
   for (int i = 0; i < rows * methods; ++i) cells.push_back(cell_image(report.runs[static_cast<size_t>(i)].image, kCellTarget));
   const int cell_w = static_cast<int>(cells.front().size(1));
