@@ -157,7 +157,8 @@ at::Tensor request_codes(const nlohmann::json& request, int64_t codebook_size, c
   std::vector<int64_t> flat;
   for (size_t r = 0; r < grid.size(); ++r) {
     const std::vector<int64_t> row = ids_in(grid[r], codebook_size, where + ".codes[" + std::to_string(r) + "]");
-    if (row.empty() || row.size() != grid[0].size()) {
+    if (row.empty()) throw engine::InputError(where + ".codes[" + std::to_string(r) + "]: an empty row of codes");
+    if (row.size() != grid[0].size()) {
       throw engine::InputError(where + ".codes[" + std::to_string(r) + "]: every row must have the first row's " +
                                std::to_string(grid[0].size()) + " codes");
     }

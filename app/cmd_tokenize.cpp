@@ -1,5 +1,6 @@
 // `sjd tokenize`: the prompt ids a model sees, or a bare tokenizer file's ids,
 // to check our tokenizers against the reference ones (like llama.cpp's tokenize tool).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "engine/bundle.h"
 #include "family/image_family.h"
 #include "io/input_files.h"
+#include "text/closest_name.h"
 #include "text/json_lines.h"
 #include "text/strict_json.h"
 #include "text/utf8.h"
@@ -30,6 +32,13 @@ struct TokenizeArgs {
 
 // Flags that would be ignored in the combination given are refused, naming what goes together.
 void check_combination(const TokenizeArgs& args) {
+  // An unknown --kind fell through to "give --model DIR, or --tokenizer FILE", naming neither it nor the kinds.
+  const std::vector<std::string>& kinds = text::tokenizer_kinds();
+  if (!args.kind.empty() && std::find(kinds.begin(), kinds.end(), args.kind) == kinds.end()) {
+    const auto guess = text::closest_name(args.kind, kinds);
+    throw engine::InputError("--kind " + args.kind + ": unknown tokenizer kind (" + text::known_tokenizer_kinds() + ")" +
+                             (guess ? "; did you mean '" + *guess + "'?" : ""));
+  }
   if (!args.model.empty() && (!args.tokenizer_file.empty() || !args.kind.empty() || args.options_given)) {
     throw engine::InputError("--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");
   }

@@ -396,7 +396,7 @@ TEST_CASE("inspect requests with bad ids, shapes or types are refused", "[cli][r
   const std::vector<std::pair<std::string, std::string>> decode = {
       {R"({"codes": [[1, 2], [3]]})", "codes[1]"},
       {R"({"codes": []})", "codes"},
-      {R"({"codes": [[]]})", "codes[0]"},
+      {R"({"codes": [[]]})", "codes[0]: an empty row of codes"},  // said "the first row's 0 codes"
       {R"({"codes": [[1, 512]]})", "512"},
       {R"({"codes": "x"})", "codes"},
   };

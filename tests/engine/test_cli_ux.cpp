@@ -273,6 +273,9 @@ TEST_CASE("tokenize refuses flags that its other flags would leave unused", "[cl
       // An unknown option lists the tokenizer's own options, not the keys --kind and --tokenizer give.
       {"tokenize --kind byte --options '{\"first_id\": 3, \"frist\": 4}' 'a cat'",
        "frist: unknown key (this tokenizer's options: first_id)"},
+      // An unknown kind was told to give --model or --tokenizer.
+      {"tokenize --kind byt --options '{\"first_id\": 4}' ab",
+       "--kind byt: unknown tokenizer kind (known: byte, tiktoken, bpe, spm); did you mean 'byte'?"},
   };
   for (const auto& [command, said] : cases) {
     const auto r = run_sjd(command);
