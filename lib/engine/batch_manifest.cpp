@@ -124,8 +124,10 @@ void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progr
     if (!image_intact(file, j)) {
       log_ << "warning: " << manifest.string() << ":" << number << ": " << file.string()
            << " is missing or damaged; it will be made again\n";
+      damaged_[index] = {manifest, number, std::move(j)};
       continue;
     }
+    damaged_.erase(index);
     done[index] = {manifest, number, std::move(j)};
   }
 }

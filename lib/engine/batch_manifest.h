@@ -34,6 +34,8 @@ class ManifestReader {
   std::map<int64_t, FinishedImage> read_new();
   // The latest failed line of each index read so far (it may have been made since).
   const std::map<int64_t, FinishedImage>& failures() const { return failures_; }
+  // The latest line of each index read so far whose image is missing or damaged (and will be made again).
+  const std::map<int64_t, FinishedImage>& damaged() const { return damaged_; }
   // For `sjd manifest --merge`, which holds every manifest's lock, so no line is being written: a last line
   // without its newline is read as a whole one, and the lines ignored (unreadable, or fields that cannot be
   // trusted) are kept, verbatim, for the merge to carry over.
@@ -53,6 +55,7 @@ class ManifestReader {
   std::ostream& log_;
   std::map<std::filesystem::path, Progress> read_;
   std::map<int64_t, FinishedImage> failures_;
+  std::map<int64_t, FinishedImage> damaged_;
   bool locked_ = false;
   std::vector<std::string> ignored_lines_;  // kept only when locked_
 };

@@ -223,16 +223,35 @@ void CompareSession::resume_recorded() {
   ManifestReader reader(runs_dir_, log_);
   std::map<int64_t, FinishedImage> recorded = reader.read_new();
   std::multimap<std::string, FinishedImage*> recorded_by_key;
+  const auto key_of = [](const FinishedImage& image) {
+    return run_key(image.record.value("prompt", std::string()),
+                   image.record.value("settings", nlohmann::json::object()));
+  };
   for (auto& [index, done] : recorded) {
     taken_.insert(index);
-    recorded_by_key.emplace(run_key(done.record.value("prompt", std::string()),
-                                    done.record.value("settings", nlohmann::json::object())),
-                            &done);
+    recorded_by_key.emplace(key_of(done), &done);
+  }
+  // A run whose image was damaged is made again under its line's index, so into its file: under a new one, the
+  // damaged file stayed and was warned about on every later run.
+  std::multimap<std::string, const FinishedImage*> damaged_by_key;
+  for (const auto& [index, damaged] : reader.damaged()) {
+    if (recorded.count(index)) continue;
+    taken_.insert(index);
+    damaged_by_key.emplace(key_of(damaged), &damaged);
   }
   for (int64_t i = 0; i < total_; ++i) {
     const nlohmann::json expected = identity_of(i);
-    const auto [first, last] = recorded_by_key.equal_range(run_key(expected["prompt"], expected["settings"]));
-    if (first == last) continue;  // not made yet
+    const std::string key = run_key(expected["prompt"], expected["settings"]);
+    const auto [first, last] = recorded_by_key.equal_range(key);
+    if (first == last) {  // not made yet, or its image is damaged
+      const auto [bad, bad_end] = damaged_by_key.equal_range(key);
+      const auto again = std::find_if(bad, bad_end, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
+      if (again != bad_end) {
+        redo_index_[i] = again->second->record["index"].get<int64_t>();
+        damaged_by_key.erase(again);
+      }
+      continue;
+    }
     const auto match =
         std::find_if(first, last, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
     if (match == last) {

@@ -494,6 +494,34 @@ TEST_CASE("compare refuses a table or figure it could not write, and its own rec
   CHECK(read_file(dir / "c" / "runs" / "manifest.jsonl") == "{\"prompt\": \"a red apple\"}\n");
 }
 
+TEST_CASE("compare makes a damaged run's image again into its own file, and warns no more", "[cli][ux][compare]") {
+  // Made again under a new index, the damaged file stayed, another run took its index, and every later
+  // command warned about it.
+  TempDir dir("ux_compare_damaged");
+  const auto out = dir / "out";
+  const std::string compare = "compare --model " + quoted(default_model()) + " -p 'a red apple' --seeds 1 --quiet " +
+                              "--out-dir " + quoted(out) + " --methods ";
+  REQUIRE(run_sjd(compare + "ar,sjd").exit_code == 0);
+  const auto damaged = out / "runs" / "00001_sjd_seed0.png";
+  REQUIRE(std::filesystem::is_regular_file(damaged));
+  const std::string made = read_file(damaged);
+  write_file(damaged, made.substr(0, made.size() / 2));
+  const auto again = run_sjd(compare + "ar,jacobi,sjd");
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.err, Contains("00001_sjd_seed0.png is missing or damaged"));
+  CHECK(read_file(damaged) == made);  // the same run, so the same bytes, in its own file
+  const auto report = read_json(out / "compare.json");
+  std::set<std::string> images;
+  for (const auto& run : report["runs"]) images.insert(run["image"].get<std::string>());
+  CHECK(images.size() == 3);
+  const auto quiet = run_sjd(compare + "ar,jacobi,sjd");
+  INFO(quiet.err);
+  REQUIRE(quiet.exit_code == 0);
+  CHECK_THAT(quiet.out, Contains("3 of 3 runs were already done"));
+  CHECK(quiet.err.find("damaged") == std::string::npos);
+}
+
 TEST_CASE("compare: a manifest line whose index would overflow is ignored, and its run made once more", "[cli][ux][compare]") {
   TempDir dir("ux_compare_index");
   const auto out = dir / "out";
