@@ -1,6 +1,7 @@
 #include "text/json_node.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "text/tokenizer.h"
 
@@ -40,6 +41,10 @@ std::string JsonNode::as_string() const {
 
 int64_t JsonNode::as_integer() const {
   if (!value_->is_number_integer()) fail("expected an integer, found " + value_->dump());
+  // Read as int64 it would wrap: 18446744073709551615 became -1 and was called negative.
+  if (value_->is_number_unsigned() && value_->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    fail(value_->dump() + " is past the largest integer taken, 9223372036854775807");
+  }
   return value_->get<int64_t>();
 }
 

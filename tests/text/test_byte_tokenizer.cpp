@@ -33,6 +33,8 @@ TEST_CASE("byte tokenizer decodes a broken UTF-8 sequence to U+FFFD and refuses 
 TEST_CASE("byte tokenizer options are checked", "[text][byte]") {
   CHECK_THROWS_WITH(load_tokenizer("byte", "", nlohmann::json::object()), Catch::Contains("missing key \"first_id\" (the token id of byte 0x00"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", -3}}), Catch::Contains("first_id: must not be negative"));
+  CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", std::numeric_limits<uint64_t>::max()}}),
+                    Catch::Contains("first_id: 18446744073709551615 is past the largest integer taken"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", "7"}}), Catch::Contains("expected an integer"));
   CHECK_THROWS_WITH(load_tokenizer("byte", "", {{"first_id", std::numeric_limits<int64_t>::max()}}),
                     Catch::Contains("first_id: too large for 256 byte ids after it"));
