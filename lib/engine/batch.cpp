@@ -183,11 +183,11 @@ nlohmann::json BatchRun::identity_of(int64_t index) const {
 nlohmann::json BatchRun::base_record(int64_t index) const {
   const io::PromptEntry& entry = prompts_[static_cast<size_t>(index)];
   nlohmann::json record{{"index", index},
-                        {"prompt", text::utf8::to_valid(entry.prompt)},
                         {"line", entry.line},
                         {"seed", settings_of(index).seed},
                         {"file", batch_file_name(index, entry.prompt)},
                         {"model", model_}};
+  record_prompt(record, entry.prompt);
   if (!planning_.is_null()) record["planning"] = planning_;
   return record;
 }

@@ -10,6 +10,8 @@
 #include "engine/batch_shards.h"
 #include "engine/bundle.h"
 #include "io/png_chunks.h"
+#include "io/prompt_file.h"
+#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
@@ -136,6 +138,38 @@ void record_file_checksum(nlohmann::json& record, const std::filesystem::path& f
   const std::string bytes = read_whole(file);
   record["file_bytes"] = static_cast<uint64_t>(bytes.size());
   record["file_crc32"] = static_cast<uint64_t>(io::png_crc32(bytes));
+}
+
+namespace {
+
+constexpr size_t kCutPromptBytes = 1024;
+
+// The first `bytes` of valid UTF-8 text or less, ending on a whole code point.
+std::string utf8_prefix(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return text;
+  size_t end = bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+}  // namespace
+
+void record_prompt(nlohmann::json& record, const std::string& prompt) {
+  if (prompt.size() <= io::kMaxPromptBytes) {
+    record["prompt"] = text::utf8::to_valid(prompt);
+    return;
+  }
+  record["prompt"] = text::utf8::to_valid(utf8_prefix(prompt, kCutPromptBytes));
+  record["prompt_bytes"] = static_cast<uint64_t>(prompt.size());
+}
+
+bool records_prompt(const nlohmann::json& record, const std::string& prompt) {
+  const auto recorded = record.find("prompt");
+  if (recorded == record.end() || !recorded->is_string()) return true;
+  nlohmann::json expected = nlohmann::json::object();
+  record_prompt(expected, prompt);
+  return *recorded == expected["prompt"] && record.value("prompt_bytes", nlohmann::json()) ==
+                                                expected.value("prompt_bytes", nlohmann::json());
 }
 
 nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,

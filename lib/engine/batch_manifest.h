@@ -63,6 +63,12 @@ class ManifestReader {
 // The size and CRC-32 of a written image, recorded in its manifest line.
 void record_file_checksum(nlohmann::json& record, const std::filesystem::path& file);
 
+// A line's "prompt": the prompt as valid UTF-8, or, for one past the 1 MiB a prompt may have (it fails, so only
+// a failed line holds one), its first KiB with "prompt_bytes", its size: a 200 MB prompt line made a 200 MB line.
+void record_prompt(nlohmann::json& record, const std::string& prompt);
+// Whether `record` names `prompt` as record_prompt writes it (a line without a prompt, from an older sjd, does).
+bool records_prompt(const nlohmann::json& record, const std::string& prompt);
+
 // The picture's identity: its prompt, the model, the settings that make it
 // (engine::identity_settings: not the device, nor what its method ignores) and,
 // with automatic windows, what they read from the bundle (Generator::window_planning;

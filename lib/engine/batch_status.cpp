@@ -13,7 +13,6 @@
 #include "io/atomic_file.h"
 #include "io/input_files.h"
 #include "io/prompt_file.h"
-#include "text/utf8.h"
 
 namespace sjd::engine {
 namespace {
@@ -100,11 +99,8 @@ BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::
       ++status.past_end;
       continue;
     }
-    // Lines written before prompts were recorded have none to compare.
-    const auto recorded = record->find("prompt");
-    if (prompts != nullptr && recorded != record->end() && recorded->is_string() &&
-        *recorded != text::utf8::to_valid((*prompts)[static_cast<size_t>(i)])) {
-      status.other_prompt.push_back(i);
+    if (prompts != nullptr && !records_prompt(*record, (*prompts)[static_cast<size_t>(i)])) {
+      (is_done ? status.other_prompt_done : status.other_prompt_failed).push_back(i);
       continue;
     }
     move_out_of_missing(i, is_done ? &ShardStatus::done : &ShardStatus::failed);
@@ -135,10 +131,14 @@ void print_batch_status(const BatchStatus& status, std::ostream& out) {
   out << "images: " << status.images << (status.complete() ? ", complete" : "") << "\n";
   if (!status.failed.empty()) out << "failed: " << index_ranges(status.failed) << "\n";
   if (!status.missing.empty()) out << "missing: " << index_ranges(status.missing) << "\n";
-  if (!status.other_prompt.empty()) {
+  if (!status.other_prompt_done.empty()) {
     out << "made from other prompts than the prompt file's (counted missing; sjd batch with that file refuses this "
            "folder): "
-        << index_ranges(ranges_of(status.other_prompt)) << "\n";
+        << index_ranges(ranges_of(status.other_prompt_done)) << "\n";
+  }
+  if (!status.other_prompt_failed.empty()) {
+    out << "failed with other prompts than the prompt file's (counted missing; sjd batch with that file makes them): "
+        << index_ranges(ranges_of(status.other_prompt_failed)) << "\n";
   }
   if (status.past_end > 0) {
     out << "past the end: " << status.past_end << " image(s) recorded from index " << status.images

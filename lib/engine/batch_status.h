@@ -43,7 +43,10 @@ struct BatchStatus {
   std::vector<IndexRange> failed;    // indices whose latest attempt failed
   std::vector<IndexRange> missing;   // indices neither done nor failed (or whose image is damaged)
   int64_t past_end = 0;              // lines of indices from `images` on (made from a longer prompt file)
-  std::vector<int64_t> other_prompt;  // indices whose line records another prompt than the prompt file's
+  // Indices whose line records another prompt than the prompt file's: made (a batch run with the file refuses
+  // the folder) or failed (it makes them).
+  std::vector<int64_t> other_prompt_done;
+  std::vector<int64_t> other_prompt_failed;
   bool complete() const { return failed.empty() && missing.empty(); }
 };
 
@@ -51,7 +54,7 @@ struct BatchStatus {
 // Its time and memory grow with the images finished, not with `images`: a
 // batch.json naming two billion images costs what its manifests cost. Given the prompt file's prompts
 // (`images` of them), an image whose line records another prompt is not this file's: it counts as missing,
-// and is listed in other_prompt (`sjd batch` with that file refuses the folder).
+// and is listed in other_prompt_done or other_prompt_failed.
 BatchStatus batch_status(const std::filesystem::path& dir, int64_t images, std::ostream& log,
                          const std::vector<std::string>* prompts = nullptr);
 void print_batch_status(const BatchStatus& status, std::ostream& out);

@@ -19,6 +19,7 @@
 #include "engine/window_prior.h"
 #include "io/atomic_file.h"
 #include "io/png_chunks.h"
+#include "io/prompt_file.h"
 #include "io/weight_checks.h"
 #include "io/weights.h"
 #include "sampling/categorical.h"
@@ -244,6 +245,8 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
   // Where every prompt's rows are alike, the first that fits measures them all: a LlamaGen prompt is
   // measured by running the T5 encoder, seconds each on a CPU for the XL encoder.
   for (const std::string& prompt : plan.prompts) {
+    // A prompt that fails before it is tokenised (io::prompt_text_problem: past 1 MiB, bad bytes) sizes nothing.
+    if (!io::prompt_text_problem(prompt).empty()) continue;
     try {
       decoding::MethodConfig method;
       const decoding::DecodeRequest request = make_request(prompt, settings, method);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/batch_manifest.h"
 #include "engine/batch_shards.h"
 #include "engine/batch_status.h"
 #include "engine/bundle.h"
@@ -183,25 +184,34 @@ TEST_CASE("manifest status: lines of other prompts than the prompt file's, and p
   // `sjd manifest DIR --prompts OTHER` counted images by index alone: another file's images were "done".
   sjd::testing::TempDir dir("status_other_prompts");
   const auto failed = [](int index, const std::string& prompt) {
-    return nlohmann::json{{"index", index}, {"status", "failed"}, {"prompt", prompt}, {"error", "x"}}.dump() + "\n";
+    nlohmann::json line{{"index", index}, {"status", "failed"}, {"error", "x"}};
+    record_prompt(line, prompt);
+    return line.dump() + "\n";
   };
+  const std::string long_prompt(size_t{3} << 20, 'a');  // failed past 1 MiB: its line keeps the first KiB and the size
   sjd::testing::write_file(dir / "manifest.jsonl",
-                           failed(0, "a cat") + failed(1, "a dog") + failed(2, "a fox") + failed(5, "an owl") +
+                           failed(0, "a cat") + failed(1, "a dog") + failed(2, "a fox") + failed(4, long_prompt) +
+                               failed(5, "an owl") +
                                nlohmann::json{{"index", 3}, {"status", "failed"}}.dump() + "\n");  // no prompt: older
-  const std::vector<std::string> prompts = {"a cat", "a dog", "a cow", "a hen"};
+  CHECK(sjd::testing::read_file(dir / "manifest.jsonl").size() < 2000);
+  const std::vector<std::string> prompts = {"a cat", "a dog", "a cow", "a hen", long_prompt};
   std::ostringstream log;
-  const BatchStatus status = batch_status(dir.path(), 4, log, &prompts);
-  CHECK(index_ranges(status.failed) == "0-1, 3");
-  CHECK(status.other_prompt == std::vector<int64_t>{2});
+  const BatchStatus status = batch_status(dir.path(), 5, log, &prompts);
+  CHECK(index_ranges(status.failed) == "0-1, 3-4");
+  CHECK(status.other_prompt_failed == std::vector<int64_t>{2});
+  CHECK(status.other_prompt_done.empty());
   CHECK(index_ranges(status.missing) == "2");
-  CHECK(status.overall.missing == 1);
   CHECK(status.past_end == 1);
   std::ostringstream out;
   print_batch_status(status, out);
-  CHECK_THAT(out.str(), Catch::Contains("made from other prompts than the prompt file's") &&
-                            Catch::Contains("): 2\n") && Catch::Contains("past the end: 1 image(s) recorded from index 4"));
+  CHECK_THAT(out.str(), Catch::Contains("failed with other prompts than the prompt file's") &&
+                            Catch::Contains("makes them): 2\n") &&
+                            Catch::Contains("past the end: 1 image(s) recorded from index 5"));
+  // A cut prompt is told from another long one of the same first KiB by its size.
+  const std::vector<std::string> longer = {"a cat", "a dog", "a fox", "a hen", long_prompt + "a"};
+  CHECK(batch_status(dir.path(), 5, log, &longer).other_prompt_failed == std::vector<int64_t>{4});
   // Without the prompts (batch.json's count) every line counts by its index.
-  const BatchStatus by_index = batch_status(dir.path(), 4, log);
-  CHECK(index_ranges(by_index.failed) == "0-3");
-  CHECK(by_index.other_prompt.empty());
+  const BatchStatus by_index = batch_status(dir.path(), 5, log);
+  CHECK(index_ranges(by_index.failed) == "0-4");
+  CHECK(by_index.other_prompt_failed.empty());
 }
