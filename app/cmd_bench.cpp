@@ -168,7 +168,7 @@ int run_bench_command(const BenchArgs& args) {
   if (!args.profile.empty()) {
     try {  // made as every output folder is: removed again, when left empty, by a failure or Ctrl-C
       engine::prepare_output_dir(args.profile);
-    } catch (const engine::InputError& error) {
+    } catch (const std::runtime_error& error) {  // InputError, or io::FileError for a folder it cannot write
       throw engine::InputError("--profile " + std::string(error.what()));
     }
     options.profile_dir = args.profile;

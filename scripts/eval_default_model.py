@@ -437,6 +437,9 @@ def main(argv=None):
               f"±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±{r['object'][1]:.3f}  background "
               f"{r['background'][0]:.3f}±{r['background'][1]:.3f}")
         return 0
+    if not os.path.isfile(args.sjd):
+        print(f"eval_default_model: {args.sjd}: No such file or directory (--sjd: the built sjd)", file=sys.stderr)
+        return 2
     os.makedirs(args.out_dir, exist_ok=True)
     prompts_file = os.path.join(args.out_dir, "prompts.jsonl")
     with open(prompts_file, "w", encoding="utf-8") as f:
@@ -453,9 +456,6 @@ def main(argv=None):
         except SjdFailed as e:
             print(f"eval_default_model: {e}", file=sys.stderr)
             return 2 if e.exit_code == 2 else 1
-        except OSError as e:  # no sjd binary there
-            print(f"eval_default_model: {args.sjd}: {e.strerror or e}", file=sys.stderr)
-            return 2
         records_by_method[method] = records
         results[method] = score_method(records, eval_scenes, out_dir)
         r = results[method]

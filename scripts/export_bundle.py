@@ -7,6 +7,7 @@ lists the downloads). Needs PyTorch 2.x and the pinned packages of requirements.
 """
 import argparse
 import pickle
+import signal
 import sys
 from pathlib import Path
 
@@ -28,6 +29,10 @@ def main(argv=None):
             help="torchscript: write the weights as TorchScript archives (model.pt, vq.pt) instead; sjd loads "
                  "them only with --trust-code, because loading a TorchScript archive runs code")
     args = parser.parse_args(argv)
+    # SIGTERM and SIGHUP end the export as Ctrl-C does, through the handler below that removes the staging folder
+    # (their default action would leave gigabytes of weights in it).
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda received, frame: sys.exit(128 + received))
     staged = None
     try:
         # Written beside --out and moved in only when all of it is there: a failed export changes nothing.

@@ -5,6 +5,7 @@ import math
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -88,33 +89,66 @@ class StagedBundle:
     """Where an export writes: a staging folder beside the bundle folder `out`, whose files replace the folder's
     only once the whole export has succeeded (bundle.json last), so that a failed export leaves the folder as it
     was, never a bundle.json beside weights of another export, or naming a file the export removed. `stage` is
-    where to write; `out` is the bundle's own folder, for what depends on it (is it the release folder itself?)."""
+    where to write; `out` is the bundle's own folder, for what depends on it (is it the release folder itself?).
+    The staging folder lies beside the folder `out` resolves to (a link to another file system included), so that
+    every move is a rename; its name holds the process id, so that one an interrupted export left is removed."""
 
     def __init__(self, out):
         self.out = Path(out)
+        if self.out.is_symlink() and not self.out.exists():
+            raise NotADirectoryError(f"--out {self.out}: a link to nothing ({os.readlink(self.out)})")
         if self.out.exists() and not self.out.is_dir():
             raise NotADirectoryError(f"--out {self.out}: exists and is not a folder")
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.stage = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.export-"))
+        self.target = self.out.resolve()
+        self.made_parents = []  # folders made for the bundle's, removed again by a failure
+        parent = self.target.parent
+        while not parent.exists():
+            self.made_parents.append(parent)
+            parent = parent.parent
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._remove_abandoned_stages()
+        self.stage = Path(tempfile.mkdtemp(dir=self.target.parent,
+                                           prefix=f".{self.target.name}.export-{os.getpid()}-"))
+
+    def _remove_abandoned_stages(self):
+        """Staging folders of exports into the same folder whose process is gone (killed, or out of memory)."""
+        for stage in self.target.parent.glob(f".{self.target.name}.export-*-*"):
+            pid = stage.name[len(f".{self.target.name}.export-"):].split("-")[0]
+            if not pid.isdigit() or not stage.is_dir() or stage.is_symlink():
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue  # still exporting
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue  # another user's
+            shutil.rmtree(stage, ignore_errors=True)
+            print(f"export_bundle: removed {stage}, left by an export that was stopped", file=sys.stderr)
 
     def discard(self):
         shutil.rmtree(self.stage, ignore_errors=True)  # the links it holds are removed, never followed
+        for folder in self.made_parents:  # innermost first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
     def commit(self):
-        """Moves every staged file into `out` by renames (same file system), bundle.json last, with the
-        permissions the user's umask gives new files (mkstemp and safetensors write owner-only files)."""
+        """Moves every staged file into the bundle folder by renames (same file system), bundle.json last, with
+        the permissions the user's umask gives new files (mkstemp and safetensors write owner-only files)."""
         umask = os.umask(0)
         os.umask(umask)
-        self.out.mkdir(exist_ok=True)
+        self.target.mkdir(exist_ok=True)
         staged = sorted((path for path in self.stage.rglob("*") if not path.is_dir() or path.is_symlink()),
                         key=lambda path: path.relative_to(self.stage) == Path("bundle.json"))
         for path in staged:
-            target = self.out / path.relative_to(self.stage)
+            target = self.target / path.relative_to(self.stage)
             target.parent.mkdir(parents=True, exist_ok=True)
             if not path.is_symlink():
                 os.chmod(path, 0o666 & ~umask)
             os.replace(path, target)
-        self.discard()
+        shutil.rmtree(self.stage, ignore_errors=True)
 
 
 def link_release_weights(index_file, weight_map, staged):

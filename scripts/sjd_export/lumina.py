@@ -216,12 +216,16 @@ def vq_section_from_yaml(yaml_file):
             raise ValueError(f"{where}: {flag} = true is not supported")
     if dd.get("attn_type", "vanilla") != "vanilla":
         raise ValueError(f"{where}: attn_type {dd['attn_type']!r} is not supported (only vanilla)")
+    at_params = f"{path}: model.params"
     return vq_section(
-        where, codebook_size=need(params, "n_embed", f"{path}: model.params"),
-        embed_dim=need(params, "embed_dim", f"{path}: model.params"),
-        z_channels=need(dd, "z_channels", where), ch=need(dd, "ch", where), ch_mult=need(dd, "ch_mult", where),
-        num_res_blocks=need(dd, "num_res_blocks", where), attn_resolutions=dd.get("attn_resolutions") or [],
-        resolution=need(dd, "resolution", where), out_channels=dd.get("out_ch", 3))
+        codebook_size=(at_params, "n_embed", need(params, "n_embed", at_params)),
+        embed_dim=(at_params, "embed_dim", need(params, "embed_dim", at_params)),
+        z_channels=(where, "z_channels", need(dd, "z_channels", where)), ch=(where, "ch", need(dd, "ch", where)),
+        ch_mult=(where, "ch_mult", need(dd, "ch_mult", where)),
+        num_res_blocks=(where, "num_res_blocks", need(dd, "num_res_blocks", where)),
+        attn_resolutions=(where, "attn_resolutions", dd.get("attn_resolutions") or []),
+        resolution=(where, "resolution", need(dd, "resolution", where)),
+        out_channels=(where, "out_ch", dd.get("out_ch", 3)))
 
 
 def vq_section_from_config(config, where):
@@ -230,24 +234,30 @@ def vq_section_from_config(config, where):
     where = f"{where}: vq_config"
     if vq.get("attn_type", "vanilla") != "vanilla":
         raise ValueError(f"{where}: attn_type {vq['attn_type']!r} is not supported (only vanilla)")
+
+    def number(release_key, default=None):
+        value = vq.get(release_key, default) if default is not None else need(vq, release_key, where)
+        return where, release_key, value
+
     return vq_section(
-        where, codebook_size=need(vq, "num_embeddings", where), embed_dim=need(vq, "embed_dim", where),
-        z_channels=need(vq, "latent_channels", where), ch=need(vq, "base_channels", where),
-        ch_mult=need(vq, "channel_multiplier", where), num_res_blocks=need(vq, "num_res_blocks", where),
-        attn_resolutions=vq.get("attn_resolutions") or [], resolution=need(vq, "resolution", where),
-        out_channels=vq.get("out_channels", 3))
+        codebook_size=number("num_embeddings"), embed_dim=number("embed_dim"), z_channels=number("latent_channels"),
+        ch=number("base_channels"), ch_mult=number("channel_multiplier"), num_res_blocks=number("num_res_blocks"),
+        attn_resolutions=(where, "attn_resolutions", vq.get("attn_resolutions") or []),
+        resolution=number("resolution"), out_channels=number("out_channels", 3))
 
 
-def vq_section(where, **numbers):
-    """The bundle's vq section from the release's numbers (keyword = the bundle's key), each checked by name."""
+def vq_section(**numbers):
+    """The bundle's vq section: each keyword is the bundle's key, with (where, the release's key, its value), so that
+    a bad value is named as the release names it."""
     section = {"kind": "chameleon-vqgan", "weights": ["vqgan.safetensors"]}
-    for key, value in numbers.items():
+    for key, (where, release_key, value) in numbers.items():
         if key in ("ch_mult", "attn_resolutions"):
-            section[key] = int_list(value, key, where)
+            section[key] = int_list(value, release_key, where)
         else:
-            section[key] = as_int(value, key, where)
+            section[key] = as_int(value, release_key, where)
     if not section["ch_mult"]:
-        raise ValueError(f"{where}: \"ch_mult\" is empty")
+        where, release_key, _ = numbers["ch_mult"]
+        raise ValueError(f"{where}: \"{release_key}\" is empty")
     section["downsample"] = 2 ** (len(section["ch_mult"]) - 1)
     return section
 

@@ -24,6 +24,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -565,6 +566,61 @@ def test_a_bad_vqgan_yaml_or_unreadable_checkpoint_is_one_line_naming_the_file(r
                     str(release / "vq" / "vqgan.yaml"))
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"export_bundle: {ckpt}: cannot be read") and "Traceback" not in result.stderr
+
+
+def test_a_bad_vqgan_yaml_number_is_named_by_the_release_key(release, tmp_path):
+    # It was named by the bundle's key ("codebook_size"), which the YAML does not have.
+    import yaml
+
+    config = yaml.safe_load((release / "vq" / "vqgan.yaml").read_text())
+    config["model"]["params"]["n_embed"] = "many"
+    bad = tmp_path / "vqgan.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    result = export(release, tmp_path / "bundle", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                    "--vqgan-yaml", str(bad))
+    assert result.returncode == 2
+    assert result.stderr == f"export_bundle: {bad}: model.params: \"n_embed\" is 'many', expected an integer >= 1\n"
+
+
+def test_an_export_stopped_before_leaves_no_staging_folder_after_the_next(release, tmp_path):
+    # A staging folder of a process that is gone (killed, out of memory) held its weights for good.
+    pid = 4194000
+    while True:
+        try:
+            os.kill(pid, 0)
+            pid -= 1
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            pid -= 1
+    abandoned = tmp_path / f".bundle.export-{pid}-abc123"
+    abandoned.mkdir()
+    (abandoned / "vqgan.safetensors").write_bytes(b"weights of a stopped export")
+    export_with_vqgan(release, tmp_path / "bundle")
+    assert not abandoned.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_an_out_that_links_to_another_file_system_is_written_there(release, tmp_path):
+    # The staging folder lay beside the link, so the moves into its target failed: "Invalid cross-device link".
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev or not os.access(shm, os.W_OK):
+        pytest.skip("no writable /dev/shm on another file system")
+    target = Path(tempfile.mkdtemp(dir=shm, prefix="sjd_export_test_"))
+    try:
+        (tmp_path / "linked").symlink_to(target)
+        export_with_vqgan(release, tmp_path / "linked")
+        assert (target / "bundle.json").is_file() and (target / "vqgan.safetensors").is_file()
+        assert [p.name for p in shm.iterdir() if p.name.startswith(f".{target.name}.export-")] == []
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def test_a_dangling_link_as_out_is_refused_in_one_line(release, tmp_path):
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    result = export(release, tmp_path / "dangling", "--vqgan-ckpt", str(release / "vq" / "vqgan.ckpt"),
+                    "--vqgan-yaml", str(release / "vq" / "vqgan.yaml"))
+    assert result.returncode == 2 and result.stderr.startswith(f"export_bundle: --out {tmp_path / 'dangling'}: a link")
 
 
 def hf_cache_snapshot(folder, hub):

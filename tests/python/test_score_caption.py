@@ -75,7 +75,8 @@ def test_eval_default_model_stops_in_one_line_when_sjd_fails(tmp_path):
     command = [sys.executable, str(ROOT / "scripts/eval_default_model.py"), "--count", "1", "--methods", "ar",
                "--out-dir", str(tmp_path / "eval")]
     missing = subprocess.run(command + ["--sjd", str(tmp_path / "no-sjd")], capture_output=True, text=True)
-    assert missing.returncode == 2 and missing.stderr.endswith(f"{tmp_path / 'no-sjd'}: No such file or directory\n")
+    assert missing.returncode == 2
+    assert missing.stderr.endswith(f"{tmp_path / 'no-sjd'}: No such file or directory (--sjd: the built sjd)\n")
     if not sjd.is_file():
         pytest.skip(f"{sjd} not built")
     failed = subprocess.run(command + ["--sjd", str(sjd), "--model", str(tmp_path / "nope")], capture_output=True,
