@@ -154,8 +154,9 @@ int run_compare_command(const CompareArgs& args) {
                                  args.model);
   engine::prepare_output_dir(args.out_dir);
   // The table and figure are written after every run: a link or FIFO there was found only then.
-  engine::prepare_output_file(std::filesystem::path(args.out_dir) / "compare.json", "--out-dir's compare.json", ".json");
-  engine::prepare_output_file(std::filesystem::path(args.out_dir) / "compare.png", "--out-dir's compare.png", ".png");
+  const std::filesystem::path out_dir = args.out_dir;
+  engine::prepare_output_file(out_dir / "compare.json", "--out-dir's compare.json", ".json");
+  engine::prepare_output_file(out_dir / "compare.png", "--out-dir's compare.png", ".png");
   options.out_dir = args.out_dir;
   options.progress = show_progress(args.quiet);
   engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.base), std::move(tokenizer));

@@ -66,7 +66,8 @@ void check_request_keys(const nlohmann::json& request, const std::vector<std::st
 // A row the family built from a request's text: held to a tokens row's bounds. Its ids come from the bundle's
 // tokenizer, which may name ids past the transformer's vocabulary ("index out of range in self"), and its length
 // from the text (a 100 KB text ran a forward of 24,000 tokens for minutes).
-model::RowPrompt checked_family_row(model::RowPrompt row, const engine::Generator& generator, const std::string& where) {
+model::RowPrompt checked_family_row(model::RowPrompt row, const engine::Generator& generator,
+                                    const std::string& where) {
   if (row.tokens.size() > kMaxRequestTokens) {
     throw engine::InputError(where + ": the text takes " + std::to_string(row.tokens.size()) +
                              " tokens, more than the " + std::to_string(kMaxRequestTokens) + " a request row may have");

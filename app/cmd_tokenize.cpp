@@ -36,8 +36,8 @@ void check_combination(const TokenizeArgs& args) {
   const std::vector<std::string>& kinds = text::tokenizer_kinds();
   if (!args.kind.empty() && std::find(kinds.begin(), kinds.end(), args.kind) == kinds.end()) {
     const auto guess = text::closest_name(args.kind, kinds);
-    throw engine::InputError("--kind " + args.kind + ": unknown tokenizer kind (" + text::known_tokenizer_kinds() + ")" +
-                             (guess ? "; did you mean '" + *guess + "'?" : ""));
+    throw engine::InputError("--kind " + args.kind + ": unknown tokenizer kind (" + text::known_tokenizer_kinds() +
+                             ")" + (guess ? "; did you mean '" + *guess + "'?" : ""));
   }
   if (!args.model.empty() && (!args.tokenizer_file.empty() || !args.kind.empty() || args.options_given)) {
     throw engine::InputError("--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");

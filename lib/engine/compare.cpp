@@ -245,7 +245,8 @@ void CompareSession::resume_recorded() {
     const auto [first, last] = recorded_by_key.equal_range(key);
     if (first == last) {  // not made yet, or its image is damaged
       const auto [bad, bad_end] = damaged_by_key.equal_range(key);
-      const auto again = std::find_if(bad, bad_end, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
+      const auto again =
+          std::find_if(bad, bad_end, [&](const auto& entry) { return is_same_run(*entry.second, expected); });
       if (again != bad_end) {
         redo_index_[i] = again->second->record["index"].get<int64_t>();
         damaged_by_key.erase(again);

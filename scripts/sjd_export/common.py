@@ -209,7 +209,8 @@ def convert_weights_to_torchscript(staged, written):
         tensors = {}
         for name in files:
             # Staged: written by this export; else in the bundle folder, the release's own.
-            tensors.update(read_weight_file(staged.stage / name if (staged.stage / name).exists() else staged.out / name))
+            path = staged.stage / name if (staged.stage / name).exists() else staged.out / name
+            tensors.update(read_weight_file(path))
         save_torchscript(staged.stage / archive, tensors)
         for name in files:
             if (staged.stage / name).exists() and not (staged.stage / name).is_symlink():

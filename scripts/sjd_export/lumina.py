@@ -283,7 +283,8 @@ def vq_tensors_from_shards(index_file, weight_map):
               if name.startswith(HF_VQ_PREFIX) and name[len(HF_VQ_PREFIX):].startswith(VQ_TENSOR_PREFIXES)}
     tensors = {}
     for shard in sorted(set(wanted.values())):
-        with reading(Path(index_file).parent / shard), safe_open(str(Path(index_file).parent / shard), framework="pt") as f:
+        path = Path(index_file).parent / shard
+        with reading(path), safe_open(str(path), framework="pt") as f:
             for name in (n for n, s in wanted.items() if s == shard):
                 tensors[name[len(HF_VQ_PREFIX):]] = f.get_tensor(name)
     return tensors

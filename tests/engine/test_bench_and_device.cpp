@@ -120,8 +120,8 @@ TEST_CASE("bench --profile: a trace per step kind and the largest operators per 
   CHECK_THAT(blocked.err, Catch::Contains("--profile " + json.string() + "/x: cannot create the output folder"));
   // Ended by Ctrl-C before a trace is written, the folders it made go, as every output folder's do (they stayed).
   const auto fresh = dir / "fresh" / "traces";
-  CHECK(signal_once_there("bench --preset tiny --device cpu --dtype f32 --no-vq --profile " + shell_quoted(fresh), fresh,
-                          "INT") == 130);
+  CHECK(signal_once_there("bench --preset tiny --device cpu --dtype f32 --no-vq --profile " + shell_quoted(fresh),
+                          fresh, "INT") == 130);
   CHECK_FALSE(std::filesystem::exists(dir / "fresh"));
   CHECK(j["profile_failures"].empty());
   const auto calibrate = run_sjd("bench --calibrate --profile '" + traces.string() + "'");

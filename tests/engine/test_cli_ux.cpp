@@ -487,8 +487,9 @@ TEST_CASE("compare refuses a table or figure it could not write, and its own rec
 
   std::filesystem::create_directories(dir / "c" / "runs");
   write_file(dir / "c" / "runs" / "manifest.jsonl", "{\"prompt\": \"a red apple\"}\n");
-  const auto own = run_sjd("compare --model " + quoted(default_model()) + " --prompts " +
-                           quoted(dir / "c" / "runs" / "manifest.jsonl") + " --methods ar --out-dir " + quoted(dir / "c"));
+  const auto own =
+      run_sjd("compare --model " + quoted(default_model()) + " --prompts " +
+              quoted(dir / "c" / "runs" / "manifest.jsonl") + " --methods ar --out-dir " + quoted(dir / "c"));
   CHECK(own.exit_code == 2);
   CHECK_THAT(own.err, Contains("--prompts") && Contains("runs/manifest.jsonl"));
   CHECK(read_file(dir / "c" / "runs" / "manifest.jsonl") == "{\"prompt\": \"a red apple\"}\n");
