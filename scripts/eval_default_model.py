@@ -256,6 +256,8 @@ def run_method(sjd, model, prompts_file, out_dir, method, seed, extra):
     # One OpenMP thread unless told otherwise: a model this small runs fastest that way, and
     # more threads than free cores slow every step down several times on a shared machine.
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    if not os.path.isfile(sjd):
+        raise SjdFailed(f"{sjd}: No such file or directory (--sjd: the built sjd)", 2)
     finished = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env)
     if finished.returncode != 0:  # sjd's own error is on stderr already
         raise SjdFailed(f"`sjd batch --method {method}` exited {finished.returncode} (its error is above)",
@@ -437,9 +439,6 @@ def main(argv=None):
               f"±{r['scene'][1]:.3f}  object {r['object'][0]:.3f}±{r['object'][1]:.3f}  background "
               f"{r['background'][0]:.3f}±{r['background'][1]:.3f}")
         return 0
-    if not os.path.isfile(args.sjd):
-        print(f"eval_default_model: {args.sjd}: No such file or directory (--sjd: the built sjd)", file=sys.stderr)
-        return 2
     os.makedirs(args.out_dir, exist_ok=True)
     prompts_file = os.path.join(args.out_dir, "prompts.jsonl")
     with open(prompts_file, "w", encoding="utf-8") as f:
