@@ -124,7 +124,6 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
     if (!j.contains("uncond") || j["uncond"] != true) {
       throw engine::InputError(where + ": the unconditional row is {\"uncond\": true, \"prompt\": ...}");
     }
-    if (j.contains("prompt") && !j["prompt"].is_string()) throw engine::InputError(where + ".prompt: expected a string");
     return checked_family_row(generator.family().unconditional(j.contains("prompt")
                                                                     ? request_text(j["prompt"], where + ".prompt")
                                                                     : std::string()),

@@ -15,6 +15,7 @@
 #include "io/weights.h"
 #include "stop_signals.h"
 #include "text/tokenizer.h"
+#include "text/utf8.h"
 
 namespace sjd::app {
 
@@ -31,8 +32,7 @@ std::string shortened(const std::string& message) {
   constexpr size_t kKeep = 2000;  // bytes kept at each end
   if (message.size() <= 2 * kKeep + 100) return message;
   const auto inside_character = [&](size_t at) { return (static_cast<unsigned char>(message[at]) & 0xC0) == 0x80; };
-  size_t head = kKeep;
-  while (head > 0 && inside_character(head)) --head;
+  const size_t head = text::utf8::whole_prefix(message, kKeep).size();
   size_t tail = message.size() - kKeep;
   while (tail < message.size() && inside_character(tail)) ++tail;
   return message.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes left out ...] " +

@@ -140,26 +140,13 @@ void record_file_checksum(nlohmann::json& record, const std::filesystem::path& f
   record["file_crc32"] = static_cast<uint64_t>(io::png_crc32(bytes));
 }
 
-namespace {
-
-constexpr size_t kCutPromptBytes = 1024;
-
-// The first `bytes` of valid UTF-8 text or less, ending on a whole code point.
-std::string utf8_prefix(const std::string& text, size_t bytes) {
-  if (text.size() <= bytes) return text;
-  size_t end = bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end);
-}
-
-}  // namespace
-
 void record_prompt(nlohmann::json& record, const std::string& prompt) {
+  constexpr size_t kCutPromptBytes = 1024;
   if (prompt.size() <= io::kMaxPromptBytes) {
     record["prompt"] = text::utf8::to_valid(prompt);
     return;
   }
-  record["prompt"] = text::utf8::to_valid(utf8_prefix(prompt, kCutPromptBytes));
+  record["prompt"] = text::utf8::to_valid(text::utf8::whole_prefix(prompt, kCutPromptBytes));
   record["prompt_bytes"] = static_cast<uint64_t>(prompt.size());
 }
 

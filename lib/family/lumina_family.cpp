@@ -132,17 +132,21 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
   check_codes_in_vocabulary(c.image_token_first, c.codebook_size, vocab_size, c.where);
   // A structure token among the image codes would be drawn as a code, and two structure tokens sharing an id
   // would make the rows say something else than the model was trained on: either is a bundle's typo.
+  // The tokens a generation holds (size_token_base is only where the size tokens start), the size tokens last.
   const int64_t last_code = c.image_token_first + c.codebook_size - 1;
-  std::vector<std::pair<const char*, int64_t>> tokens(std::begin(structure), std::end(structure));
-  tokens.erase(tokens.begin() + 5);  // size_token_base is where the size tokens start, not a token itself
-  for (size_t i = 0; i < tokens.size(); ++i) {
+  const std::pair<const char*, int64_t> tokens[] = {
+      {"bos_id", c.bos_id},         {"begin_image_id", c.begin_image_id}, {"end_image_id", c.end_image_id},
+      {"newline_id", c.newline_id}, {"end_of_turn_id", c.end_of_turn_id},
+      {"size_token_base (height token)", height_token}, {"size_token_base (width token)", width_token}};
+  const size_t count = std::size(tokens);
+  for (size_t i = 0; i < count; ++i) {
     const auto& [key, id] = tokens[i];
     if (id >= c.image_token_first && id <= last_code) {
       throw std::invalid_argument(c.where + "." + key + ": id " + std::to_string(id) + " lies inside the image codes " +
                                   std::to_string(c.image_token_first) + ".." + std::to_string(last_code));
     }
     for (size_t j = 0; j < i; ++j) {
-      const bool height_and_width = j == tokens.size() - 2;  // one id for a square image
+      const bool height_and_width = i == count - 1 && j == count - 2;  // one id for a square image
       if (tokens[j].second == id && !height_and_width) {
         throw std::invalid_argument(c.where + "." + key + " and " + tokens[j].first + ": both are id " +
                                     std::to_string(id) + "; each structure token needs its own");

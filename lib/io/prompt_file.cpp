@@ -43,8 +43,6 @@ std::string read_contents(const std::filesystem::path& file) {
   return text;
 }
 
-bool is_blank(std::string_view line) { return text::unicode::is_blank(line); }
-
 // Each line of `text` with its 1-based number, without LF or CRLF.
 template <typename Visit>
 void for_each_line(std::string_view text, Visit visit) {
@@ -83,7 +81,7 @@ bool is_comment(std::string_view line) {
 std::vector<PromptEntry> text_prompts(std::string_view text) {
   std::vector<PromptEntry> prompts;
   for_each_line(text, [&](std::string_view line, int number) {
-    if (!is_blank(line) && !is_comment(line)) prompts.push_back({std::string(line), number, {}});
+    if (!text::unicode::is_blank(line) && !is_comment(line)) prompts.push_back({std::string(line), number, {}});
   });
   return prompts;
 }
@@ -91,7 +89,7 @@ std::vector<PromptEntry> text_prompts(std::string_view text) {
 std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::filesystem::path& file) {
   std::vector<PromptEntry> prompts;
   for_each_line(text, [&](std::string_view line, int number) {
-    if (is_blank(line)) return;
+    if (text::unicode::is_blank(line)) return;
     nlohmann::json record;
     try {  // strict: {"prompt": "a", "prompt": "b"} would keep the last without a word
       record = text::parse_strict_json(std::string(line), file.string() + ":" + std::to_string(number));
@@ -162,7 +160,7 @@ std::vector<PromptEntry> read_prompts(const std::filesystem::path& file) {
     case PromptFormat::kJsonLines: prompts = json_lines_prompts(text, file); break;
   }
   for (const PromptEntry& entry : prompts) {
-    if (is_blank(entry.prompt)) fail(file, entry.line, "the prompt is blank");
+    if (text::unicode::is_blank(entry.prompt)) fail(file, entry.line, "the prompt is blank");
   }
   if (prompts.empty()) throw PromptFileError(file.string() + ": the file holds no prompts");
   return prompts;

@@ -82,7 +82,7 @@ bool is_blank(std::string_view text) {
   if (utf8::find_invalid(text) != std::string_view::npos) return false;
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<UChar32>(utf8::next(text, i));
-    if (!u_hasBinaryProperty(c, UCHAR_WHITE_SPACE) && !u_hasBinaryProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT)) {
+    if (!is_white_space(static_cast<char32_t>(c)) && !u_hasBinaryProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT)) {
       return false;
     }
   }

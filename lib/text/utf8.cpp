@@ -77,6 +77,13 @@ void append(std::string& out, char32_t code_point) {
   }
 }
 
+std::string_view whole_prefix(std::string_view text, std::size_t bytes) {
+  if (text.size() <= bytes) return text;
+  std::size_t end = bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // a continuation byte
+  return text.substr(0, end);
+}
+
 std::size_t find_invalid(std::string_view bytes) {
   for (std::size_t i = 0; i < bytes.size();) {
     if (static_cast<unsigned char>(bytes[i]) < 0x80) {

@@ -15,6 +15,9 @@ char32_t next(std::string_view text, std::size_t& i);
 
 void append(std::string& out, char32_t code_point);
 
+// The longest start of `text` of at most `bytes` bytes that ends between two code points.
+std::string_view whole_prefix(std::string_view text, std::size_t bytes);
+
 // Byte offset of the first ill-formed sequence (overlong forms, surrogates and
 // values above U+10FFFF included), or npos when `bytes` is valid UTF-8.
 std::size_t find_invalid(std::string_view bytes);

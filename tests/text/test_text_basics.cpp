@@ -41,6 +41,14 @@ TEST_CASE("utf8::next and append round-trip every sequence length", "[text][utf8
   CHECK(decoded == code_points);
 }
 
+TEST_CASE("utf8::whole_prefix cuts between code points, never inside one", "[text][utf8]") {
+  CHECK(utf8::whole_prefix("abc", 10) == "abc");
+  CHECK(utf8::whole_prefix("abc", 2) == "ab");
+  CHECK(utf8::whole_prefix("a\xE7\x8C\xAB", 2) == "a");  // 猫 takes bytes 2-4
+  CHECK(utf8::whole_prefix("a\xE7\x8C\xAB", 4) == "a\xE7\x8C\xAB");
+  CHECK(utf8::whole_prefix("\xE7\x8C\xAB", 1).empty());
+}
+
 TEST_CASE("unicode::is_blank: only white space and default-ignorable code points", "[text][utf8]") {
   using sjd::text::unicode::is_blank;
   CHECK(is_blank(""));
