@@ -53,7 +53,9 @@ TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it",
   const at::Device device = cuda_testing::device();
   at::manual_seed(21);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    for (const int64_t hidden : {96, 4100}) {  // fewer and more elements than the block has threads
+    // Fewer elements than a warp holds; Lumina's 4096 (1024 threads, 4 each); a ragged last chunk; a row past
+    // what the registers hold (8 x 1024 elements), whose tail is read twice.
+    for (const int64_t hidden : {96, 4096, 4100, 20000}) {
       INFO(c10::toString(dtype) << ", hidden " << hidden);
       const at::Tensor x = random_on({3, 5, hidden}, dtype, device);
       const at::Tensor delta = random_on({3, 5, hidden}, dtype, device, 0.5);
@@ -74,13 +76,14 @@ TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda][fused]") {
   const at::Device device = cuda_testing::device();
   at::manual_seed(22);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    INFO(c10::toString(dtype));
-    const int64_t inner = 700;
-    const at::Tensor gate_up = random_on({4, 3, 2 * inner}, dtype, device, 3.0);
-    const at::Tensor expected = at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
-    const at::Tensor got = model::fused_silu_mul(gate_up);
-    CHECK(got.sizes() == expected.sizes());
-    CHECK(scaled_error(expected, got) < tolerance(dtype));
+    for (const int64_t inner : {700, 11008}) {  // part of one block's run; Lumina's 11 runs, the last ragged
+      INFO(c10::toString(dtype) << ", inner " << inner);
+      const at::Tensor gate_up = random_on({4, 3, 2 * inner}, dtype, device, 3.0);
+      const at::Tensor expected = at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
+      const at::Tensor got = model::fused_silu_mul(gate_up);
+      CHECK(got.sizes() == expected.sizes());
+      CHECK(scaled_error(expected, got) < tolerance(dtype));
+    }
   }
 }
 
@@ -92,11 +95,12 @@ TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (const bool qk_norm : {false, true}) {
       for (const bool two_d : {false, true}) {
-        for (const int64_t kv_heads : {4, 2}) {
-          for (const int64_t dim : {16, 128}) {  // fewer threads than the block has; Lumina's and Emu3's size
-            INFO(c10::toString(dtype) << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d << ", kv heads " << kv_heads
-                                      << ", head size " << dim);
-            const int64_t heads = 4;
+        // MHA, GQA, and 3 + 2 x 1 heads: 30 (cell, head) pairs, so the last block's warps are not all used.
+        for (const auto& [heads, kv_heads] : std::vector<std::pair<int64_t, int64_t>>{{4, 4}, {4, 2}, {3, 1}}) {
+          // Fewer elements than a warp has lanes; Lumina's and Emu3's size; 8 per lane.
+          for (const int64_t dim : {16, 128, 256}) {
+            INFO(c10::toString(dtype) << ", qk-norm " << qk_norm << ", 2D RoPE " << two_d << ", heads " << heads
+                                      << ", kv heads " << kv_heads << ", head size " << dim);
             model::TransformerConfig c = testing::tiny_config(qk_norm, kv_heads);
             c.head_dim = dim;
             if (two_d) {
