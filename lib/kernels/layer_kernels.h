@@ -46,7 +46,7 @@ void launch_silu_mul(const SiluMulArgs& args, StreamHandle stream);
 // with cells = rows x width (row-major): q and k heads get Chameleon's qk-norm
 // (LayerNorm over dim with a per-head affine; skipped when norm_weight is null)
 // and RoPE (x cos + partner(x) signed_sin, partner swapping halves, or neighbours
-// for 2D RoPE); q goes to q_out in attention's [rows, heads, width, dim] layout;
+// for 2D RoPE); q goes to q_out [rows, width, heads, dim] (the qkv's own order);
 // k and v go to the KV cache at (slot_row, slot_index) of their cell.
 struct QkvPrologueArgs {
   ElementType type = ElementType::kFloat32;
@@ -62,7 +62,7 @@ struct QkvPrologueArgs {
   const void* cos = nullptr;          // [cells, dim]
   const void* signed_sin = nullptr;   // [cells, dim]
   bool rope_2d = false;
-  void* q_out = nullptr;              // out [rows, heads, width, dim]
+  void* q_out = nullptr;              // out [rows, width, heads, dim]
   void* k_cache = nullptr;            // [cache rows, kv_heads, capacity, dim]
   void* v_cache = nullptr;            // same layout
   int64_t capacity = 0;

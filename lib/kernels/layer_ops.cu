@@ -163,8 +163,7 @@ __global__ void qkv_prologue_kernel(QkvPrologueArgs a) {
   const T* sin = static_cast<const T*>(a.signed_sin) + static_cast<int64_t>(cell) * dim;
   T* out;
   if (h < a.heads) {
-    const int row = cell / a.width, column = cell - row * a.width;
-    out = static_cast<T*>(a.q_out) + ((static_cast<int64_t>(row) * a.heads + h) * a.width + column) * dim;
+    out = static_cast<T*>(a.q_out) + (static_cast<int64_t>(cell) * a.heads + h) * dim;
   } else {
     out = static_cast<T*>(a.k_cache) + ((cache_row * a.kv_heads + (h - a.heads)) * a.capacity + slot) * dim;
   }

@@ -127,7 +127,7 @@ at::Tensor fused_qkv_prologue(const at::Tensor& qkv, const QkvPrologue& how, con
     }
   }
   const c10::cuda::CUDAGuard guard(qkv.device());
-  at::Tensor q = at::empty({rows, how.heads, width, dim}, qkv.options());
+  at::Tensor q = at::empty({rows, width, how.heads, dim}, qkv.options());
   const at::Tensor slot_rows = slots.rows.contiguous(), slot_index = slots.slots.contiguous();
   kernels::QkvPrologueArgs a;
   a.type = element_type(qkv, op);
@@ -150,7 +150,7 @@ at::Tensor fused_qkv_prologue(const at::Tensor& qkv, const QkvPrologue& how, con
   a.slot_row = slot_rows.data_ptr<int64_t>();
   a.slot_index = slot_index.data_ptr<int64_t>();
   kernels::launch_qkv_prologue(a, stream_of(qkv));
-  return q;
+  return q.transpose(1, 2);
 }
 
 #else

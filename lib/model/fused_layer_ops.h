@@ -28,7 +28,10 @@ at::Tensor fused_silu_mul(const at::Tensor& gate_up);
 // The attention prologue of one layer for qkv [rows, W, heads + 2 kv_heads, D] (contiguous):
 // q and k heads normalised by Chameleon's qk-norm when norm_weight is defined ([heads + kv_heads, D],
 // with norm_bias) and rotated by `rope` (RopeTable::gather of the step's [rows, W] positions);
-// K and V written to `layer` of `cache` at `slots`. Returns q [rows, heads, W, D].
+// K and V written to `layer` of `cache` at `slots`. Returns q [rows, heads, W, D], a transposed view of
+// [rows, W, heads, D] memory: cuDNN's attention writes its output in q's layout, so the output
+// projection then reads it as [rows, W, heads x D] without a copy (a copy per layer otherwise, 3 us
+// each at an L = 64 step of Lumina 7B on an H200, 6 us at a 145-node tree).
 struct QkvPrologue {
   int64_t heads = 0, kv_heads = 0;
   at::Tensor norm_weight, norm_bias;

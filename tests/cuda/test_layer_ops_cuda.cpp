@@ -145,6 +145,7 @@ TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in
                                          qk_norm ? norm_b : at::Tensor(), c.qk_norm_eps, two_d};
             const at::Tensor q = model::fused_qkv_prologue(qkv, how, rope, got_cache, layer, slots);
             CHECK(q.sizes() == expected_q.sizes());
+            CHECK(q.transpose(1, 2).is_contiguous());  // [rows, W, heads, D] memory: see fused_qkv_prologue
             CHECK(scaled_error(expected_q, q) < tolerance(dtype));
             CHECK(scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
             CHECK(at::equal(expected_cache.value_buffer(layer), got_cache.value_buffer(layer)));  // v: copied as is
