@@ -67,6 +67,17 @@ __device__ __forceinline__ T warp_max(T x) {
   return x;
 }
 
+// The warp's sum / max in every lane (the full warp must call).
+__device__ __forceinline__ float warp_all_sum(float x) {
+  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
+  return x;
+}
+
+__device__ __forceinline__ float warp_all_max(float x) {
+  for (int offset = 16; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, offset));
+  return x;
+}
+
 // Block sum / max; every thread gets the result.
 template <typename T>
 __device__ T block_sum(T x) {

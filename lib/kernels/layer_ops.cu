@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kernels/block_ops.cuh"
+#include "kernels/element_types.cuh"
 #include "kernels/launch_check.cuh"
 #include "kernels/layer_kernels.h"
 
@@ -27,29 +28,6 @@ constexpr int kNormPerThread = 8;     // a row's elements a thread holds in regi
 constexpr int kHeadWarps = 4;         // (cell, head) pairs per qkv-prologue block, one warp each
 constexpr int kSiluThreads = 256;
 constexpr int kSiluPerThread = 4;     // elements of one token's row per thread
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-
-// x as an ATen op with a result of type T leaves it: rounded to T, read back as float.
-template <typename T>
-__device__ __forceinline__ float rounded(float x) { return to_float(from_float<T>(x)); }
-
-// The warp's sum in every lane.
-__device__ __forceinline__ float warp_all_sum(float x) {
-  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
-  return x;
-}
 
 template <typename T>
 __global__ void add_rms_norm_kernel(AddRmsNormArgs a) {
@@ -199,19 +177,6 @@ void qkv_prologue_as(const QkvPrologueArgs& a, cudaStream_t stream) {
   qkv_prologue_kernel<T><<<blocks, kHeadWarps * 32, kHeadWarps * a.dim * sizeof(float), stream>>>(a);
 }
 
-// Runs `launch` instantiated for the element type.
-template <template <typename> class Launch, typename Args>
-void dispatch(ElementType type, const Args& args, StreamHandle stream, const char* name) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case ElementType::kFloat32: Launch<float>::run(args, s); break;
-    case ElementType::kBFloat16: Launch<__nv_bfloat16>::run(args, s); break;
-    case ElementType::kFloat16: Launch<__half>::run(args, s); break;
-    default: throw std::invalid_argument(std::string(name) + ": unknown element type");
-  }
-  check_launch(name);
-}
-
 template <typename T>
 struct AddRmsNormLaunch {
   static void run(const AddRmsNormArgs& a, cudaStream_t s) { add_rms_norm_as<T>(a, s); }
@@ -229,12 +194,12 @@ struct QkvPrologueLaunch {
 
 void launch_add_rms_norm(const AddRmsNormArgs& args, StreamHandle stream) {
   if (args.tokens == 0) return;
-  dispatch<AddRmsNormLaunch>(args.type, args, stream, "add_rms_norm");
+  dispatch_element_type<AddRmsNormLaunch>(args.type, args, stream, "add_rms_norm");
 }
 
 void launch_silu_mul(const SiluMulArgs& args, StreamHandle stream) {
   if (args.tokens == 0 || args.inner == 0) return;
-  dispatch<SiluMulLaunch>(args.type, args, stream, "silu_mul");
+  dispatch_element_type<SiluMulLaunch>(args.type, args, stream, "silu_mul");
 }
 
 void launch_qkv_prologue(const QkvPrologueArgs& args, StreamHandle stream) {
@@ -242,7 +207,7 @@ void launch_qkv_prologue(const QkvPrologueArgs& args, StreamHandle stream) {
     throw std::invalid_argument("qkv_prologue: head size " + std::to_string(args.dim) + " is not supported");
   }
   if (args.rows == 0 || args.width == 0) return;
-  dispatch<QkvPrologueLaunch>(args.type, args, stream, "qkv_prologue");
+  dispatch_element_type<QkvPrologueLaunch>(args.type, args, stream, "qkv_prologue");
 }
 
 }  // namespace sjd::kernels

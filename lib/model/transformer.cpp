@@ -16,6 +16,7 @@
 #include "model/attention_bias.h"
 #include "model/fused_layer_ops.h"
 #include "model/norms.h"
+#include "model/window_attention.h"
 
 namespace sjd::model {
 namespace {
@@ -44,6 +45,8 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
   use_step_graphs(graphs == nullptr || std::string(graphs) != "0");
   const char* fused = std::getenv("SJD_FUSED_LAYER_OPS");
   use_fused_layer_ops(fused == nullptr || std::string(fused) != "0");
+  const char* window = std::getenv("SJD_WINDOW_ATTENTION");
+  use_window_attention(window == nullptr || std::string(window) != "0");
   // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
   // session can compare it with the memory-efficient kernel (docs/gpu.md).
   const char* cudnn = std::getenv("SJD_SDPA_CUDNN");
@@ -60,6 +63,12 @@ void Transformer::use_fused_layer_ops(bool on) {
   const bool now = on && device().is_cuda() && fused_layer_ops_built();
   if (now != fused_ops_) graphs_.clear();  // they replay the other kernels
   fused_ops_ = now;
+}
+
+void Transformer::use_window_attention(bool on) {
+  const bool now = on && device().is_cuda();  // a build without CUDA: window_attention_takes says no
+  if (now != window_attention_) graphs_.clear();
+  window_attention_ = now;
 }
 
 at::Tensor Transformer::project(const at::Tensor& x, const at::Tensor& w) const {
@@ -395,7 +404,14 @@ at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tenso
   at::Tensor keys = cache_.keys(layer, first_row, batch, count);  // [rows, kv_heads, S, D]
   at::Tensor values = cache_.values(layer, first_row, batch, count);
   if (!q.is_cpu()) {
-    // GPU: the fused attention kernel, the run's rows in one call, the bias added to the scores.
+    // GPU: a few query vectors per K/V head go to the kernel that skips the blocked key chunks
+    // (a graph's bias spans the cache's capacity); wider steps to PyTorch's fused attention. Either
+    // takes the run's rows in one call, the bias added to the scores.
+    if (window_attention_ && window_attention_takes(q, keys, values, bias)) {
+      if (!attention_chosen_) attention_backend_ = "sjd window attention (blocked key chunks skipped)";
+      attention_chosen_ = true;
+      return model::window_attention(q, keys, values, bias);
+    }
     if (!attention_chosen_) choose_attention_kernel(q, keys, values, bias);
     if (gqa_in_kernel_) return at::scaled_dot_product_attention(q, keys, values, bias, 0.0, false, std::nullopt, true);
     if (group > 1) {

@@ -84,6 +84,12 @@ class Transformer : public TokenModel {
   // (qk-norm, RoPE, K/V write) as one kernel each (model/fused_layer_ops.h); off: the ATen ops.
   void use_fused_layer_ops(bool on);
   bool fused_layer_ops() const { return fused_ops_; }
+  // GPU only (on at construction unless SJD_WINDOW_ATTENTION=0, and only in a CUDA build): the
+  // attention of steps with few query vectors per K/V head (an AR step; Lumina's windows up to 16
+  // slots, Emu3's up to 4) by the kernel that reads only the key chunks the bias leaves open
+  // (model/window_attention.h); other steps, and off, go to PyTorch's attention.
+  void use_window_attention(bool on);
+  bool window_attention() const { return window_attention_; }
   // Why graphs were switched off during the run (a failed capture); empty if they were not.
   const std::string& step_graphs_failure() const { return graphs_failure_; }
   size_t captured_step_graphs() const { return graphs_.captured(); }
@@ -160,6 +166,7 @@ class Transformer : public TokenModel {
   std::string attention_backend_ = "none yet";
   bool graphs_on_ = false;
   bool fused_ops_ = false;
+  bool window_attention_ = false;
   std::string graphs_failure_;
   StepGraphs graphs_;
   std::vector<int64_t> head_id_list_;  // the ids restrict_outputs was last given

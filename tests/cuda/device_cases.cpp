@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -10,6 +11,19 @@ namespace sjd::cuda_testing {
 at::Device device() {
   if (!at::hasCUDA()) throw std::runtime_error("tests_cuda needs a CUDA device");
   return at::Device(at::kCUDA, 0);
+}
+
+double scaled_error(const at::Tensor& expected, const at::Tensor& got) {
+  const at::Tensor a = expected.to(at::kCPU, at::kDouble), b = got.to(at::kCPU, at::kDouble);
+  return (a - b).abs().max().item<double>() / std::max(1.0, a.abs().max().item<double>());
+}
+
+double rounding_tolerance(at::ScalarType dtype, int units) {
+  switch (dtype) {
+    case at::kBFloat16: return units * 0.0078125;  // 2^-7
+    case at::kHalf: return units * 0.0009765625;   // 2^-10
+    default: return 1e-5;
+  }
 }
 
 at::Tensor random_probs(int64_t rows, int64_t vocab, uint64_t seed, double zero_share) {

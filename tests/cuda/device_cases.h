@@ -10,6 +10,13 @@
 
 namespace sjd::cuda_testing {
 
+// max |expected - got| over max(1, max |expected|), in float64 on the CPU.
+double scaled_error(const at::Tensor& expected, const at::Tensor& got);
+
+// `units` units in the last place of a value of scale 1 in `dtype` (bfloat16 2^-7, float16 2^-10);
+// float32: 1e-5, whatever `units` (sums in another order, not one rounding).
+double rounding_tolerance(at::ScalarType dtype, int units);
+
 // The device the tests run on; fails the test (not skips) when CUDA is absent,
 // since these tests are only built for CUDA builds.
 at::Device device();

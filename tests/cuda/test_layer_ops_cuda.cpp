@@ -29,19 +29,8 @@ using namespace sjd;
 
 namespace {
 
-// max |expected - got| over max(1, max |expected|).
-double scaled_error(const at::Tensor& expected, const at::Tensor& got) {
-  const at::Tensor a = expected.to(at::kCPU, at::kFloat), b = got.to(at::kCPU, at::kFloat);
-  return (a - b).abs().max().item<double>() / std::max(1.0, a.abs().max().item<double>());
-}
-
-double tolerance(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kBFloat16: return 3 * 0.0078125;  // 3 x 2^-7
-    case at::kHalf: return 3 * 0.0009765625;   // 3 x 2^-10
-    default: return 1e-5;
-  }
-}
+// Three units in the last place (the file's comment says why).
+double tolerance(at::ScalarType dtype) { return cuda_testing::rounding_tolerance(dtype, 3); }
 
 at::Tensor random_on(at::IntArrayRef shape, at::ScalarType dtype, at::Device device, double scale = 1.0) {
   return (at::randn(shape) * scale).to(device, dtype);
@@ -63,11 +52,11 @@ TEST_CASE("fused add + RMS norm: the exact residual sum and at::rms_norm of it",
       const at::Tensor sum = x + delta;
       const auto [got_sum, got_normed] = model::fused_add_rms_norm(x, delta, weight, 1e-5);
       CHECK(at::equal(got_sum, sum));
-      CHECK(scaled_error(model::rms_norm_fused(sum, weight, 1e-5), got_normed) < tolerance(dtype));
+      CHECK(cuda_testing::scaled_error(model::rms_norm_fused(sum, weight, 1e-5), got_normed) < tolerance(dtype));
 
       const auto [same, normed] = model::fused_add_rms_norm(x, at::Tensor(), weight, 1e-5);
       CHECK(same.data_ptr() == x.data_ptr());  // no delta: the input is the residual
-      CHECK(scaled_error(model::rms_norm_fused(x, weight, 1e-5), normed) < tolerance(dtype));
+      CHECK(cuda_testing::scaled_error(model::rms_norm_fused(x, weight, 1e-5), normed) < tolerance(dtype));
     }
   }
 }
@@ -82,7 +71,7 @@ TEST_CASE("fused silu(gate) * up gives at::silu(gate) * up", "[cuda][fused]") {
       const at::Tensor expected = at::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
       const at::Tensor got = model::fused_silu_mul(gate_up);
       CHECK(got.sizes() == expected.sizes());
-      CHECK(scaled_error(expected, got) < tolerance(dtype));
+      CHECK(cuda_testing::scaled_error(expected, got) < tolerance(dtype));
     }
   }
 }
@@ -146,8 +135,8 @@ TEST_CASE("fused qkv prologue: qk-norm, RoPE, q in attention's layout and K/V in
             const at::Tensor q = model::fused_qkv_prologue(qkv, how, rope, got_cache, layer, slots);
             CHECK(q.sizes() == expected_q.sizes());
             CHECK(q.transpose(1, 2).is_contiguous());  // [rows, W, heads, D] memory: see fused_qkv_prologue
-            CHECK(scaled_error(expected_q, q) < tolerance(dtype));
-            CHECK(scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
+            CHECK(cuda_testing::scaled_error(expected_q, q) < tolerance(dtype));
+            CHECK(cuda_testing::scaled_error(expected_cache.key_buffer(layer), got_cache.key_buffer(layer)) < tolerance(dtype));
             CHECK(at::equal(expected_cache.value_buffer(layer), got_cache.value_buffer(layer)));  // v: copied as is
             // Only the step's slots of the layer were written.
             const at::Tensor written = at::zeros({3, capacity}, at::kBool);
@@ -220,7 +209,7 @@ void check_steps_agree(model::Transformer& reference, model::Transformer& candid
     const at::Tensor expected = reference.forward({root, root}, nodes);
     const at::Tensor got = candidate.forward({root, root}, nodes);
     INFO("step " << step);
-    CHECK(scaled_error(expected, got) < tolerance);
+    CHECK(cuda_testing::scaled_error(expected, got) < tolerance);
     const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
     for (model::Transformer* m : {&reference, &candidate}) m->commit(path);
     root = 11 + step;

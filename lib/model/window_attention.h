@@ -1,0 +1,25 @@
+#pragma once
+// at::Tensor front end of the small-window attention kernel (kernels/attention_kernels.h):
+// scaled_dot_product_attention with an additive bias, for steps of few query vectors
+// per K/V head, reading only the key chunks the bias leaves open. The transformer
+// uses it on a GPU where it takes the shapes, unless SJD_WINDOW_ATTENTION=0;
+// tests/cuda/test_window_attention_cuda.cpp holds it to PyTorch's attention. In a
+// build without CUDA it takes nothing.
+#include <ATen/ATen.h>
+
+namespace sjd::model {
+
+// Whether window_attention runs these: a CUDA build; q [rows, heads, W, D] with heads / kv_heads x W
+// at most 16 and D a power of two from 8 to 128 (every model's here); keys and values [rows, kv_heads, S, D]
+// of one layout;
+// bias [rows, 1, W, S]; all of one floating dtype on one GPU, last dimensions contiguous, rows
+// 16-byte aligned.
+bool window_attention_takes(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                            const at::Tensor& bias);
+
+// softmax(q k^T / sqrt(D) + bias) v as [rows, heads, W, D], a transposed view of [rows, W, heads, D]
+// memory (the output projection reads it without a copy).
+at::Tensor window_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                            const at::Tensor& bias);
+
+}  // namespace sjd::model
