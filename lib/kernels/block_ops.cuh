@@ -116,19 +116,26 @@ __device__ T block_max(T x, T lowest) {
 // Exponential race over weights(v), v in [0, n): argmax w(v) / E_v with E_v =
 // -log U_v and U_v element v of `stream` (sampling::sample_race). Each thread
 // takes whole Philox blocks, four tokens per counter, like the reference.
-// Returns -1 when no weight is positive.
+// Returns -1 when no weight is positive. A block of four tokens without a positive
+// weight draws no Philox numbers (its words would go unused): a row restricted to
+// the image codes (8198 of Lumina's 65536 ids) skips most of the vocabulary's.
 template <typename Weight>
 __device__ int64_t block_race(const Weight& weight, int64_t n, const PhiloxStream& stream) {
   ScoredIndex best{-1.0, -1};
   for (int64_t block = threadIdx.x; block * 4 < n; block += blockDim.x) {
-    const PhiloxWords words = philox_block(stream, static_cast<uint32_t>(block));
+    float w[4];
+    bool any = false;
     for (int j = 0; j < 4; ++j) {
       const int64_t v = block * 4 + j;
-      if (v >= n) break;
-      const float w = weight(v);
-      if (!(w > 0.0f)) continue;
-      const double score = race_score(w, words.w[j]);
-      if (score > best.score) best = {score, v};  // visited in increasing v: keeps the first maximum
+      w[j] = v < n ? weight(v) : 0.0f;
+      any |= w[j] > 0.0f;
+    }
+    if (!any) continue;
+    const PhiloxWords words = philox_block(stream, static_cast<uint32_t>(block));
+    for (int j = 0; j < 4; ++j) {
+      if (!(w[j] > 0.0f)) continue;
+      const double score = race_score(w[j], words.w[j]);
+      if (score > best.score) best = {score, block * 4 + j};  // visited in increasing v: keeps the first maximum
     }
   }
   return block_best(best).index;
