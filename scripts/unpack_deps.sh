@@ -7,6 +7,9 @@
 # Checks that every symbolic link in the prefix (the -dev packages' libfoo.so)
 # resolves inside it, so nothing is taken from the system by accident.
 set -euo pipefail
+# Byte order for every listing and glob: the stamp below must not change with the machine's locale
+# (en_US sorts libfoo1 before libfoo-dev, C after), or a prefix would be unpacked again for nothing.
+export LC_ALL=C
 if [ $# -ne 2 ]; then
   echo "usage: scripts/unpack_deps.sh DEB_DIR PREFIX" >&2; exit 2
 fi

@@ -19,6 +19,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 UNPACK = ROOT / "scripts" / "unpack_deps.sh"
 DEVICE_CHECK = ROOT / "scripts" / "device_check.sh"
 
+# The scripts run with the system's folders only, plus where this machine's ctest lives: the GPU machine's
+# comes with its Python's cmake, not in /usr/bin.
+TOOLS_PATH = ":".join(dict.fromkeys(["/usr/bin", "/bin"] + ([str(pathlib.Path(shutil.which("ctest")).parent)]
+                                                            if shutil.which("ctest") else [])))
+
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb to make test packages")
 
 
@@ -140,7 +145,7 @@ def test_unpack_deps_names_an_empty_package_folder(tmp_path):
 def test_device_check_refuses_bad_arguments_before_doing_anything(tmp_path, args, env, message):
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     result = subprocess.run(["bash", str(DEVICE_CHECK), *args], capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin", **env})
+                            env={"PATH": TOOLS_PATH, **env})
     assert result.returncode == 2
     assert message in result.stderr
     assert not (tmp_path / "out").exists()
@@ -164,7 +169,7 @@ def test_device_check_keeps_the_whole_call_within_its_total_and_exits_1_when_a_c
     began = time.monotonic()
     result = subprocess.run(
         ["bash", str(DEVICE_CHECK), str(out), "run"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+        env={"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
              "SJD_DEPS_PREFIX": str(prefix), "SJD_CHECK_DEVICE": "cpu", "SJD_CHECK_TOTAL": "30",
              "PYTHON": str(tmp_path / "python")})
     took = time.monotonic() - began
@@ -201,7 +206,7 @@ def test_device_check_reads_each_generation_s_step_compression_from_its_own_outp
     out = tmp_path / "out"
     subprocess.run(
         ["bash", str(DEVICE_CHECK), str(out), "run"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+        env={"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
              "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "SJD_CHECK_TOTAL": "120",
              "PYTHON": str(tmp_path / "python")})
     rows = {line.split("|")[1].strip(): line for line in (out / "results.md").read_text().splitlines()
@@ -252,7 +257,7 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
     out = tmp_path / "out"
     result = subprocess.run(
         ["bash", str(DEVICE_CHECK), str(out), "suite"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+        env={"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
              "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(python)})
     results = (out / "results.md").read_text()
     assert "ctest (the suite built with the prebuilt binaries): FAILED" in results, result.stdout + result.stderr
@@ -277,7 +282,7 @@ def run_test_stage(tmp_path, tests_cuda_body, limits=None):
         program.chmod(0o755)
     debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
     out = tmp_path / "out"
-    env = {"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+    env = {"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
            "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")}
     if limits:
         env["SJD_CHECK_LIMITS"] = limits
@@ -339,7 +344,7 @@ def test_device_check_leaves_the_switches_alone_when_tests_cuda_does_not_load(tm
     out = tmp_path / "out"
     result = subprocess.run(
         ["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
+        env={"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
              "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")})
     results = (out / "results.md").read_text()
     assert "FAILED: the prebuilt tests_cuda does not load here" in results, result.stdout + result.stderr
