@@ -10,19 +10,20 @@
 // inputs as scaled_dot_product_attention with an additive bias, but splits the
 // keys into chunks of kWindowAttentionChunk, and a chunk whose bias blocks
 // every query reads no key or value: the lengths live in the bias, on the
-// device, so a replayed graph reads only the keys its rows have. Its arithmetic
-// is on CUDA cores, one query vector per (head, window slot), so it is used only
-// where few query vectors share a K/V head (the tensor cores' kernels win on
-// wide windows).
+// device, so a replayed graph reads only the keys its rows have. Steps of few
+// query vectors per K/V head (AR, small windows) run on CUDA cores, in any
+// floating type; wider ones (L = 64 chains, trees) on tensor cores, in bfloat16
+// or float16, 512 keys a block (window_attention_mma.cu).
 #include <cstdint>
 
 #include "kernels/layer_kernels.h"
 
 namespace sjd::kernels {
 
-constexpr int kWindowAttentionChunk = 256;       // keys per block
-constexpr int kWindowAttentionMaxQueries = 16;   // heads per K/V head x window slots, per block
-constexpr int kWindowAttentionMaxDim = 128;      // head size: a power of two from 8
+constexpr int kWindowAttentionChunk = 256;       // keys per block on CUDA cores
+constexpr int kWindowAttentionWideChunk = 512;   // keys per block on tensor cores (64 at a time)
+constexpr int kWindowAttentionMaxQueries = 16;   // heads per K/V head x window slots that go to CUDA cores
+constexpr int kWindowAttentionMaxDim = 128;      // head size: a power of two from 8 (16 on tensor cores)
 
 // softmax(q k^T * scale + bias) v. Strides are in elements; every last dimension is contiguous,
 // and rows of q, K, V and the bias start 16-byte aligned (the launcher's caller checks).
@@ -43,7 +44,10 @@ struct WindowAttentionArgs {
   void* out = nullptr;                       // out [rows, W, heads, D], contiguous
 };
 
-int64_t window_attention_chunks(int64_t keys_count);
+// Whether the step goes to tensor cores (more than kWindowAttentionMaxQueries query vectors per K/V head).
+bool window_attention_on_tensor_cores(const WindowAttentionArgs& args);
+// Whether the kernels take the step's shape and element type (the launcher throws otherwise).
+bool window_attention_takes_shape(const WindowAttentionArgs& args);
 int64_t window_attention_scratch_floats(const WindowAttentionArgs& args);
 void launch_window_attention(const WindowAttentionArgs& args, StreamHandle stream);
 

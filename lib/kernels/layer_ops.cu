@@ -30,7 +30,7 @@ constexpr int kSiluThreads = 256;
 constexpr int kSiluPerThread = 4;     // elements of one token's row per thread
 
 template <typename T>
-__global__ void add_rms_norm_kernel(AddRmsNormArgs a) {
+__global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(AddRmsNormArgs a) {
   const int64_t base = static_cast<int64_t>(blockIdx.x) * a.hidden;
   const T* __restrict__ x = static_cast<const T*>(a.x) + base;
   const T* __restrict__ delta = a.delta != nullptr ? static_cast<const T*>(a.delta) + base : nullptr;

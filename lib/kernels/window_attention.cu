@@ -22,16 +22,12 @@
 #include "kernels/attention_kernels.h"
 #include "kernels/block_ops.cuh"
 #include "kernels/element_types.cuh"
+#include "kernels/window_attention_common.cuh"
 
 namespace sjd::kernels {
 namespace {
 
-constexpr int kChunk = kWindowAttentionChunk;
-constexpr int kMaxQueries = kWindowAttentionMaxQueries;
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
-
-__device__ __forceinline__ float minus_infinity() { return __int_as_float(0xff800000); }
+using namespace window_attention_detail;
 
 // Four consecutive elements (8-byte aligned; 16 for float32) as float32.
 __device__ __forceinline__ void load4(const float* p, float (&x)[4]) {
@@ -75,22 +71,15 @@ __device__ __forceinline__ void load8(const __half* p, float (&x)[8]) {
   }
 }
 
-// Where chunk `chunk` of query vector (row, head, slot) keeps its partials in the scratch.
-struct ScratchLayout {
-  int64_t chunks = 0, dim = 0, vectors = 0;  // vectors = rows x heads x W
-  __device__ __host__ int64_t vector(int row, int head, int slot, int heads, int width) const {
-    return (static_cast<int64_t>(row) * heads + head) * width + slot;
-  }
-  __device__ __host__ int64_t out_at(int64_t v, int64_t chunk) const { return (v * chunks + chunk) * dim; }
-  __device__ __host__ int64_t max_at(int64_t v, int64_t chunk) const { return vectors * chunks * dim + v * chunks + chunk; }
-  __device__ __host__ int64_t sum_at(int64_t v, int64_t chunk) const {
-    return vectors * chunks * (dim + 1) + v * chunks + chunk;
-  }
-  __device__ __host__ int64_t floats() const { return vectors * chunks * (dim + 2); }
-};
+
+constexpr int kChunk = kWindowAttentionChunk;
+constexpr int kMaxQueries = kWindowAttentionMaxQueries;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
 
 ScratchLayout scratch_layout(const WindowAttentionArgs& a) {
-  return {window_attention_chunks(a.keys_count), a.dim, static_cast<int64_t>(a.rows) * a.heads * a.width};
+  const int64_t keys = window_attention_on_tensor_cores(a) ? kWindowAttentionWideChunk : kChunk;
+  return {(a.keys_count + keys - 1) / keys, a.dim, static_cast<int64_t>(a.rows) * a.heads * a.width};
 }
 
 template <typename T>
@@ -198,6 +187,7 @@ __global__ void window_attention_chunk_kernel(WindowAttentionArgs a, ScratchLayo
   for (int offset = lanes_per_key; offset < 32; offset *= 2) {
 #pragma unroll
     for (int v = 0; v < kMaxQueries; ++v) {
+      if (v >= queries) break;  // the same for the whole block: every lane shuffles alike
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[v][i] += __shfl_down_sync(0xFFFFFFFFu, acc[v][i], offset);
     }
@@ -228,43 +218,19 @@ __global__ void window_attention_chunk_kernel(WindowAttentionArgs a, ScratchLayo
   }
 }
 
-// One block per (row, head, window slot) in blockIdx.x = vector index.
-template <typename T>
-__global__ void window_attention_combine_kernel(WindowAttentionArgs a, ScratchLayout layout) {
-  const int64_t vector = blockIdx.x;
-  const int slot = static_cast<int>(vector % a.width);
-  const int head = static_cast<int>((vector / a.width) % a.heads);
-  const int row = static_cast<int>(vector / (static_cast<int64_t>(a.width) * a.heads));
-  float top = minus_infinity();
-  for (int64_t c = 0; c < layout.chunks; ++c) {
-    if (a.scratch[layout.sum_at(vector, c)] > 0.0f) top = fmaxf(top, a.scratch[layout.max_at(vector, c)]);
-  }
-  float total = 0.0f;
-  for (int64_t c = 0; c < layout.chunks; ++c) {
-    const float sum = a.scratch[layout.sum_at(vector, c)];
-    if (sum > 0.0f) total += sum * expf(a.scratch[layout.max_at(vector, c)] - top);
-  }
-  T* out = static_cast<T*>(a.out) + ((static_cast<int64_t>(row) * a.width + slot) * a.heads + head) * a.dim;
-  for (int d = threadIdx.x; d < a.dim; d += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t c = 0; c < layout.chunks; ++c) {
-      if (a.scratch[layout.sum_at(vector, c)] > 0.0f) {
-        o = __fmaf_rn(a.scratch[layout.out_at(vector, c) + d], expf(a.scratch[layout.max_at(vector, c)] - top), o);
-      }
-    }
-    out[d] = from_float<T>(total > 0.0f ? o / total : 0.0f);  // a query that sees no key: 0, not NaN
-  }
-}
-
 template <typename T>
 struct WindowAttentionLaunch {
   static void run(const WindowAttentionArgs& a, cudaStream_t stream) {
     const ScratchLayout layout = scratch_layout(a);
-    const int queries = a.heads / a.kv_heads * a.width;
-    // q and the scores; later the warps' partial outputs in the same memory (at most 32 KB).
-    const size_t shared = static_cast<size_t>(queries) * std::max(a.dim + kChunk, kWarps * a.dim) * sizeof(float);
-    const dim3 grid(static_cast<unsigned>(layout.chunks), static_cast<unsigned>(a.rows * a.kv_heads));
-    window_attention_chunk_kernel<T><<<grid, kThreads, shared, stream>>>(a, layout);
+    if (window_attention_on_tensor_cores(a)) {
+      launch_wide_chunks(a, layout, stream);
+    } else {
+      const int queries = a.heads / a.kv_heads * a.width;
+      // q and the scores; later the warps' partial outputs in the same memory (at most 32 KB).
+      const size_t shared = static_cast<size_t>(queries) * std::max(a.dim + kChunk, kWarps * a.dim) * sizeof(float);
+      const dim3 grid(static_cast<unsigned>(layout.chunks), static_cast<unsigned>(a.rows * a.kv_heads));
+      window_attention_chunk_kernel<T><<<grid, kThreads, shared, stream>>>(a, layout);
+    }
     window_attention_combine_kernel<T>
         <<<static_cast<unsigned>(layout.vectors), static_cast<unsigned>(std::min(a.dim, kThreads)), 0, stream>>>(
             a, layout);
@@ -273,13 +239,24 @@ struct WindowAttentionLaunch {
 
 }  // namespace
 
-int64_t window_attention_chunks(int64_t keys_count) { return (keys_count + kChunk - 1) / kChunk; }
+bool window_attention_on_tensor_cores(const WindowAttentionArgs& a) {
+  return a.kv_heads > 0 && a.heads / a.kv_heads * a.width > kMaxQueries;
+}
+
+bool window_attention_takes_shape(const WindowAttentionArgs& a) {
+  if (a.kv_heads <= 0 || a.heads <= 0 || a.heads % a.kv_heads != 0 || a.width <= 0 || a.dim < 8 ||
+      a.dim > kWindowAttentionMaxDim || (a.dim & (a.dim - 1)) != 0) {
+    return false;
+  }
+  if (!window_attention_on_tensor_cores(a)) return static_cast<int64_t>(a.rows) * a.kv_heads <= 65535;
+  const bool half_width = a.type == ElementType::kBFloat16 || a.type == ElementType::kFloat16;
+  return half_width && a.dim >= 16 && static_cast<int64_t>(a.rows) * a.heads <= 65535;
+}
 
 int64_t window_attention_scratch_floats(const WindowAttentionArgs& args) { return scratch_layout(args).floats(); }
 
 void launch_window_attention(const WindowAttentionArgs& a, StreamHandle stream) {
-  if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || a.heads / a.kv_heads * a.width > kMaxQueries ||
-      a.dim < 8 || a.dim > kWindowAttentionMaxDim || (a.dim & (a.dim - 1)) != 0) {
+  if (!window_attention_takes_shape(a)) {
     throw std::invalid_argument("window_attention: " + std::to_string(a.heads) + " heads over " +
                                 std::to_string(a.kv_heads) + " K/V heads, window " + std::to_string(a.width) +
                                 ", head size " + std::to_string(a.dim) + " is not a shape it takes");

@@ -404,11 +404,16 @@ at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tenso
   at::Tensor keys = cache_.keys(layer, first_row, batch, count);  // [rows, kv_heads, S, D]
   at::Tensor values = cache_.values(layer, first_row, batch, count);
   if (!q.is_cpu()) {
-    // GPU: a few query vectors per K/V head go to the kernel that skips the blocked key chunks
-    // (a graph's bias spans the cache's capacity); wider steps to PyTorch's fused attention. Either
-    // takes the run's rows in one call, the bias added to the scores.
+    // GPU: the kernel that skips the blocked key chunks (a graph's bias spans the cache's capacity)
+    // where it takes the step (float32 only on CUDA cores: up to 16 query vectors per K/V head);
+    // otherwise PyTorch's fused attention. Either takes the run's rows in one call, the bias added
+    // to the scores.
     if (window_attention_ && window_attention_takes(q, keys, values, bias)) {
-      if (!attention_chosen_) attention_backend_ = "sjd window attention (blocked key chunks skipped)";
+      if (!attention_chosen_) {
+        attention_backend_ = std::string("sjd window attention on ") +
+                             (window_attention_on_tensor_cores(q, keys) ? "tensor cores" : "CUDA cores") +
+                             " (blocked key chunks skipped)";
+      }
       attention_chosen_ = true;
       return model::window_attention(q, keys, values, bias);
     }

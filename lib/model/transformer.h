@@ -84,10 +84,10 @@ class Transformer : public TokenModel {
   // (qk-norm, RoPE, K/V write) as one kernel each (model/fused_layer_ops.h); off: the ATen ops.
   void use_fused_layer_ops(bool on);
   bool fused_layer_ops() const { return fused_ops_; }
-  // GPU only (on at construction unless SJD_WINDOW_ATTENTION=0, and only in a CUDA build): the
-  // attention of steps with few query vectors per K/V head (an AR step; Lumina's windows up to 16
-  // slots, Emu3's up to 4) by the kernel that reads only the key chunks the bias leaves open
-  // (model/window_attention.h); other steps, and off, go to PyTorch's attention.
+  // GPU only (on at construction unless SJD_WINDOW_ATTENTION=0, and only in a CUDA build): attention
+  // by the kernel that reads only the key chunks the bias leaves open (model/window_attention.h): AR
+  // steps and small windows on CUDA cores, wide windows and trees in bfloat16 / float16 on tensor
+  // cores; what it does not take (a float32 wide window), and off, go to PyTorch's attention.
   void use_window_attention(bool on);
   bool window_attention() const { return window_attention_; }
   // Why graphs were switched off during the run (a failed capture); empty if they were not.

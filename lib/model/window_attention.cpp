@@ -33,6 +33,28 @@ kernels::ElementType element_type(at::ScalarType t) {
   return kernels::ElementType::kFloat32;
 }
 
+// The kernel's arguments for these tensors (checked by window_attention_takes).
+kernels::WindowAttentionArgs args_of(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                                     const at::Tensor& bias) {
+  kernels::WindowAttentionArgs a;
+  a.type = element_type(q.scalar_type());
+  a.q = q.data_ptr();
+  a.q_row = q.stride(0), a.q_head = q.stride(1), a.q_slot = q.stride(2);
+  a.keys = keys.data_ptr();
+  a.values = values.data_ptr();
+  a.kv_row = keys.stride(0), a.kv_head = keys.stride(1), a.kv_slot = keys.stride(2);
+  a.bias = bias.data_ptr();
+  a.bias_row = bias.stride(0), a.bias_slot = bias.stride(2);
+  a.rows = static_cast<int>(q.size(0));
+  a.heads = static_cast<int>(q.size(1));
+  a.kv_heads = static_cast<int>(keys.size(1));
+  a.width = static_cast<int>(q.size(2));
+  a.dim = static_cast<int>(q.size(3));
+  a.keys_count = keys.size(2);
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.dim)));
+  return a;
+}
+
 }  // namespace
 
 bool window_attention_takes(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
@@ -46,17 +68,22 @@ bool window_attention_takes(const at::Tensor& q, const at::Tensor& keys, const a
   for (const at::Tensor* t : {&keys, &values, &bias}) {
     if (t->device() != q.device()) return false;
   }
-  const int64_t rows = q.size(0), heads = q.size(1), width = q.size(2), dim = q.size(3);
-  const int64_t kv_heads = keys.size(1), count = keys.size(2);
-  if (kv_heads == 0 || heads % kv_heads != 0 || heads / kv_heads * width > kernels::kWindowAttentionMaxQueries ||
-      dim < 8 || dim > kernels::kWindowAttentionMaxDim || (dim & (dim - 1)) != 0 || rows * kv_heads > 65535) {
-    return false;
-  }
+  const int64_t rows = q.size(0), heads = q.size(1), width = q.size(2), dim = q.size(3), count = keys.size(2);
+  if (rows > 65535 || heads > 65535 || width > 65535 || dim > 65535 || keys.size(1) > 65535 || count == 0) return false;
   if (keys.size(0) != rows || keys.size(3) != dim || !values.sizes().equals(keys.sizes()) ||
       !values.strides().equals(keys.strides()) || !bias.sizes().equals({rows, 1, width, count})) {
     return false;
   }
-  return q.stride(-1) == 1 && aligned_rows(keys) && aligned_rows(values) && aligned_rows(bias);
+  return q.stride(-1) == 1 && aligned_rows(keys) && aligned_rows(values) && aligned_rows(bias) &&
+         kernels::window_attention_takes_shape(args_of(q, keys, values, bias));
+}
+
+bool window_attention_on_tensor_cores(const at::Tensor& q, const at::Tensor& keys) {
+  kernels::WindowAttentionArgs a;
+  a.heads = static_cast<int>(q.size(1));
+  a.kv_heads = static_cast<int>(keys.size(1));
+  a.width = static_cast<int>(q.size(2));
+  return kernels::window_attention_on_tensor_cores(a);
 }
 
 at::Tensor window_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
@@ -65,25 +92,11 @@ at::Tensor window_attention(const at::Tensor& q, const at::Tensor& keys, const a
     throw std::invalid_argument("window_attention: shapes, types or layouts it does not take");
   }
   const c10::cuda::CUDAGuard guard(q.device());
-  const int64_t rows = q.size(0), heads = q.size(1), width = q.size(2), dim = q.size(3);
-  at::Tensor out = at::empty({rows, width, heads, dim}, q.options());
-  kernels::WindowAttentionArgs a;
-  a.type = element_type(q.scalar_type());
-  a.q = q.data_ptr();
-  a.q_row = q.stride(0), a.q_head = q.stride(1), a.q_slot = q.stride(2);
-  a.keys = keys.data_ptr();
-  a.values = values.data_ptr();
-  a.kv_row = keys.stride(0), a.kv_head = keys.stride(1), a.kv_slot = keys.stride(2);
-  a.bias = bias.data_ptr();
-  a.bias_row = bias.stride(0), a.bias_slot = bias.stride(2);
-  a.rows = static_cast<int>(rows);
-  a.heads = static_cast<int>(heads);
-  a.kv_heads = static_cast<int>(keys.size(1));
-  a.width = static_cast<int>(width);
-  a.dim = static_cast<int>(dim);
-  a.keys_count = keys.size(2);
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  // The chunks' partials: rows x heads x W x chunks x (D + 2) floats, a few MB at the shapes it takes.
+  at::Tensor out = at::empty({q.size(0), q.size(2), q.size(1), q.size(3)}, q.options());
+  kernels::WindowAttentionArgs a = args_of(q, keys, values, bias);
+  // The chunks' partials: rows x heads x W x chunks x (D + 2) floats, chunks of 256 keys on CUDA cores and 512
+  // on tensor cores (Lumina at L = 64 over 2540 keys: 11 MB; 16 CFG pairs at W = 16 over 8192 keys: 270 MB).
+  // The memory estimate counts a step's attention scores, which are larger (engine/memory_estimate.cpp).
   const at::Tensor scratch =
       at::empty({kernels::window_attention_scratch_floats(a)}, q.options().dtype(at::kFloat));
   a.scratch = scratch.data_ptr<float>();
@@ -97,6 +110,8 @@ at::Tensor window_attention(const at::Tensor& q, const at::Tensor& keys, const a
 bool window_attention_takes(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) {
   return false;
 }
+
+bool window_attention_on_tensor_cores(const at::Tensor&, const at::Tensor&) { return false; }
 
 at::Tensor window_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) {
   throw std::invalid_argument("window_attention: this build of sjd has no CUDA");

@@ -9,13 +9,17 @@
 
 namespace sjd::model {
 
-// Whether window_attention runs these: a CUDA build; q [rows, heads, W, D] with heads / kv_heads x W
-// at most 16 and D a power of two from 8 to 128 (every model's here); keys and values [rows, kv_heads, S, D]
+// Whether window_attention runs these: a CUDA build; q [rows, heads, W, D] with D a power of two from
+// 8 to 128 (every model's here), and heads / kv_heads x W at most 16 (CUDA cores, any floating type)
+// or more in bfloat16 / float16 with D from 16 (tensor cores); keys and values [rows, kv_heads, S, D]
 // of one layout;
 // bias [rows, 1, W, S]; all of one floating dtype on one GPU, last dimensions contiguous, rows
 // 16-byte aligned.
 bool window_attention_takes(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
                             const at::Tensor& bias);
+
+// Whether such a step runs on tensor cores (more than 16 query vectors per K/V head), not CUDA cores.
+bool window_attention_on_tensor_cores(const at::Tensor& q, const at::Tensor& keys);
 
 // softmax(q k^T / sqrt(D) + bias) v as [rows, heads, W, D], a transposed view of [rows, W, heads, D]
 // memory (the output projection reads it without a copy).

@@ -83,6 +83,7 @@ Step make_step(at::ScalarType dtype, at::Device device, int64_t heads, int64_t k
 
 }  // namespace
 
+// CUDA cores: at most 16 query vectors per K/V head, any floating type, head sizes from 8.
 TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no blocked key", "[cuda][window-attention]") {
   const at::Device device = cuda_testing::device();
   // (heads, kv heads, W): an AR step; MHA at the widest window it takes; GQA 4:1 at its widest;
@@ -111,13 +112,48 @@ TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no
   }
 }
 
+// Tensor cores: more query vectors per K/V head, bfloat16 and float16, head sizes from 16.
+TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees", "[cuda][window-attention]") {
+  const at::Device device = cuda_testing::device();
+  // (heads, kv heads, W): one past the CUDA cores' 16; an L = 64 chain (a second block of one slot);
+  // GQA 4:1 at W = 20; SJD-PAC's padded tree width (4 blocks of slots, the last in part).
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {{4, 4, 17}, {4, 4, 65}, {8, 2, 20}, {2, 2, 193}};
+  // 704 keys: a span of 512 and one of 192. Lengths: a row whose second span and most 64-key passes are
+  // blocked; one ending past the first span; one crossing a pass's edge.
+  const std::vector<int64_t> lengths = {5, 505, 250};
+  uint64_t seed = 80;
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (const auto& [heads, kv_heads, width] : shapes) {
+      for (const int64_t dim : {16, 64, 128}) {
+        for (const bool tree : {false, true}) {
+          INFO(c10::toString(dtype) << ", heads " << heads << ", kv heads " << kv_heads << ", W " << width << ", D "
+                                    << dim << (tree ? ", tree" : ", chain"));
+          const Step s = make_step(dtype, device, heads, kv_heads, width, dim, lengths, tree, ++seed);
+          REQUIRE(model::window_attention_takes(s.q, s.keys, s.values, s.bias));
+          CHECK(model::window_attention_on_tensor_cores(s.q, s.keys));
+          const at::Tensor got = model::window_attention(s.q, s.keys, s.values, s.bias);
+          CHECK(got.sizes() == s.expected.sizes());
+          CHECK_FALSE(got.isnan().any().item<bool>());
+          // P is rounded to the element type before its product with V, as flash attention does.
+          CHECK(cuda_testing::scaled_error(s.expected, got) < cuda_testing::rounding_tolerance(dtype, 3));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("window attention refuses what it does not take", "[cuda][window-attention]") {
   const at::Device device = cuda_testing::device();
   const Step s = make_step(at::kBFloat16, device, 4, 4, 4, 64, {5, 40}, false, 7);
   REQUIRE(model::window_attention_takes(s.q, s.keys, s.values, s.bias));
-  // 4 heads per K/V head x 5 slots: more query vectors than a block holds.
-  const Step wide = make_step(at::kBFloat16, device, 8, 2, 5, 64, {5, 40}, false, 8);
+  CHECK_FALSE(model::window_attention_on_tensor_cores(s.q, s.keys));
+  // 4 heads per K/V head x 5 slots go to tensor cores, which take no float32 and no head size 8.
+  const Step wide = make_step(at::kFloat, device, 8, 2, 5, 64, {5, 40}, false, 8);
   CHECK_FALSE(model::window_attention_takes(wide.q, wide.keys, wide.values, wide.bias));
+  const Step narrow_heads = make_step(at::kBFloat16, device, 8, 2, 5, 8, {5, 40}, false, 10);
+  CHECK_FALSE(model::window_attention_takes(narrow_heads.q, narrow_heads.keys, narrow_heads.values, narrow_heads.bias));
+  const Step wide_bf16 = make_step(at::kBFloat16, device, 8, 2, 5, 64, {5, 40}, false, 11);
+  CHECK(model::window_attention_takes(wide_bf16.q, wide_bf16.keys, wide_bf16.values, wide_bf16.bias));
   // Head sizes that are not a power of two up to 128, another dtype, a bias whose rows are not 16-byte aligned.
   for (const int64_t dim : {48, 256}) {
     const Step odd = make_step(at::kBFloat16, device, 4, 4, 4, dim, {5, 40}, false, 9);
@@ -131,18 +167,28 @@ TEST_CASE("window attention refuses what it does not take", "[cuda][window-atten
                     Catch::Contains("does not take"));
 }
 
-// The tiny model's steps (AR and two-node windows, CFG rows of one length) through the window
-// attention and through PyTorch's, eagerly and from graphs (whose bias spans the whole capacity).
+// The tiny model's steps through the window attention and through PyTorch's, eagerly and from graphs
+// (whose bias spans the whole capacity): AR and two-node windows (CUDA cores) in float32 and bfloat16,
+// and, with head size 16, 20-node chains and a 21-node tree (tensor cores) in bfloat16.
 TEST_CASE("the transformer with the window attention gives PyTorch attention's logits", "[cuda][window-attention]") {
   const at::Device device = cuda_testing::device();
-  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+  struct Case {
+    at::ScalarType dtype;
+    bool wide;
+  };
+  for (const Case c : {Case{at::kFloat, false}, Case{at::kBFloat16, false}, Case{at::kBFloat16, true}}) {
     for (const int64_t kv_heads : {4, 2}) {
       for (const bool graphs : {false, true}) {
-        INFO(c10::toString(dtype) << ", kv heads " << kv_heads << ", graphs " << graphs);
-        const model::TransformerConfig config = testing::tiny_config(true, kv_heads);
+        INFO(c10::toString(c.dtype) << (c.wide ? ", wide windows" : "") << ", kv heads " << kv_heads << ", graphs "
+                                    << graphs);
+        model::TransformerConfig config = testing::tiny_config(true, kv_heads);
+        if (c.wide) {
+          config.head_dim = 16;
+          config.hidden_size = 64;
+        }
         const io::WeightMap w = testing::tiny_weights(config, 15);
-        model::Transformer sdpa(config, model::load_transformer_weights(w, config, dtype, device));
-        model::Transformer window(config, model::load_transformer_weights(w, config, dtype, device));
+        model::Transformer sdpa(config, model::load_transformer_weights(w, config, c.dtype, device));
+        model::Transformer window(config, model::load_transformer_weights(w, config, c.dtype, device));
         sdpa.use_window_attention(false);
         window.use_window_attention(true);
         CHECK(window.window_attention());
@@ -152,19 +198,23 @@ TEST_CASE("the transformer with the window attention gives PyTorch attention's l
         prompt.key_valid = {1, 0, 1, 1, 1};  // a masked prompt key
         for (model::Transformer* m : {&sdpa, &window}) {
           m->use_step_graphs(graphs);
-          m->start({prompt, prompt}, 300, 8);  // a capacity of two chunks: the second is blocked throughout
+          // Capacity past 256 keys: CUDA cores' second chunk is blocked throughout (tensor cores' passes
+          // of 64 keys past the rows' lengths too).
+          m->start({prompt, prompt}, 300, 24);
         }
         int64_t root = 5;
         for (int step = 0; step < 4; ++step) {
           model::DraftTree nodes;
-          if (step % 2 == 0) {
+          if (c.wide) {  // a chain of 20, or a tree of 20: two children per node
+            for (int n = 0; n < 20; ++n) nodes.push(6 + n, step % 2 == 0 || n == 0 ? n - 1 : (n - 1) / 2);
+          } else if (step % 2 == 0) {
             nodes.push(8, -1);
             nodes.push(9, 0);
           }
           const at::Tensor expected = sdpa.forward({root, root}, nodes);
           const at::Tensor got = window.forward({root, root}, nodes);
           INFO("step " << step);
-          CHECK(cuda_testing::scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
+          CHECK(cuda_testing::scaled_error(expected, got) < (c.dtype == at::kFloat ? 1e-5 : 0.05));
           CHECK(window.attention_backend().find("sjd window attention") == 0);
           const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
           for (model::Transformer* m : {&sdpa, &window}) m->commit(path);
