@@ -21,8 +21,9 @@
 #        (sjd bench --calibrate), printed into results.md for the bundle's
 #        step_cost (automatic windows on CUDA then plan from measured steps)
 # fused  the layer's fused kernels against the ATen ops they replace, and the window
-#        attention against PyTorch's: sjd bench at the Lumina preset (AR, L = 64 and
-#        tree steps) with both on, with SJD_WINDOW_ATTENTION=0, and with both off,
+#        attention (CUDA-core and tensor-core kernels) against PyTorch's: sjd bench at
+#        the Lumina preset (AR, L = 64 and tree steps) with all on, with
+#        SJD_WIDE_WINDOW_ATTENTION=0, with SJD_WINDOW_ATTENTION=0, and with all off,
 #        side by side in results.md; its output goes to bench.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
@@ -279,8 +280,8 @@ stage_test() {
       # this call run without it, so the call still measures everything else. A rerun that never
       # started says nothing, and leaves its switch as it is (tests_cuda loads: the build stage said).
       local tag switch
-      for tag in fused:SJD_FUSED_LAYER_OPS window-attention:SJD_WINDOW_ATTENTION columns:SJD_PIPELINE_COLUMNS \
-          graphs:SJD_CUDA_GRAPHS; do
+      for tag in fused:SJD_FUSED_LAYER_OPS window-attention:SJD_WINDOW_ATTENTION \
+          wide-attention:SJD_WIDE_WINDOW_ATTENTION columns:SJD_PIPELINE_COLUMNS graphs:SJD_CUDA_GRAPHS; do
         switch=${tag#*:}; tag=${tag%%:*}
         limited 20 "$log" "$build/tests/tests_cuda" "[$tag]"
         if [ "$outcome" = no_time ]; then   # never ran
@@ -643,23 +644,30 @@ stage_fused() {
   local log=$out/bench.log preset=lumina-7b-768 setting
   [ "$device" = cpu ] && preset=tiny
   md "## fused (the layer's fused kernels and the window attention: sjd bench --preset $preset --dtype bf16, on and off)"
-  md "| SJD_FUSED_LAYER_OPS, SJD_WINDOW_ATTENTION | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | AR attention | seconds |"
-  md "|---|---|---|---|---|---|---|---|---|"
+  md "| SJD_FUSED_LAYER_OPS, SJD_WINDOW_ATTENTION, SJD_WIDE_WINDOW_ATTENTION | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | AR attention | L=64 attention | seconds |"
+  md "|---|---|---|---|---|---|---|---|---|---|"
   if [ "${SJD_FUSED_LAYER_OPS:-1}" = 0 ]; then  # the test stage found them wrong: nothing to time
-    md "| - | skipped: tests_cuda's [fused] cases failed (test stage) | - | - | - | - | - | - | - |"
+    md "| - | skipped: tests_cuda's [fused] cases failed (test stage) | - | - | - | - | - | - | - | - |"
     md ""
     return
   fi
-  local settings=("1 1" "1 0" "0 0")
-  # The test stage found the window attention wrong: only its off rows.
-  [ "${SJD_WINDOW_ATTENTION:-1}" = 0 ] && settings=("1 0" "0 0")
+  # Rows of a kernel the test stage found wrong (its switch is 0) are left out.
+  local settings=() setting
+  for setting in "1 1 1" "1 1 0" "1 0 0" "0 0 0"; do
+    read -r fused window wide <<< "$setting"
+    [ "$window" = 1 ] && [ "${SJD_WINDOW_ATTENTION:-1}" = 0 ] && continue
+    [ "$wide" = 1 ] && [ "${SJD_WIDE_WINDOW_ATTENTION:-1}" = 0 ] && continue
+    settings+=("$setting")
+  done
   for setting in "${settings[@]}"; do
-    local fused=${setting% *} window=${setting#* } json=$work/fused-${setting/ /-}.json
-    limited 120 "$log" env SJD_FUSED_LAYER_OPS=$fused SJD_WINDOW_ATTENTION=$window "$build/sjd" bench \
-      --preset "$preset" --device "$device" --dtype bf16 --windows 64 --batch-sizes 1 --no-vq --json "$json"
+    local fused window wide json=$work/fused-${setting// /-}.json
+    read -r fused window wide <<< "$setting"
+    limited 120 "$log" env SJD_FUSED_LAYER_OPS=$fused SJD_WINDOW_ATTENTION=$window SJD_WIDE_WINDOW_ATTENTION=$wide \
+      "$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --windows 64 --batch-sizes 1 --no-vq \
+      --json "$json"
     if [ "$rc" -eq 0 ] && [ -s "$json" ]; then
       local table_row
-      table_row=$("$PYTHON" - "$json" "$fused, $window" "$took" <<'PY'
+      table_row=$("$PYTHON" - "$json" "$fused, $window, $wide" "$took" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 ar, tree = r["ar_step"], r["tree_step"]
@@ -667,12 +675,12 @@ wide = [w for w in r["window_steps"] if w["window"] == 64]
 wide_ms = f"{wide[0]['total_ms']:.2f}" if wide else "-"
 print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {ar.get('queued_ms', 0):.2f} | {wide_ms} | {tree['total_ms']:.2f} | "
       f"{100 * ar['forward_ms'] / ar['total_ms']:.0f}% | {'on' if r.get('fused_layer_ops') else 'off'} | "
-      f"{ar.get('attention', '-')} | {sys.argv[3]} |")
+      f"{ar.get('attention', '-')} | {wide[0].get('attention', '-') if wide else '-'} | {sys.argv[3]} |")
 PY
-) || table_row="| $fused, $window | ok, but its JSON is unreadable: $json | - | - | - | - | - | - | $took |"
+) || table_row="| $fused, $window, $wide | ok, but its JSON is unreadable: $json | - | - | - | - | - | - | - | $took |"
       md "$table_row"
     else
-      md "| $fused, $window | $(verdict) | - | - | - | - | - | - | $took |"
+      md "| $fused, $window, $wide | $(verdict) | - | - | - | - | - | - | - | $took |"
     fi
   done
   cap_log "$log"

@@ -47,6 +47,8 @@ Transformer::Transformer(TransformerConfig config, TransformerWeights weights)
   use_fused_layer_ops(fused == nullptr || std::string(fused) != "0");
   const char* window = std::getenv("SJD_WINDOW_ATTENTION");
   use_window_attention(window == nullptr || std::string(window) != "0");
+  const char* wide = std::getenv("SJD_WIDE_WINDOW_ATTENTION");
+  use_wide_window_attention(wide == nullptr || std::string(wide) != "0");
   // SJD_SDPA_CUDNN=0 keeps PyTorch's dispatcher from picking cuDNN's attention, so a device
   // session can compare it with the memory-efficient kernel (docs/gpu.md).
   const char* cudnn = std::getenv("SJD_SDPA_CUDNN");
@@ -69,6 +71,11 @@ void Transformer::use_window_attention(bool on) {
   const bool now = on && device().is_cuda();  // a build without CUDA: window_attention_takes says no
   if (now != window_attention_) graphs_.clear();
   window_attention_ = now;
+}
+
+void Transformer::use_wide_window_attention(bool on) {
+  if (on != wide_window_attention_) graphs_.clear();
+  wide_window_attention_ = on;
 }
 
 at::Tensor Transformer::project(const at::Tensor& x, const at::Tensor& w) const {
@@ -408,7 +415,8 @@ at::Tensor Transformer::attend(int64_t layer, int64_t first_row, const at::Tenso
     // where it takes the step (float32 only on CUDA cores: up to 16 query vectors per K/V head);
     // otherwise PyTorch's fused attention. Either takes the run's rows in one call, the bias added
     // to the scores.
-    if (window_attention_ && window_attention_takes(q, keys, values, bias)) {
+    if (window_attention_ && window_attention_takes(q, keys, values, bias) &&
+        (wide_window_attention_ || !window_attention_on_tensor_cores(q, keys))) {
       if (!attention_chosen_) {
         attention_backend_ = std::string("sjd window attention on ") +
                              (window_attention_on_tensor_cores(q, keys) ? "tensor cores" : "CUDA cores") +

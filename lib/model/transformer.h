@@ -90,6 +90,11 @@ class Transformer : public TokenModel {
   // cores; what it does not take (a float32 wide window), and off, go to PyTorch's attention.
   void use_window_attention(bool on);
   bool window_attention() const { return window_attention_; }
+  // Its tensor-core kernel alone (on unless SJD_WIDE_WINDOW_ATTENTION=0): off, wide windows go to
+  // PyTorch's attention while AR steps and small windows keep the CUDA-core kernel. Each kernel has
+  // a switch of its own, so a device check that finds one wrong still measures the other.
+  void use_wide_window_attention(bool on);
+  bool wide_window_attention() const { return window_attention_ && wide_window_attention_; }
   // Why graphs were switched off during the run (a failed capture); empty if they were not.
   const std::string& step_graphs_failure() const { return graphs_failure_; }
   size_t captured_step_graphs() const { return graphs_.captured(); }
@@ -167,6 +172,7 @@ class Transformer : public TokenModel {
   bool graphs_on_ = false;
   bool fused_ops_ = false;
   bool window_attention_ = false;
+  bool wide_window_attention_ = true;
   std::string graphs_failure_;
   StepGraphs graphs_;
   std::vector<int64_t> head_id_list_;  // the ids restrict_outputs was last given

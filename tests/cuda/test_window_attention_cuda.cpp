@@ -113,7 +113,7 @@ TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no
 }
 
 // Tensor cores: more query vectors per K/V head, bfloat16 and float16, head sizes from 16.
-TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees", "[cuda][window-attention]") {
+TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees", "[cuda][wide-attention]") {
   const at::Device device = cuda_testing::device();
   // (heads, kv heads, W): one past the CUDA cores' 16; an L = 64 chain (a second block of one slot);
   // GQA 4:1 at W = 20; SJD-PAC's padded tree width (4 blocks of slots, the last in part).
@@ -167,61 +167,95 @@ TEST_CASE("window attention refuses what it does not take", "[cuda][window-atten
                     Catch::Contains("does not take"));
 }
 
+namespace {
+
 // The tiny model's steps through the window attention and through PyTorch's, eagerly and from graphs
-// (whose bias spans the whole capacity): AR and two-node windows (CUDA cores) in float32 and bfloat16,
-// and, with head size 16, 20-node chains and a 21-node tree (tensor cores) in bfloat16.
-TEST_CASE("the transformer with the window attention gives PyTorch attention's logits", "[cuda][window-attention]") {
+// (whose bias spans the whole capacity). `wide`: head size 16, 20-node chains and a 20-node tree (tensor
+// cores, bfloat16); otherwise AR and two-node windows (CUDA cores).
+void check_transformer_steps(at::ScalarType dtype, bool wide) {
   const at::Device device = cuda_testing::device();
-  struct Case {
-    at::ScalarType dtype;
-    bool wide;
-  };
-  for (const Case c : {Case{at::kFloat, false}, Case{at::kBFloat16, false}, Case{at::kBFloat16, true}}) {
-    for (const int64_t kv_heads : {4, 2}) {
-      for (const bool graphs : {false, true}) {
-        INFO(c10::toString(c.dtype) << (c.wide ? ", wide windows" : "") << ", kv heads " << kv_heads << ", graphs "
-                                    << graphs);
-        model::TransformerConfig config = testing::tiny_config(true, kv_heads);
-        if (c.wide) {
-          config.head_dim = 16;
-          config.hidden_size = 64;
-        }
-        const io::WeightMap w = testing::tiny_weights(config, 15);
-        model::Transformer sdpa(config, model::load_transformer_weights(w, config, c.dtype, device));
-        model::Transformer window(config, model::load_transformer_weights(w, config, c.dtype, device));
-        sdpa.use_window_attention(false);
-        window.use_window_attention(true);
-        CHECK(window.window_attention());
-        model::RowPrompt prompt;
-        prompt.tokens = {1, 2, 3, 4, 5};
-        prompt.positions = {0, 1, 2, 3, 4};
-        prompt.key_valid = {1, 0, 1, 1, 1};  // a masked prompt key
-        for (model::Transformer* m : {&sdpa, &window}) {
-          m->use_step_graphs(graphs);
-          // Capacity past 256 keys: CUDA cores' second chunk is blocked throughout (tensor cores' passes
-          // of 64 keys past the rows' lengths too).
-          m->start({prompt, prompt}, 300, 24);
-        }
-        int64_t root = 5;
-        for (int step = 0; step < 4; ++step) {
-          model::DraftTree nodes;
-          if (c.wide) {  // a chain of 20, or a tree of 20: two children per node
-            for (int n = 0; n < 20; ++n) nodes.push(6 + n, step % 2 == 0 || n == 0 ? n - 1 : (n - 1) / 2);
-          } else if (step % 2 == 0) {
-            nodes.push(8, -1);
-            nodes.push(9, 0);
-          }
-          const at::Tensor expected = sdpa.forward({root, root}, nodes);
-          const at::Tensor got = window.forward({root, root}, nodes);
-          INFO("step " << step);
-          CHECK(cuda_testing::scaled_error(expected, got) < (c.dtype == at::kFloat ? 1e-5 : 0.05));
-          CHECK(window.attention_backend().find("sjd window attention") == 0);
-          const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
-          for (model::Transformer* m : {&sdpa, &window}) m->commit(path);
-          root = 11 + step;
-        }
-        if (graphs) CHECK(window.step_graphs_failure().empty());
+  for (const int64_t kv_heads : {4, 2}) {
+    for (const bool graphs : {false, true}) {
+      INFO(c10::toString(dtype) << (wide ? ", wide windows" : "") << ", kv heads " << kv_heads << ", graphs "
+                                << graphs);
+      model::TransformerConfig config = testing::tiny_config(true, kv_heads);
+      if (wide) {
+        config.head_dim = 16;
+        config.hidden_size = 64;
       }
+      const io::WeightMap w = testing::tiny_weights(config, 15);
+      model::Transformer sdpa(config, model::load_transformer_weights(w, config, dtype, device));
+      model::Transformer window(config, model::load_transformer_weights(w, config, dtype, device));
+      sdpa.use_window_attention(false);
+      window.use_window_attention(true);
+      window.use_wide_window_attention(true);
+      CHECK(window.wide_window_attention());
+      model::RowPrompt prompt;
+      prompt.tokens = {1, 2, 3, 4, 5};
+      prompt.positions = {0, 1, 2, 3, 4};
+      prompt.key_valid = {1, 0, 1, 1, 1};  // a masked prompt key
+      for (model::Transformer* m : {&sdpa, &window}) {
+        m->use_step_graphs(graphs);
+        // Capacity past 256 keys: CUDA cores' second chunk is blocked throughout (tensor cores' passes
+        // of 64 keys past the rows' lengths too).
+        m->start({prompt, prompt}, 300, 24);
+      }
+      int64_t root = 5;
+      for (int step = 0; step < 4; ++step) {
+        model::DraftTree nodes;
+        if (wide) {  // a chain of 20, or a tree of 20: two children per node
+          for (int n = 0; n < 20; ++n) nodes.push(6 + n, step % 2 == 0 || n == 0 ? n - 1 : (n - 1) / 2);
+        } else if (step % 2 == 0) {
+          nodes.push(8, -1);
+          nodes.push(9, 0);
+        }
+        const at::Tensor expected = sdpa.forward({root, root}, nodes);
+        const at::Tensor got = window.forward({root, root}, nodes);
+        INFO("step " << step);
+        CHECK(cuda_testing::scaled_error(expected, got) < (dtype == at::kFloat ? 1e-5 : 0.05));
+        const bool on_tensor_cores = window.attention_backend().find("tensor cores") != std::string::npos;
+        CHECK(window.attention_backend().find("sjd window attention") == 0);
+        CHECK(on_tensor_cores == wide);
+        const std::vector<int> path = nodes.size() > 0 ? std::vector<int>{0} : std::vector<int>{};
+        for (model::Transformer* m : {&sdpa, &window}) m->commit(path);
+        root = 11 + step;
+      }
+      if (graphs) CHECK(window.step_graphs_failure().empty());
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("the transformer with the window attention gives PyTorch attention's logits", "[cuda][window-attention]") {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) check_transformer_steps(dtype, false);
+}
+
+TEST_CASE("the transformer's wide windows on tensor cores give PyTorch attention's logits", "[cuda][wide-attention]") {
+  check_transformer_steps(at::kBFloat16, true);
+}
+
+// SJD_WIDE_WINDOW_ATTENTION=0's switch: wide windows to PyTorch, small ones still to the CUDA cores.
+TEST_CASE("the tensor-core switch leaves the CUDA-core kernel on", "[cuda][window-attention]") {
+  const at::Device device = cuda_testing::device();
+  model::TransformerConfig config = testing::tiny_config(true, 4);
+  config.head_dim = 16;
+  config.hidden_size = 64;
+  model::Transformer m(config, model::load_transformer_weights(testing::tiny_weights(config, 16), config,
+                                                               at::kBFloat16, device));
+  m.use_window_attention(true);
+  m.use_wide_window_attention(false);
+  CHECK_FALSE(m.wide_window_attention());
+  model::RowPrompt prompt;
+  prompt.tokens = {1, 2, 3};
+  prompt.positions = {0, 1, 2};
+  prompt.key_valid = {1, 1, 1};
+  m.start({prompt}, 40, 24);
+  model::DraftTree chain;
+  for (int n = 0; n < 20; ++n) chain.push(6 + n, n - 1);
+  m.forward({3}, chain);
+  CHECK(m.attention_backend().find("sjd window attention") == std::string::npos);
+  m.commit({});
+  m.forward({4}, model::DraftTree{});
+  CHECK(m.attention_backend().find("sjd window attention on CUDA cores") == 0);
 }

@@ -317,8 +317,9 @@ def test_device_check_reads_catch2_failure_counts_as_failures_not_timeouts(tmp_p
         'case "$*" in *"~[graph-memory]"*) exit 127 ;; "[fused]") exit 124 ;; "[columns]") exit 200 ;;'
         ' "[graphs]") exit 126 ;; esac\nexit 137\n')
     assert "- tests_cuda: FAILED (exit 127) in " in results, results
-    for tag, code, switch in [("fused", 124, "SJD_FUSED_LAYER_OPS"), ("columns", 200, "SJD_PIPELINE_COLUMNS"),
-                              ("graphs", 126, "SJD_CUDA_GRAPHS")]:
+    for tag, code, switch in [("fused", 124, "SJD_FUSED_LAYER_OPS"), ("window-attention", 137, "SJD_WINDOW_ATTENTION"),
+                              ("wide-attention", 137, "SJD_WIDE_WINDOW_ATTENTION"),
+                              ("columns", 200, "SJD_PIPELINE_COLUMNS"), ("graphs", 126, "SJD_CUDA_GRAPHS")]:
         assert f"- tests_cuda [{tag}]: FAILED (exit {code}): the later stages run with {switch}=0" in results
     assert "- tests_cuda [graph-memory] (a process of its own): FAILED (exit 137) in " in results
     assert "TIMED OUT" not in results and "untested" not in results
