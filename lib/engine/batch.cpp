@@ -16,6 +16,7 @@
 #include "engine/batch_manifest.h"
 #include "engine/batch_status.h"
 #include "engine/bundle.h"
+#include "engine/image_writer.h"
 #include "engine/outputs.h"
 #include "engine/progress_line.h"
 #include "io/atomic_file.h"
@@ -81,6 +82,9 @@ class BatchRun {
   std::optional<BatchItem> start_image(int64_t index);
   std::optional<BatchItem> next();
   void write_done(const BatchItem& item, GenerationOutput out);
+  // After its image is on disk (or its write failed): the manifest line, the claim, the counts.
+  void record_done(const BatchItem& item, const GenerationOutput& out, double write_seconds,
+                   std::exception_ptr failure);
   void count_after_stop();
 
   Generator& generator_;
@@ -96,6 +100,7 @@ class BatchRun {
   BatchPlan plan_;
   nlohmann::json planning_;  // how automatic windows are planned: the same for every image
   std::unique_ptr<ClaimBoard> claims_;  // made once the checks pass: it starts a heartbeat thread
+  std::unique_ptr<ImageWriter> writer_;  // PNGs are encoded and synced beside the decoding (image_writer.h)
 
   BatchSummary summary_;
   std::chrono::steady_clock::time_point start_;
@@ -157,11 +162,24 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
 
 BatchSummary BatchRun::run() {
   start_ = std::chrono::steady_clock::now();
+  // Up to a batch's worth of images wait for the writer; more would only hold their pixels longer.
+  writer_ = std::make_unique<ImageWriter>(static_cast<size_t>(std::max<int64_t>(plan_.settings.batch_size, 1)));
   // A full disk (io::StorageError) stops the batch with exit code 1; the claims go with the process.
-  generator_.generate_batch(
-      plan_, [this] { return next(); },
-      [this](const BatchItem& item, GenerationOutput out) { write_done(item, std::move(out)); },
-      [this](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
+  try {
+    generator_.generate_batch(
+        plan_, [this] { return next(); },
+        [this](const BatchItem& item, GenerationOutput out) { write_done(item, std::move(out)); },
+        [this](const BatchItem& item, const std::string& error) { record_failure(item.id, error); });
+    writer_->drain();
+  } catch (...) {
+    // The images already handed to the writer are recorded before the error goes on (a second error,
+    // such as the same full disk, leaves the rest to the next run).
+    try {
+      writer_->drain();
+    } catch (...) {
+    }
+    throw;
+  }
   summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   summary_.batch_size = plan_.settings.batch_size;
   if (summary_.stopped_by != 0) count_after_stop();
@@ -209,6 +227,7 @@ void BatchRun::show_progress(bool force) {
 }
 
 void BatchRun::on_step(int64_t index, const decoding::StepProgress& step) {
+  writer_->collect();  // images written since the last step get their manifest lines now
   in_flight_[index] =
       static_cast<double>(step.tokens_done) / static_cast<double>(std::max<int64_t>(step.tokens_total, 1));
   show_progress(false);
@@ -286,6 +305,7 @@ std::optional<BatchItem> BatchRun::start_image(int64_t i) {
 }
 
 std::optional<BatchItem> BatchRun::next() {
+  writer_->collect();
   if (options_.stop_requested && (summary_.stopped_by = options_.stop_requested()) != 0) return std::nullopt;
   while (cursor_ < count_) {
     const int64_t i = cursor_++;
@@ -308,17 +328,30 @@ std::optional<BatchItem> BatchRun::next() {
 
 void BatchRun::write_done(const BatchItem& item, GenerationOutput out) {
   if (!still_ours(item.id)) return;
+  const std::filesystem::path file = options_.out_dir / batch_file_name(item.id, item.prompt);
+  const auto output = std::make_shared<const GenerationOutput>(std::move(out));
+  writer_->submit([file, output, prompt = item.prompt, model = model_] {
+                    return write_image(file, *output, prompt, model);
+                  },
+                  [this, item, output](double seconds, std::exception_ptr failure) {
+                    record_done(item, *output, seconds, failure);
+                  });
+}
+
+void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, double write_seconds,
+                           std::exception_ptr failure) {
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const io::StorageError&) {
+      throw;  // a full disk stops the batch (exit code 1)
+    } catch (const std::exception& e) {  // e.g. a folder where the image must go: this image fails alone
+      record_failure(item.id, e.what());
+      return;
+    }
+  }
   nlohmann::json record = base_record(item.id);
   const std::filesystem::path file = options_.out_dir / record["file"].get<std::string>();
-  double write_seconds = 0.0;
-  try {
-    write_seconds = write_image(file, out, item.prompt, model_);
-  } catch (const io::StorageError&) {
-    throw;  // a full disk stops the batch (exit code 1)
-  } catch (const std::exception& e) {  // e.g. a folder where the image must go: this image fails alone
-    record_failure(item.id, e.what());
-    return;
-  }
   record_outcome(record, out);  // out.settings are the item's
   const nlohmann::json stats = decoding::to_json(out.stats);
   record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums

@@ -94,6 +94,9 @@ struct BenchReport {
   double weight_read_gb_per_s = 0.0;  // weight bytes per AR forward / AR forward time
   PeakMemory peak;
   double vq_seconds = 0.0;            // -1: not measured
+  // Writing the stand-in's image as a PNG (encode, write, sync) on one host core; -1: not measured.
+  // Not in the seconds per image: `sjd batch` writes beside its decoding (engine/image_writer.h).
+  double png_seconds = 0.0;
   std::vector<MethodEstimate> methods;
   std::string pipeline_backend;       // "cuda kernels" | "cpu reference"
   bool step_graphs = false;           // window forwards replayed from CUDA graphs (on unless SJD_CUDA_GRAPHS=0)

@@ -1,6 +1,6 @@
 #pragma once
-// Launcher of the small-window attention kernel (window_attention.cu), over raw
-// device pointers; plain C++ like kernels.h.
+// Launcher of the window attention kernels (window_attention.cu, window_attention_mma.cu),
+// over raw device pointers; plain C++ like kernels.h.
 //
 // Why it exists: a graphed step has fixed shapes, so PyTorch's attention reads
 // the KV cache's whole capacity and masks the keys past each row's length. At

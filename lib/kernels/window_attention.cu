@@ -248,6 +248,8 @@ bool window_attention_takes_shape(const WindowAttentionArgs& a) {
       a.dim > kWindowAttentionMaxDim || (a.dim & (a.dim - 1)) != 0) {
     return false;
   }
+  // The combine kernel's blocks, one per (row, head, slot), on a grid's x: at most 2^31 - 1.
+  if (static_cast<int64_t>(a.rows) * a.heads * a.width > 2147483647) return false;
   if (!window_attention_on_tensor_cores(a)) return static_cast<int64_t>(a.rows) * a.kv_heads <= 65535;
   const bool half_width = a.type == ElementType::kBFloat16 || a.type == ElementType::kFloat16;
   return half_width && a.dim >= 16 && static_cast<int64_t>(a.rows) * a.heads <= 65535;

@@ -23,6 +23,8 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -132,7 +134,10 @@ __global__ void __launch_bounds__(kWarps * 32) wide_chunk_kernel(WindowAttention
       const T* slot_bias = bias + slot * a.bias_slot + first;
       float* slot_scores = my_scores + r * kKeys;
       float top = minus_infinity();
-      for (int j = half; j < half + kKeys / 2; ++j) {
+      // Each lane starts at its own key (rotated by its slot), so the 16 slots' rows, 64 floats apart,
+      // are not read from one shared-memory bank at once.
+      for (int step = 0; step < kKeys / 2; ++step) {
+        const int j = half + (step + r) % (kKeys / 2);
         const bool open = slot < slots && j < count && seen[j] && to_float(slot_bias[j]) > minus_infinity();
         const float s = open ? slot_scores[j] * a.scale + to_float(slot_bias[j]) : minus_infinity();
         slot_scores[j] = s;
@@ -141,7 +146,8 @@ __global__ void __launch_bounds__(kWarps * 32) wide_chunk_kernel(WindowAttention
       top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
       const float old_max = row_max[warp][r], new_max = fmaxf(old_max, top);
       float total = 0.0f;
-      for (int j = half; j < half + kKeys / 2; ++j) {
+      for (int step = 0; step < kKeys / 2; ++step) {
+        const int j = half + (step + r) % (kKeys / 2);
         // P as the products see it: rounded to T; the sum is of the rounded values.
         const T p = from_float<T>(slot_scores[j] > minus_infinity() ? expf(slot_scores[j] - new_max) : 0.0f);
         my_probs[r * kKeys + j] = p;
@@ -194,14 +200,23 @@ __global__ void __launch_bounds__(kWarps * 32) wide_chunk_kernel(WindowAttention
 template <typename T>
 void launch_wide(const WindowAttentionArgs& a, const ScratchLayout& layout, cudaStream_t stream) {
   const size_t bytes = shared_bytes(a.dim, sizeof(T));
-  // Above 48 KB a kernel must ask; once per process and type, at the first (eager) launch, before any
-  // graph capture: the attribute is the function's, not a stream operation.
-  static const cudaError_t asked =
-      cudaFuncSetAttribute(wide_chunk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(shared_bytes(kWindowAttentionMaxDim, sizeof(T))));
-  if (asked != cudaSuccess) {
-    throw std::runtime_error(std::string("window attention: shared memory for tensor cores: ") +
-                             cudaGetErrorString(asked));
+  // Above 48 KB a kernel must ask, on each device it runs on: once per device and type, at the first
+  // (eager) launch there, before any graph capture (the attribute is the function's, not a stream's).
+  static std::mutex asking;
+  static std::set<int> asked_on;
+  int device = 0;
+  cudaGetDevice(&device);
+  {
+    const std::lock_guard<std::mutex> lock(asking);
+    if (asked_on.count(device) == 0) {
+      const cudaError_t asked = cudaFuncSetAttribute(wide_chunk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(shared_bytes(kWindowAttentionMaxDim, sizeof(T))));
+      if (asked != cudaSuccess) {
+        throw std::runtime_error(std::string("window attention: shared memory for tensor cores: ") +
+                                 cudaGetErrorString(asked));
+      }
+      asked_on.insert(device);
+    }
   }
   const dim3 grid(static_cast<unsigned>(layout.chunks), static_cast<unsigned>((a.width + kSlots - 1) / kSlots),
                   static_cast<unsigned>(a.rows * a.heads));

@@ -27,7 +27,7 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
                             "ar step", "window L=16", "window L=32", "window L=64", "forward ", "pipeline ",
                             "verify ", "kv ", "vq decode:", "peak host RSS:", "seconds per image", "sjd-pac",
                             "compression 4.5x", "weights checksum:", "auto window at batch 1", "tree L=64 K=4 D=3",
-                            "attention: cpu math path"}) {
+                            "attention: cpu math path", "png write:"}) {
     CHECK_THAT(r.out, Catch::Contains(field));
   }
   const auto j = nlohmann::json::parse(read_file(json));
@@ -64,6 +64,7 @@ TEST_CASE("bench: the tiny preset runs on the CPU and prints every figure", "[cl
                             j["seconds_per_image"][0]["steps"].get<double>() * j["ar_step"]["queued_ms"].get<double>() / 1e3 +
                             j["vq_seconds"].get<double>();
   CHECK(j["seconds_per_image"][0]["seconds"].get<double>() == Approx(ar_seconds).epsilon(1e-6));
+  CHECK(j["png_seconds"].get<double>() > 0.0);  // timed, and not in the seconds per image
   // The head a generation computes: the tiny preset's codes are its whole vocabulary, and a CPU has no fused kernels.
   CHECK(j["head_rows"].get<int64_t>() > 0);
   CHECK(j["fused_layer_ops"] == false);
