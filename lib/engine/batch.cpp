@@ -83,8 +83,8 @@ class BatchRun {
   std::optional<BatchItem> next();
   void write_done(const BatchItem& item, GenerationOutput out);
   // After its image is on disk (or its write failed): the manifest line, the claim, the counts.
-  void record_done(const BatchItem& item, const GenerationOutput& out, double write_seconds,
-                   std::exception_ptr failure);
+  void record_done(const BatchItem& item, const GenerationOutput& out, const nlohmann::json& checksum,
+                   double write_seconds, std::exception_ptr failure);
   void count_after_stop();
 
   Generator& generator_;
@@ -330,16 +330,21 @@ void BatchRun::write_done(const BatchItem& item, GenerationOutput out) {
   if (!still_ours(item.id)) return;
   const std::filesystem::path file = options_.out_dir / batch_file_name(item.id, item.prompt);
   const auto output = std::make_shared<const GenerationOutput>(std::move(out));
-  writer_->submit([file, output, prompt = item.prompt, model = model_] {
-                    return write_image(file, *output, prompt, model);
-                  },
-                  [this, item, output](double seconds, std::exception_ptr failure) {
-                    record_done(item, *output, seconds, failure);
-                  });
+  // The file's size and checksum for its manifest line, read back on the writer's thread too.
+  const auto checksum = std::make_shared<nlohmann::json>();
+  writer_->submit(
+      [file, output, checksum, prompt = item.prompt, model = model_] {
+        const double seconds = write_image(file, *output, prompt, model);
+        record_file_checksum(*checksum, file);
+        return seconds;
+      },
+      [this, item, output, checksum](double seconds, std::exception_ptr failure) {
+        record_done(item, *output, *checksum, seconds, failure);
+      });
 }
 
-void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, double write_seconds,
-                           std::exception_ptr failure) {
+void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, const nlohmann::json& checksum,
+                           double write_seconds, std::exception_ptr failure) {
   if (failure) {
     try {
       std::rethrow_exception(failure);
@@ -351,7 +356,6 @@ void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, d
     }
   }
   nlohmann::json record = base_record(item.id);
-  const std::filesystem::path file = options_.out_dir / record["file"].get<std::string>();
   record_outcome(record, out);  // out.settings are the item's
   const nlohmann::json stats = decoding::to_json(out.stats);
   record["drafts_by_age"] = stats["windows"]["drafts_by_age"];  // what scripts/window_prior.py sums
@@ -361,7 +365,7 @@ void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, d
   stages["vq"] = out.vq_seconds;
   stages["write"] = write_seconds;
   record["seconds_by_stage"] = stages;
-  record_file_checksum(record, file);
+  record.update(checksum);  // file_bytes and file_crc32
   ++summary_.generated;
   summary_.compression_sum += out.stats.step_compression();
   summary_.method = out.method.describe();  // the same for every image

@@ -46,10 +46,10 @@ double timed_ms(const at::Device& device, F&& work) {
 // Seconds to write `rgb` (uint8 [H, W, 3]) as a PNG with the text a generation records, the faster of
 // two writes into the system's temporary folder (the file is removed); -1 where that folder takes none.
 double png_write_seconds(const at::Tensor& rgb) {
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("sjd-bench-" + std::to_string(::getpid()) + ".png");
+  std::filesystem::path file;
   double best = -1.0;
   try {
+    file = std::filesystem::temp_directory_path() / ("sjd-bench-" + std::to_string(::getpid()) + ".png");
     for (int i = 0; i < 2; ++i) {
       const auto start = Clock::now();
       io::write_png(file, rgb, {{"prompt", "sjd bench"}, {"Software", "sjd"}});
@@ -59,7 +59,7 @@ double png_write_seconds(const at::Tensor& rgb) {
   } catch (const std::exception&) {  // an unwritable temporary folder: the figure is left out
   }
   std::error_code ignored;
-  std::filesystem::remove(file, ignored);
+  if (!file.empty()) std::filesystem::remove(file, ignored);
   return best;
 }
 

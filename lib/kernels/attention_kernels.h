@@ -5,7 +5,7 @@
 // Why it exists: a graphed step has fixed shapes, so PyTorch's attention reads
 // the KV cache's whole capacity and masks the keys past each row's length. At
 // an AR step cuDNN's kernel does that at near the copy bandwidth, which is
-// twice the bytes a mid-image step needs (Lumina 7B on an H200: 0.77 ms of a
+// twice the bytes a mid-image step needs (Lumina 7B on an H200: 0.83 ms of a
 // 6.1 ms step; 16 CFG pairs: most of a 14 ms step). This kernel takes the same
 // inputs as scaled_dot_product_attention with an additive bias, but splits the
 // keys into chunks of kWindowAttentionChunk, and a chunk whose bias blocks

@@ -1,10 +1,11 @@
 #pragma once
-// at::Tensor front end of the small-window attention kernel (kernels/attention_kernels.h):
-// scaled_dot_product_attention with an additive bias, for steps of few query vectors
-// per K/V head, reading only the key chunks the bias leaves open. The transformer
-// uses it on a GPU where it takes the shapes, unless SJD_WINDOW_ATTENTION=0;
-// tests/cuda/test_window_attention_cuda.cpp holds it to PyTorch's attention. In a
-// build without CUDA it takes nothing.
+// at::Tensor front end of the window attention kernels (kernels/attention_kernels.h):
+// scaled_dot_product_attention with an additive bias, reading only the key chunks
+// the bias leaves open; few query vectors per K/V head on CUDA cores, more on
+// tensor cores (16-bit types). The transformer uses it on a GPU where it takes the
+// shapes, unless SJD_WINDOW_ATTENTION=0 (SJD_WIDE_WINDOW_ATTENTION=0: the tensor
+// cores' alone); tests/cuda/test_window_attention_cuda.cpp holds it to float64
+// attention and PyTorch's. In a build without CUDA it takes nothing.
 #include <ATen/ATen.h>
 
 namespace sjd::model {

@@ -246,6 +246,7 @@ TEST_CASE("the tensor-core switch leaves the CUDA-core kernel on", "[cuda][windo
                                                                at::kBFloat16, device));
   m.use_window_attention(true);
   m.use_wide_window_attention(false);
+  CHECK(m.window_attention());
   CHECK_FALSE(m.wide_window_attention());
   model::RowPrompt prompt;
   prompt.tokens = {1, 2, 3};
