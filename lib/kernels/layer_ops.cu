@@ -91,7 +91,8 @@ __global__ void silu_mul_kernel(SiluMulArgs a) {
 #pragma unroll
   for (int k = 0; k < kSiluPerThread; ++k) {
     const int64_t i = first + k * kSiluThreads;
-    if (i < inner) out[i] = from_float<T>(rounded<T>(g[k] / (1.0f + expf(-g[k]))) * u[k]);  // at::silu, then the product
+    // at::silu, then the product
+    if (i < inner) out[i] = from_float<T>(rounded<T>(g[k] / (1.0f + expf(-g[k]))) * u[k]);
   }
 }
 
@@ -104,7 +105,8 @@ __global__ void qkv_prologue_kernel(QkvPrologueArgs a) {
   const int all_heads = a.heads + 2 * a.kv_heads;
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * kHeadWarps + warp;
   if (pair >= static_cast<int64_t>(a.rows) * a.width * all_heads) return;  // the whole warp: it syncs only itself
-  const int cell = static_cast<int>(pair / all_heads), h = static_cast<int>(pair - static_cast<int64_t>(cell) * all_heads);
+  const int cell = static_cast<int>(pair / all_heads);
+  const int h = static_cast<int>(pair - static_cast<int64_t>(cell) * all_heads);
   const T* __restrict__ in = static_cast<const T*>(a.qkv) + pair * dim;
   const int64_t cache_row = a.slot_row[cell], slot = a.slot_index[cell];
   if (h >= a.heads + a.kv_heads) {  // a v head: to the cache as it is

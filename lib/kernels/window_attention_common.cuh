@@ -23,7 +23,9 @@ struct ScratchLayout {
     return (static_cast<int64_t>(row) * heads + head) * width + slot;
   }
   __device__ __host__ int64_t out_at(int64_t v, int64_t chunk) const { return (v * chunks + chunk) * dim; }
-  __device__ __host__ int64_t max_at(int64_t v, int64_t chunk) const { return vectors * chunks * dim + v * chunks + chunk; }
+  __device__ __host__ int64_t max_at(int64_t v, int64_t chunk) const {
+    return vectors * chunks * dim + v * chunks + chunk;
+  }
   __device__ __host__ int64_t sum_at(int64_t v, int64_t chunk) const {
     return vectors * chunks * (dim + 1) + v * chunks + chunk;
   }

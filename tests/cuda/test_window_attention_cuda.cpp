@@ -73,8 +73,10 @@ Step make_step(at::ScalarType dtype, at::Device device, int64_t heads, int64_t k
   s.values = dirty_v.narrow(0, first_row, rows).narrow(2, 0, count);
   s.bias = bias.to(device, dtype);
   const int64_t group = heads / kv_heads;
-  const at::Tensor k = k_cache.narrow(0, first_row, rows).narrow(2, 0, count).to(at::kDouble).repeat_interleave(group, 1);
-  const at::Tensor v = v_cache.narrow(0, first_row, rows).narrow(2, 0, count).to(at::kDouble).repeat_interleave(group, 1);
+  const auto clean = [&](const at::Tensor& cache) {
+    return cache.narrow(0, first_row, rows).narrow(2, 0, count).to(at::kDouble).repeat_interleave(group, 1);
+  };
+  const at::Tensor k = clean(k_cache), v = clean(v_cache);
   const at::Tensor scores =
       at::matmul(s.q.to(at::kDouble), k.transpose(2, 3)) / std::sqrt(static_cast<double>(dim)) + bias.to(device);
   s.expected = at::matmul(at::softmax(scores, -1), v);
@@ -84,7 +86,8 @@ Step make_step(at::ScalarType dtype, at::Device device, int64_t heads, int64_t k
 }  // namespace
 
 // CUDA cores: at most 16 query vectors per K/V head, any floating type, head sizes from 8.
-TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no blocked key", "[cuda][window-attention]") {
+TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no blocked key",
+          "[cuda][window-attention]") {
   const at::Device device = cuda_testing::device();
   // (heads, kv heads, W): an AR step; MHA at the widest window it takes; GQA 4:1 at its widest;
   // GQA 2:1 at an odd width.
@@ -113,7 +116,8 @@ TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no
 }
 
 // Tensor cores: more query vectors per K/V head, bfloat16 and float16, head sizes from 16.
-TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees", "[cuda][wide-attention]") {
+TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees",
+          "[cuda][wide-attention]") {
   const at::Device device = cuda_testing::device();
   // (heads, kv heads, W): one past the CUDA cores' 16; an L = 64 chain (a second block of one slot);
   // GQA 4:1 at W = 20; SJD-PAC's padded tree width (4 blocks of slots, the last in part).
