@@ -1,8 +1,9 @@
 #pragma once
 // Writes a batch's finished images on a thread of its own, so that the batch's
-// next steps run while a PNG is encoded and synced. stb's encoder takes 160-290 ms
-// for a 768-px image on one core of the CPU machine (docs/benchmarks.md): in a
-// batch on a GPU every finished image stopped every row for that long.
+// next steps run while a PNG is encoded and synced. stb's encoder is slow next to
+// a GPU step: `sjd bench` timed 117 ms for a 512-px image on one core of the CPU
+// machine (docs/benchmarks.md), the time of tens of Lumina's steps, for which
+// every row of a batch stopped.
 //
 // Writes run one at a time in the order they were submitted. What follows a write
 // (the manifest line, the claim, the counts) is its completion, run on the

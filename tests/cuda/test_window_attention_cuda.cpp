@@ -83,31 +83,29 @@ Step make_step(at::ScalarType dtype, at::Device device, int64_t heads, int64_t k
   return s;
 }
 
-}  // namespace
+using Shape = std::tuple<int64_t, int64_t, int64_t>;  // heads, kv heads, W
 
-// CUDA cores: at most 16 query vectors per K/V head, any floating type, head sizes from 8.
-TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no blocked key",
-          "[cuda][window-attention]") {
+// Every (dtype, shape, head size) as a chain and as a tree against the float64 reference, on the cores
+// `tensor_cores` names; seeds from `seed` on.
+void check_attention_cases(const std::vector<at::ScalarType>& dtypes, const std::vector<Shape>& shapes,
+                           const std::vector<int64_t>& dims, const std::vector<int64_t>& lengths, bool tensor_cores,
+                           uint64_t seed) {
   const at::Device device = cuda_testing::device();
-  // (heads, kv heads, W): an AR step; MHA at the widest window it takes; GQA 4:1 at its widest;
-  // GQA 2:1 at an odd width.
-  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {{4, 4, 1}, {4, 4, 16}, {8, 2, 4}, {6, 3, 5}};
-  // Lengths: a row whose later chunks are all blocked (read nothing), one ending inside the last
-  // chunk, one crossing a chunk's edge (256).
-  const std::vector<int64_t> lengths = {5, 650, 250};
-  uint64_t seed = 40;
-  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+  for (const at::ScalarType dtype : dtypes) {
     for (const auto& [heads, kv_heads, width] : shapes) {
-      for (const int64_t dim : {8, 64, 128}) {  // 16, 2 and 1 keys per warp at once
+      for (const int64_t dim : dims) {
         for (const bool tree : {false, true}) {
           INFO(c10::toString(dtype) << ", heads " << heads << ", kv heads " << kv_heads << ", W " << width << ", D "
                                     << dim << (tree ? ", tree" : ", chain"));
           const Step s = make_step(dtype, device, heads, kv_heads, width, dim, lengths, tree, ++seed);
           REQUIRE(model::window_attention_takes(s.q, s.keys, s.values, s.bias));
+          CHECK(model::window_attention_on_tensor_cores(s.q, s.keys) == tensor_cores);
           const at::Tensor got = model::window_attention(s.q, s.keys, s.values, s.bias);
           CHECK(got.sizes() == s.expected.sizes());
           CHECK(got.transpose(1, 2).is_contiguous());  // [rows, W, heads, D] memory
           CHECK_FALSE(got.isnan().any().item<bool>());
+          // On tensor cores P is rounded to the element type before its product with V, as flash attention
+          // does (a CPU emulation of that kernel on these inputs: at most 0.47 units).
           CHECK(cuda_testing::scaled_error(s.expected, got) < tolerance(dtype));
         }
       }
@@ -115,36 +113,26 @@ TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no
   }
 }
 
-// Tensor cores: more query vectors per K/V head, bfloat16 and float16, head sizes from 16.
+}  // namespace
+
+// CUDA cores: at most 16 query vectors per K/V head, any floating type, head sizes from 8 (16, 2 and 1
+// keys per warp at once). Shapes: an AR step; MHA at the widest window it takes; GQA 4:1 at its widest;
+// GQA 2:1 at an odd width. Lengths: a row whose later chunks are all blocked (read nothing), one ending
+// inside the last chunk, one crossing a chunk's edge (256).
+TEST_CASE("window attention gives softmax(q k^T / sqrt(D) + bias) v and reads no blocked key",
+          "[cuda][window-attention]") {
+  check_attention_cases({at::kFloat, at::kBFloat16, at::kHalf}, {{4, 4, 1}, {4, 4, 16}, {8, 2, 4}, {6, 3, 5}},
+                        {8, 64, 128}, {5, 650, 250}, false, 40);
+}
+
+// Tensor cores: more query vectors per K/V head, bfloat16 and float16, head sizes from 16. Shapes: one past
+// the CUDA cores' 16; an L = 64 chain (a second block of one slot); GQA 4:1 at W = 20; SJD-PAC's padded tree
+// width (4 blocks of slots, the last in part). 704 keys: a span of 512 and one of 192; lengths: a row whose
+// second span and most 64-key passes are blocked, one ending past the first span, one crossing a pass's edge.
 TEST_CASE("window attention on tensor cores gives the same attention for wide windows and trees",
           "[cuda][wide-attention]") {
-  const at::Device device = cuda_testing::device();
-  // (heads, kv heads, W): one past the CUDA cores' 16; an L = 64 chain (a second block of one slot);
-  // GQA 4:1 at W = 20; SJD-PAC's padded tree width (4 blocks of slots, the last in part).
-  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {{4, 4, 17}, {4, 4, 65}, {8, 2, 20}, {2, 2, 193}};
-  // 704 keys: a span of 512 and one of 192. Lengths: a row whose second span and most 64-key passes are
-  // blocked; one ending past the first span; one crossing a pass's edge.
-  const std::vector<int64_t> lengths = {5, 505, 250};
-  uint64_t seed = 80;
-  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
-    for (const auto& [heads, kv_heads, width] : shapes) {
-      for (const int64_t dim : {16, 64, 128}) {
-        for (const bool tree : {false, true}) {
-          INFO(c10::toString(dtype) << ", heads " << heads << ", kv heads " << kv_heads << ", W " << width << ", D "
-                                    << dim << (tree ? ", tree" : ", chain"));
-          const Step s = make_step(dtype, device, heads, kv_heads, width, dim, lengths, tree, ++seed);
-          REQUIRE(model::window_attention_takes(s.q, s.keys, s.values, s.bias));
-          CHECK(model::window_attention_on_tensor_cores(s.q, s.keys));
-          const at::Tensor got = model::window_attention(s.q, s.keys, s.values, s.bias);
-          CHECK(got.sizes() == s.expected.sizes());
-          CHECK_FALSE(got.isnan().any().item<bool>());
-          // P is rounded to the element type before its product with V, as flash attention does (a CPU
-          // emulation of the kernel on these inputs: at most 0.47 units).
-          CHECK(cuda_testing::scaled_error(s.expected, got) < tolerance(dtype));
-        }
-      }
-    }
-  }
+  check_attention_cases({at::kBFloat16, at::kHalf}, {{4, 4, 17}, {4, 4, 65}, {8, 2, 20}, {2, 2, 193}}, {16, 64, 128},
+                        {5, 505, 250}, true, 80);
 }
 
 TEST_CASE("window attention refuses what it does not take", "[cuda][window-attention]") {
