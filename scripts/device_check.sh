@@ -24,6 +24,7 @@
 #        attention (CUDA-core and tensor-core kernels) against PyTorch's: sjd bench at
 #        the Lumina preset (AR, L = 64 and tree steps) with all on, with
 #        SJD_WIDE_WINDOW_ATTENTION=0, with SJD_WINDOW_ATTENTION=0, and with all off,
+#        and the tree verification over listed ids against SJD_SPARSE_TREE_VERIFY=0,
 #        side by side in results.md; its output goes to bench.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
@@ -281,7 +282,8 @@ stage_test() {
       # started says nothing, and leaves its switch as it is (tests_cuda loads: the build stage said).
       local tag switch
       for tag in fused:SJD_FUSED_LAYER_OPS window-attention:SJD_WINDOW_ATTENTION \
-          wide-attention:SJD_WIDE_WINDOW_ATTENTION columns:SJD_PIPELINE_COLUMNS graphs:SJD_CUDA_GRAPHS; do
+          wide-attention:SJD_WIDE_WINDOW_ATTENTION columns:SJD_PIPELINE_COLUMNS graphs:SJD_CUDA_GRAPHS \
+          sparse-tree:SJD_SPARSE_TREE_VERIFY; do
         switch=${tag#*:}; tag=${tag%%:*}
         limited 20 "$log" "$build/tests/tests_cuda" "[$tag]"
         if [ "$outcome" = no_time ]; then   # never ran
@@ -644,31 +646,32 @@ stage_calibrate() {
 stage_fused() {
   local log=$out/bench.log preset=lumina-7b-768 setting
   [ "$device" = cpu ] && preset=tiny
-  md "## fused (the layer's fused kernels and the window attention: sjd bench --preset $preset --dtype bf16, on and off)"
-  md "| SJD_FUSED_LAYER_OPS, SJD_WINDOW_ATTENTION, SJD_WIDE_WINDOW_ATTENTION | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | AR attention | L=64 attention | seconds |"
+  md "## fused (the layer's fused kernels, the window attention and the listed tree verification: sjd bench --preset $preset --dtype bf16, on and off)"
+  md "| SJD_FUSED_LAYER_OPS, SJD_WINDOW_ATTENTION, SJD_WIDE_WINDOW_ATTENTION, SJD_SPARSE_TREE_VERIFY | AR ms | AR queued ms | L=64 ms | tree ms | forward share of AR | fused kernels | AR attention | L=64 attention | seconds |"
   md "|---|---|---|---|---|---|---|---|---|---|"
   # Rows of a kernel the test stage found wrong (its switch is 0) are left out; with the fused kernels off
   # the window attention is still timed on and off.
-  local settings=() setting candidates=("1 1 1" "1 1 0" "1 0 0" "0 0 0")
+  local settings=() setting candidates=("1 1 1 1" "1 1 1 0" "1 1 0 1" "1 0 0 1" "0 0 0 1")
   if [ "${SJD_FUSED_LAYER_OPS:-1}" = 0 ]; then
     md "| - | the fused kernels' rows are left out: tests_cuda's [fused] cases failed (test stage) | - | - | - | - | - | - | - | - |"
-    candidates=("0 1 1" "0 1 0" "0 0 0")
+    candidates=("0 1 1 1" "0 1 0 1" "0 0 0 1")
   fi
   for setting in "${candidates[@]}"; do
-    read -r fused window wide <<< "$setting"
+    read -r fused window wide sparse <<< "$setting"
     [ "$window" = 1 ] && [ "${SJD_WINDOW_ATTENTION:-1}" = 0 ] && continue
     [ "$wide" = 1 ] && [ "${SJD_WIDE_WINDOW_ATTENTION:-1}" = 0 ] && continue
+    [ "$sparse" = 1 ] && [ "${SJD_SPARSE_TREE_VERIFY:-1}" = 0 ] && continue
     settings+=("$setting")
   done
   for setting in "${settings[@]}"; do
-    local fused window wide json=$work/fused-${setting// /-}.json
-    read -r fused window wide <<< "$setting"
+    local fused window wide sparse json=$work/fused-${setting// /-}.json
+    read -r fused window wide sparse <<< "$setting"
     limited 120 "$log" env SJD_FUSED_LAYER_OPS=$fused SJD_WINDOW_ATTENTION=$window SJD_WIDE_WINDOW_ATTENTION=$wide \
-      "$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --windows 64 --batch-sizes 1 --no-vq \
+      SJD_SPARSE_TREE_VERIFY=$sparse "$build/sjd" bench --preset "$preset" --device "$device" --dtype bf16 --windows 64 --batch-sizes 1 --no-vq \
       --json "$json"
     if [ "$rc" -eq 0 ] && [ -s "$json" ]; then
       local table_row
-      table_row=$("$PYTHON" - "$json" "$fused, $window, $wide" "$took" <<'PY'
+      table_row=$("$PYTHON" - "$json" "$fused, $window, $wide, $sparse" "$took" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 ar, tree = r["ar_step"], r["tree_step"]
@@ -678,10 +681,10 @@ print(f"| {sys.argv[2]} | {ar['total_ms']:.2f} | {ar.get('queued_ms', 0):.2f} | 
       f"{100 * ar['forward_ms'] / ar['total_ms']:.0f}% | {'on' if r.get('fused_layer_ops') else 'off'} | "
       f"{ar.get('attention', '-')} | {wide[0].get('attention', '-') if wide else '-'} | {sys.argv[3]} |")
 PY
-) || table_row="| $fused, $window, $wide | ok, but its JSON is unreadable: $json | - | - | - | - | - | - | - | $took |"
+) || table_row="| $fused, $window, $wide, $sparse | ok, but its JSON is unreadable: $json | - | - | - | - | - | - | - | $took |"
       md "$table_row"
     else
-      md "| $fused, $window, $wide | $(verdict) | - | - | - | - | - | - | - | $took |"
+      md "| $fused, $window, $wide, $sparse | $(verdict) | - | - | - | - | - | - | - | $took |"
     fi
   done
   cap_log "$log"

@@ -141,6 +141,23 @@ __device__ int64_t block_race(const Weight& weight, int64_t n, const PhiloxStrea
   return block_best(best).index;
 }
 
+// block_race over a sparse row: weight(j) of the token ids[j], for j in [0, m) with ids increasing, and every
+// token not listed weighing 0. Each listed token draws its own Philox word, as block_race gives it, so the
+// winner is block_race's over the whole row.
+template <typename Weight>
+__device__ int64_t block_race_listed(const int32_t* ids, int m, const Weight& weight, const PhiloxStream& stream) {
+  ScoredIndex best{-1.0, -1};
+  for (int j = threadIdx.x; j < m; j += blockDim.x) {
+    const float w = weight(j);
+    if (!(w > 0.0f)) continue;
+    const int64_t v = ids[j];
+    const PhiloxWords words = philox_block(stream, static_cast<uint32_t>(v / 4));
+    const double score = race_score(w, words.w[v % 4]);
+    if (score > best.score) best = {score, v};  // ids increase along a thread's j: keeps the first maximum
+  }
+  return block_best(best).index;
+}
+
 // argmax of p (lowest index among ties, as std::max_element).
 __device__ inline int64_t block_argmax(const float* p, int64_t n) {
   ScoredIndex best{0.0, -1};

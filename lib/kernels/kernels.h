@@ -96,7 +96,10 @@ void launch_sample_rows(const RowSampleArgs& args, StreamHandle stream);
 
 // Recursive multi-candidate verification (SJD-PAC) of one tree level for
 // several slots in parallel: slot i verifies level depth[i]'s candidates
-// against probs[slot[i]] (sampling::verify_candidates).
+// against probs[slot[i]] (sampling::verify_candidates). A block whose p and q
+// have mass on few ids (top-k) lists them in shared memory and verifies over the
+// list; the others, and LANTERN's relaxation (it reads neighbours' p), go over
+// the whole vocabulary in `scratch`.
 struct TreeArgs {
   const float* probs = nullptr;           // [slots, vocab]
   int64_t vocab = 0;
@@ -110,8 +113,10 @@ struct TreeArgs {
   StepInfo step;
   RelaxArgs relax;
   float* scratch = nullptr;               // [count, 3, vocab]: running target, draft q, residual
+  bool list_support = true;               // false (SJD_SPARSE_TREE_VERIFY=0): every block takes the whole vocabulary
   int32_t* accepted_candidate = nullptr;  // out [count]: index of the accepted candidate, -1 if none
   int64_t* token = nullptr;               // out [count]: the committed token
+  int32_t* listed = nullptr;              // out [count]: how many ids the block listed, -1: the whole vocabulary
 };
 void launch_verify_tree(const TreeArgs& args, StreamHandle stream);
 

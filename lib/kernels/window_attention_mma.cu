@@ -23,8 +23,6 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
-#include <mutex>
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -200,24 +198,9 @@ __global__ void __launch_bounds__(kWarps * 32) wide_chunk_kernel(WindowAttention
 template <typename T>
 void launch_wide(const WindowAttentionArgs& a, const ScratchLayout& layout, cudaStream_t stream) {
   const size_t bytes = shared_bytes(a.dim, sizeof(T));
-  // Above 48 KB a kernel must ask, on each device it runs on: once per device and type, at the first
-  // (eager) launch there, before any graph capture (the attribute is the function's, not a stream's).
-  static std::mutex asking;
-  static std::set<int> asked_on;
-  int device = 0;
-  cudaGetDevice(&device);
-  {
-    const std::lock_guard<std::mutex> lock(asking);
-    if (asked_on.count(device) == 0) {
-      const cudaError_t asked = cudaFuncSetAttribute(wide_chunk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(shared_bytes(kWindowAttentionMaxDim, sizeof(T))));
-      if (asked != cudaSuccess) {
-        throw std::runtime_error(std::string("window attention: shared memory for tensor cores: ") +
-                                 cudaGetErrorString(asked));
-      }
-      asked_on.insert(device);
-    }
-  }
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(&wide_chunk_kernel<T>),
+                              static_cast<int>(shared_bytes(kWindowAttentionMaxDim, sizeof(T))),
+                              "window attention on tensor cores");
   const dim3 grid(static_cast<unsigned>(layout.chunks), static_cast<unsigned>((a.width + kSlots - 1) / kSlots),
                   static_cast<unsigned>(a.rows * a.heads));
   wide_chunk_kernel<T><<<grid, kWarps * 32, bytes, stream>>>(a, layout);

@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -304,11 +305,13 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
   const size_t depth_d = up.add(or_placeholder(depth, int32_t{0}));
   const size_t accepted = up.add_filled<int32_t>(static_cast<size_t>(std::max(count, 1)), -1);
   const size_t token = up.add_filled<int64_t>(static_cast<size_t>(std::max(count, 1)), -1);
+  const size_t listed = up.add_filled<int32_t>(static_cast<size_t>(std::max(count, 1)), -1);
   up.send(device);
   const at::Tensor scratch = at::empty({std::max(count, 1), 3, vocab}, probs.options());
   TreeVerdicts out;
   out.candidate = up.tensor(accepted, at::kInt);
   out.token = up.tensor(token, at::kLong);
+  out.listed = up.tensor(listed, at::kInt);
   kernels::TreeArgs a;
   a.probs = probs.data_ptr<float>();
   a.vocab = vocab;
@@ -322,11 +325,17 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
   a.step = step_info(keys);
   a.relax = relax.args;
   a.scratch = scratch.data_ptr<float>();
+  // SJD_SPARSE_TREE_VERIFY=0 keeps every block on the whole vocabulary (device_check.sh turns it off when the
+  // listed path's tests fail, and times both).
+  const char* sparse = std::getenv("SJD_SPARSE_TREE_VERIFY");
+  a.list_support = sparse == nullptr || std::string(sparse) != "0";
   a.accepted_candidate = out.candidate.data_ptr<int32_t>();
   a.token = out.token.data_ptr<int64_t>();
+  a.listed = out.listed.data_ptr<int32_t>();
   kernels::launch_verify_tree(a, stream_of(probs));
   out.candidate = out.candidate.narrow(0, 0, count);
   out.token = out.token.narrow(0, 0, count);
+  out.listed = out.listed.narrow(0, 0, count);
   return out;
 }
 

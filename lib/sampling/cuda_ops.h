@@ -94,6 +94,7 @@ struct TreeLevelInput {
 struct TreeVerdicts {
   at::Tensor candidate;  // int32 [count]: accepted candidate index, -1 if none
   at::Tensor token;      // int64 [count]
+  at::Tensor listed;     // int32 [count]: ids the level's block verified over in shared memory, -1: all of them
 };
 // verify_candidates of level depth[i] against probs[slot[i]], for all i at once.
 TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInput>& levels,

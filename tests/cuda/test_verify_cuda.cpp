@@ -7,6 +7,9 @@
 // forced token's one-candidate level.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <string>
+
 #include "decoding/draft_book.h"
 #include "decoding/method.h"
 #include "decoding/window_verifier.h"
@@ -180,9 +183,15 @@ TEST_CASE("bonus draws on the device equal sample_race on the kSample stream", "
   }
 }
 
-TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursive verification", "[cuda]") {
+namespace {
+
+// Tree levels and candidate draws at one vocabulary size, against the CPU. p's and q's rows have mass on a
+// share of the ids (1 - zero_share); `listed`: whether the kernel should verify every level but LANTERN's over
+// the ids with mass in shared memory (it may list at most 8192), or over the whole vocabulary.
+void check_tree_levels(int64_t vocab, double p_zero_share, double q_zero_share, bool listed) {
   const at::Device device = cuda_testing::device();
-  const int64_t vocab = 2048;
+  const char* sparse = std::getenv("SJD_SPARSE_TREE_VERIFY");  // 0: device_check.sh turned the listing off
+  listed = listed && (sparse == nullptr || std::string(sparse) != "0");
   const int levels = 3, chain = 16, want = 4;
   const int64_t first = 10, total = 200;
   const uint32_t step = 3;
@@ -193,7 +202,7 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
     std::vector<at::Tensor> level_q, level_q_device;
     std::vector<int64_t> positions, firsts;
     for (int d = 0; d < levels; ++d) {
-      at::Tensor q = cuda_testing::random_probs(1, vocab, 70 + static_cast<uint64_t>(d), 0.6)[0].contiguous();
+      at::Tensor q = cuda_testing::random_probs(1, vocab, 70 + static_cast<uint64_t>(d), q_zero_share)[0].contiguous();
       if (d == levels - 1) {
         // A peaked stale p: its first candidate holds nearly all of q, so the next one's q^(k) divides by the
         // little mass left, which both sides must sum from the row (a float row's sum is 1 only within ~1e-6).
@@ -228,7 +237,7 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
     // Slots 0..11 verify level slot % 3; their p favours candidate slot % 4, so
     // first, later and no candidates get accepted.
     const int slots = 12;
-    at::Tensor probs = cuda_testing::random_probs(slots, vocab, 90);
+    at::Tensor probs = cuda_testing::random_probs(slots, vocab, 90, p_zero_share);
     std::vector<int32_t> slot, depth;
     for (int s = 0; s < slots; ++s) {
       slot.push_back(s);
@@ -244,6 +253,7 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
                                                       step_keys(step, first, total), device_relax);
     const std::vector<int64_t> candidate = as_vector(verdicts.candidate);
     const std::vector<int64_t> token = as_vector(verdicts.token);
+    const std::vector<int64_t> listed_ids = as_vector(verdicts.listed);
     for (int s = 0; s < slots; ++s) {
       const int d = depth[static_cast<size_t>(s)];
       const int64_t position = first + d;
@@ -255,9 +265,21 @@ TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursi
       INFO("slot " << s);
       CHECK(candidate[static_cast<size_t>(s)] == (expected.accepted ? expected.candidate : -1));
       CHECK(token[static_cast<size_t>(s)] == expected.token);
+      CHECK((listed_ids[static_cast<size_t>(s)] >= 0) == (listed && relax.kind != sampling::RelaxKind::kLantern));
     }
   }
 }
+
+}  // namespace
+
+TEST_CASE("tree levels and candidate draws on the device equal the CPU's recursive verification",
+          "[cuda][sparse-tree]") {
+  SECTION("2048 ids, all listed") { check_tree_levels(2048, 0.3, 0.6, true); }
+  // Lumina-mGPT's vocabulary with top-k-like rows: about 2000 ids with mass of 65536.
+  SECTION("65536 ids, 3% with mass: listed") { check_tree_levels(65536, 0.97, 0.97, true); }
+  SECTION("20000 ids with mass: too many to list") { check_tree_levels(20000, 0.0, 0.0, false); }
+}
+
 
 TEST_CASE("whole windows on the device commit what WindowVerifier commits, tree windows included", "[cuda]") {
   const int64_t vocab = 1500;
