@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/compare.h"
+#include "engine/settings.h"
 
 namespace sjd::engine {
 namespace {
@@ -21,6 +22,17 @@ std::string ratio(double value, const char* unit) {
 
 // The same ratio for compare.json: null without an ar row, where 0 would read as "0x as fast".
 nlohmann::json ratio_or_null(double value) { return value > 0.0 ? nlohmann::json(value) : nlohmann::json(); }
+
+// The base settings that method entry `entry` does not read (a --window beside ar), so that a reader of
+// compare.json does not take them for part of its runs. The batch size stays: it times every run.
+nlohmann::json base_settings_without_effect(const nlohmann::json& base_json, const GenerationSettings& base,
+                                            const std::string& entry) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (const std::string& key : keys_without_effect(compare_settings(base, entry))) {
+    if (key != "batch_size" && base_json.contains(key)) keys.push_back(key);
+  }
+  return keys;
+}
 
 }  // namespace
 
@@ -61,9 +73,17 @@ std::string format_table(const CompareReport& report) {
 }
 
 nlohmann::json to_json(const CompareReport& report, const CompareOptions& options) {
+  // The settings every method runs with; the method and its relaxation come from each --methods entry, so
+  // the base's (a bundle default compare does not use) would mislead.
+  nlohmann::json settings = settings_to_json(options.base);
+  // The batch size the runs were decoded with ("auto" is one run at a time), as each run's record has it.
+  settings["batch_size"] = compare_batch_size(options.base);
+  settings.erase("method");
+  settings.erase("relax");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : report.rows) {
     rows.push_back({{"entry", r.entry},
+                    {"settings_without_effect", base_settings_without_effect(settings, options.base, r.entry)},
                     {"method", r.method},
                     {"lossless", r.lossless},
                     {"exactness", r.exactness},
@@ -100,13 +120,6 @@ nlohmann::json to_json(const CompareReport& report, const CompareOptions& option
                     {"image", "runs/" + r["file"].get<std::string>()},
                     {"resumed", run.resumed}});
   }
-  // The settings every method runs with; the method and its relaxation come from each --methods entry, so
-  // the base's (a bundle default compare does not use) would mislead.
-  nlohmann::json settings = settings_to_json(options.base);
-  // The batch size the runs were decoded with ("auto" is one run at a time), as each run's record has it.
-  settings["batch_size"] = compare_batch_size(options.base);
-  settings.erase("method");
-  settings.erase("relax");
   return {{"prompts", options.prompts},
           {"seeds", options.seeds},
           {"first_seed", options.base.seed},

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -177,6 +178,17 @@ TEST_CASE("compare: table, JSON and image grid for several methods", "[cli]") {
   CHECK(report["settings"].contains("cfg"));
   CHECK_FALSE(report["settings"].contains("method"));
   CHECK(report["settings"]["batch_size"] == 1);  // "auto" decodes one run at a time, and says so
+  // Each method row names the base settings it does not read: ar no window, sjd no tree; never the batch size.
+  const auto without_effect = [&](int row) {
+    const auto keys = report["methods"][row]["settings_without_effect"].get<std::vector<std::string>>();
+    return std::set<std::string>(keys.begin(), keys.end());
+  };
+  CHECK(without_effect(0).count("window") == 1);
+  CHECK(without_effect(0).count("init") == 1);
+  CHECK(without_effect(1).count("window") == 0);
+  CHECK(without_effect(1).count("pd_k") == 1);
+  CHECK(without_effect(2).count("pd_k") == 0);
+  for (int row = 0; row < 3; ++row) CHECK(without_effect(row).count("batch_size") == 0);
   for (const auto& run : report["runs"]) CHECK(run["lossless"] == (run["exactness"] != "lossy"));
   CHECK(report["runs"][0]["lossless"] == true);
   // Without an ar row there is no speed-up to give: null, not 0 ("0x as fast").
