@@ -140,10 +140,10 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
   }
   owned_ = options_.shard.owned_in(0, count_);
   plan_.settings = options_.settings;
-  for (int64_t i = 0; i < count_; ++i) plan_.prompts.push_back(prompts_[static_cast<size_t>(i)].prompt);
-  plan_.pending = owned_;  // this shard's prompts, less the ones already made
-  for (const auto& [index, image] : done_) {
-    if (index < count_ && options_.shard.owns(index)) --plan_.pending;
+  // This shard's prompts less the ones already made: they size the KV cache, and a resumed batch of a long file
+  // does not tokenise its finished prompts again.
+  for (int64_t i = 0; i < count_; ++i) {
+    if (options_.shard.owns(i) && done_.count(i) == 0) plan_.prompts.push_back(prompts_[static_cast<size_t>(i)].prompt);
   }
   plan_.settings.batch_size = generator_.resolve_batch_size(plan_);
   if (options_.settings.batch_size == kAuto) {

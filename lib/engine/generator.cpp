@@ -228,13 +228,9 @@ GenerationOutput Generator::generate(const std::string& prompt, const Generation
   return out;
 }
 
-decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
+decoding::BatchCapacity Generator::measure_prompts(const BatchPlan& plan) {
   const GenerationSettings& settings = plan.settings;
   decoding::BatchCapacity capacity;
-  // Slots for the sequences that can be in flight at once: a batch of B with fewer prompts
-  // left than that would reserve KV cache for rows it never fills (the batch size still plans
-  // the windows: it is part of every image's settings).
-  capacity.sequences = slots_for(plan, settings.batch_size);
   capacity.rows_per_sequence = sampling::cfg_mixes(settings.cfg) ? 2 : 1;
   const family::ImageFamily& glue = family(settings.resolution);
   const auto measure = [&](const model::RowPrompt& row) {
@@ -256,6 +252,16 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
     } catch (const std::exception&) {
     }
   }
+  return capacity;
+}
+
+decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
+  const GenerationSettings& settings = plan.settings;
+  decoding::BatchCapacity capacity = plan.measured ? *plan.measured : measure_prompts(plan);
+  // Slots for the sequences that can be in flight at once: a batch of B with fewer prompts
+  // left than that would reserve KV cache for rows it never fills (the batch size still plans
+  // the windows: it is part of every image's settings).
+  capacity.sequences = slots_for(plan, settings.batch_size);
   const decoding::MethodConfig method = method_from_settings(settings);
   check_window_prior(bundle_);  // before the per-prompt requests, whose errors fail one image each
   resolve_cost_profile(bundle_, settings);  // a bad --cost-profile file fails here, not once per image
@@ -264,14 +270,15 @@ decoding::BatchCapacity Generator::batch_capacity(const BatchPlan& plan) {
 }
 
 int Generator::slots_for(const BatchPlan& plan, int batch_size) {
-  const int64_t pending = plan.pending >= 0 ? plan.pending : static_cast<int64_t>(plan.prompts.size());
+  const auto pending = static_cast<int64_t>(plan.prompts.size());
   return static_cast<int>(std::clamp<int64_t>(pending, 1, std::max(batch_size, 1)));
 }
 
-int Generator::resolve_batch_size(const BatchPlan& plan) {
+int Generator::resolve_batch_size(BatchPlan& plan) {
   const bool automatic = plan.settings.batch_size == kAuto;
   int batch = automatic ? (placement_.device.is_cpu() ? 8 : 16) : plan.settings.batch_size;
-  const decoding::BatchCapacity capacity = batch_capacity(plan);  // the prompts are measured once
+  const decoding::BatchCapacity capacity = batch_capacity(plan);
+  plan.measured = capacity;  // generate_batch reads it again rather than measuring every prompt twice
   decoding::DecodeRequest shape;  // the longest prompt's shape, for the estimate
   shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
   shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);

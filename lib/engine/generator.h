@@ -44,10 +44,12 @@ struct BatchItem {
 // prompt it may be given (the longest one sizes the KV cache's rows).
 struct BatchPlan {
   GenerationSettings settings;
+  // The prompts still to decode (a resumed batch leaves its finished ones out): the KV cache gets no more
+  // sequence slots than there are, whatever the batch size, and rows as long as the longest needs.
   std::vector<std::string> prompts;
-  // At most this many of them will be decoded (the rest are done: a resumed batch); -1: all.
-  // The KV cache gets no more sequence slots than that, whatever the batch size.
-  int64_t pending = -1;
+  // The prompts' longest rows, measured once by resolve_batch_size (tokenising a file of 200k captions, or
+  // running LlamaGen's T5 encoder, takes seconds) and read again by generate_batch.
+  std::optional<decoding::BatchCapacity> measured;
   // Called after every step of every item (its BatchItem::id and progress); may be empty.
   std::function<void(int64_t id, const decoding::StepProgress&)> on_step;
 };
@@ -99,8 +101,8 @@ class Generator {
 
   // The batch size a plan runs with: its setting, checked against the memory
   // limit, or for "auto" the device's default (8 on a CPU, 16 on a GPU) halved
-  // until the estimate fits.
-  int resolve_batch_size(const BatchPlan& plan);
+  // until the estimate fits. Records the prompts' measure in plan.measured.
+  int resolve_batch_size(BatchPlan& plan);
   // Continuous batching (decoding/decoder.h, decode_batch): decodes
   // plan.settings.batch_size items at once, pulling the next item from `next`
   // whenever one finishes. `done` gets each image as soon as it is made; an
@@ -121,6 +123,8 @@ class Generator {
   MemoryEstimate estimate_memory(const decoding::DecodeRequest& request, const family::TokenLayout& layout,
                                  int batch) const;
   decoding::BatchCapacity batch_capacity(const BatchPlan& plan);
+  // The longest prompt row and position among the prompts that fit the memory alone.
+  decoding::BatchCapacity measure_prompts(const BatchPlan& plan);
   // The KV cache's sequence slots for a plan at `batch_size`: the batch size, or fewer where fewer are pending.
   static int slots_for(const BatchPlan& plan, int batch_size);
   // Throws InputError when `estimate` does not fit the memory limit (memory_estimate.h).

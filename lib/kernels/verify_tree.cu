@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "kernels/block_ops.cuh"
 #include "kernels/kernels.h"
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(kTreeThreads, 2) verify_tree_kernel(TreeArgs a
   extern __shared__ __align__(16) unsigned char listed_memory[];
   __shared__ LevelState state;
   const TreeBlock b = tree_block(a);
-  if (listed_capacity > 0 && a.relax.kind != kRelaxLantern) {
+  if (listed_capacity > 0) {  // never for LANTERN (launch_verify_tree)
     const ListedRow row = listed_row(listed_memory, listed_capacity);
     const int m = list_support(b, a.vocab, listed_capacity, row);
     if (m >= 0) {
@@ -331,22 +333,30 @@ __global__ void draw_candidates_kernel(CandidateArgs a) {
   }
 }
 
-// How many ids a block may list on this device: the shared memory a block may opt into, less the kernel's own.
+// How many ids a block may list on the current device: the shared memory a block may opt into, less the
+// kernel's own; asked once per device.
 int listed_capacity() {
-  int device = 0, opt_in = 0;
+  static std::mutex asking;
+  static std::map<int, int> by_device;
+  int device = 0;
   cudaGetDevice(&device);
+  const std::lock_guard<std::mutex> lock(asking);
+  if (const auto known = by_device.find(device); known != by_device.end()) return known->second;
+  int opt_in = 0;
   cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   cudaFuncAttributes own{};
   cudaFuncGetAttributes(&own, verify_tree_kernel);
   const int spare = opt_in - static_cast<int>(own.sharedSizeBytes);
-  return std::clamp(spare / kListedBytesPerId, 0, kMaxListed);
+  return by_device[device] = std::clamp(spare / kListedBytesPerId, 0, kMaxListed);
 }
 
 }  // namespace
 
 void launch_verify_tree(const TreeArgs& args, StreamHandle stream) {
   if (args.count <= 0) return;
-  const int capacity = args.list_support ? listed_capacity() : 0;
+  // LANTERN's levels never list (its scores read neighbours' p): they do not reserve the 96 KB, which would
+  // halve the blocks an SM holds.
+  const int capacity = args.list_support && args.relax.kind != kRelaxLantern ? listed_capacity() : 0;
   const int bytes = capacity * kListedBytesPerId;
   if (bytes > 0) allow_dynamic_shared_memory(reinterpret_cast<const void*>(&verify_tree_kernel), bytes, "verify_tree");
   verify_tree_kernel<<<args.count, kTreeThreads, bytes, static_cast<cudaStream_t>(stream)>>>(args, capacity);
