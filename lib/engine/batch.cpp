@@ -19,6 +19,7 @@
 #include "engine/image_writer.h"
 #include "engine/outputs.h"
 #include "engine/progress_line.h"
+#include "engine/weights_fingerprint.h"
 #include "io/atomic_file.h"
 #include "io/prompt_file.h"
 #include "text/utf8.h"
@@ -92,6 +93,7 @@ class BatchRun {
   std::ostream& log_;
   const std::vector<io::PromptEntry> prompts_;
   const std::string model_;
+  const std::string weights_;  // the fingerprint of the bundle's weight files (weights_fingerprint.h)
   std::filesystem::path manifest_;
   ManifestReader manifest_reader_;
   std::map<int64_t, FinishedImage> done_;  // by index: made by this run, an earlier one or another process
@@ -124,6 +126,7 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
       log_(log),
       prompts_(io::read_prompts(options.prompts)),
       model_(generator.bundle().name),
+      weights_(weights_fingerprint(generator.bundle())),
       manifest_reader_(options.out_dir, log),
       progress_(log, options.progress, 0.25) {
   prepare_output_dir(options_.out_dir);
@@ -194,7 +197,7 @@ GenerationSettings BatchRun::settings_of(int64_t index) const {
 }
 
 nlohmann::json BatchRun::identity_of(int64_t index) const {
-  return image_identity(text::utf8::to_valid(prompts_[static_cast<size_t>(index)].prompt), model_,
+  return image_identity(text::utf8::to_valid(prompts_[static_cast<size_t>(index)].prompt), {model_, weights_},
                         identity_settings(settings_of(index)), planning_);
 }
 
@@ -203,8 +206,8 @@ nlohmann::json BatchRun::base_record(int64_t index) const {
   nlohmann::json record{{"index", index},
                         {"line", entry.line},
                         {"seed", settings_of(index).seed},
-                        {"file", batch_file_name(index, entry.prompt)},
-                        {"model", model_}};
+                        {"file", batch_file_name(index, entry.prompt)}};
+  record_model(record, {model_, weights_});
   record_prompt(record, entry.prompt);
   if (!planning_.is_null()) record["planning"] = planning_;
   return record;

@@ -47,7 +47,7 @@ std::string record_problem(const nlohmann::json& j) {
   if (file == j.end() || !file->is_string() || !is_plain_png_name(file->get<std::string>())) {
     return "\"file\" is not a PNG name in the folder";
   }
-  for (const char* key : {"prompt", "model"}) {
+  for (const char* key : {"prompt", "model", "weights"}) {
     if (j.contains(key) && !j[key].is_string()) return std::string("\"") + key + "\" is not a string";
   }
   if (j.contains("settings") && !j["settings"].is_object()) return "\"settings\" is not an object";
@@ -159,9 +159,15 @@ bool records_prompt(const nlohmann::json& record, const std::string& prompt) {
                                                 expected.value("prompt_bytes", nlohmann::json());
 }
 
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
+void record_model(nlohmann::json& record, const ModelIdentity& model) {
+  record["model"] = model.name;
+  if (!model.weights.empty()) record["weights"] = model.weights;
+}
+
+nlohmann::json image_identity(const std::string& prompt, const ModelIdentity& model, nlohmann::json settings,
                               nlohmann::json planning) {
-  nlohmann::json identity = {{"prompt", prompt}, {"model", model}, {"settings", std::move(settings)}};
+  nlohmann::json identity = {{"prompt", prompt}, {"settings", std::move(settings)}};
+  record_model(identity, model);
   if (!planning.is_null()) identity["planning"] = std::move(planning);
   return identity;
 }
@@ -212,7 +218,9 @@ nlohmann::json comparable(nlohmann::json recorded, const nlohmann::json& expecte
     }
     recorded["settings"] = std::move(kept);
   }
-  if (!recorded.contains("planning") && expected.contains("planning")) recorded["planning"] = expected["planning"];
+  for (const char* added_later : {"planning", "weights"}) {
+    if (!recorded.contains(added_later) && expected.contains(added_later)) recorded[added_later] = expected[added_later];
+  }
   return recorded;
 }
 
@@ -226,7 +234,7 @@ std::string identity_difference(const nlohmann::json& recorded_identity, const n
   const nlohmann::json recorded = comparable(recorded_identity, expected);
   if (!recorded.is_object()) return "an identity that is not a JSON object";
   const auto head = [](const nlohmann::json& j) {
-    return nlohmann::json{{"prompt", field(j, "prompt")}, {"model", field(j, "model")}};
+    return nlohmann::json{{"prompt", field(j, "prompt")}, {"model", field(j, "model")}, {"weights", field(j, "weights")}};
   };
   if (std::string d = differing_key(head(recorded), head(expected), ""); !d.empty()) return d;
   if (std::string d = differing_key(field(recorded, "settings"), field(expected, "settings"), ""); !d.empty()) return d;
@@ -237,11 +245,12 @@ std::string identity_difference(const nlohmann::json& recorded_identity, const n
 
 namespace {
 
-// The identity a finished image's line records; lines written before the model was recorded are taken to be of
-// the expected model.
+// The identity a finished image's line records; lines written before the model or its weights were recorded are
+// taken to be of the expected model.
 nlohmann::json recorded_identity(const FinishedImage& done, const nlohmann::json& expected) {
-  return image_identity(done.record.value("prompt", std::string()),
-                        done.record.value("model", expected["model"].get<std::string>()),
+  const ModelIdentity model{done.record.value("model", expected["model"].get<std::string>()),
+                            done.record.value("weights", std::string())};
+  return image_identity(done.record.value("prompt", std::string()), model,
                         done.record.value("settings", nlohmann::json::object()), field(done.record, "planning"));
 }
 

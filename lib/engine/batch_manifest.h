@@ -69,17 +69,28 @@ void record_prompt(nlohmann::json& record, const std::string& prompt);
 // Whether `record` names `prompt` as record_prompt writes it (a line without a prompt, from an older sjd, does).
 bool records_prompt(const nlohmann::json& record, const std::string& prompt);
 
+// Which model makes an image: the bundle's name and the fingerprint of its weight files
+// (weights_fingerprint.h; "" leaves it out), so that a bundle exported again under the same
+// name with other weights is another model.
+struct ModelIdentity {
+  std::string name;
+  std::string weights;
+};
+
+// A manifest line's "model" and "weights".
+void record_model(nlohmann::json& record, const ModelIdentity& model);
+
 // The picture's identity: its prompt, the model, the settings that make it
 // (engine::identity_settings: not the device, nor what its method ignores) and,
 // with automatic windows, what they read from the bundle (Generator::window_planning;
 // null: left out).
-nlohmann::json image_identity(const std::string& prompt, const std::string& model, nlohmann::json settings,
+nlohmann::json image_identity(const std::string& prompt, const ModelIdentity& model, nlohmann::json settings,
                               nlohmann::json planning = nullptr);
 
 // Whether a recorded identity (a manifest line's or a claim's) is `expected`. Recorded
 // settings that `expected` leaves out are not compared (they cannot change its images),
-// and one written before images recorded their windows' planning inputs (an older sjd)
-// is taken to have the expected ones.
+// and one written before images recorded their windows' planning inputs or their weights'
+// fingerprint (an older sjd) is taken to have the expected ones.
 bool same_identity(const nlohmann::json& recorded, const nlohmann::json& expected);
 
 // The first difference between a recorded and an expected identity, e.g.

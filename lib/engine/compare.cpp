@@ -14,6 +14,7 @@
 #include "engine/bundle.h"
 #include "engine/outputs.h"
 #include "engine/progress_line.h"
+#include "engine/weights_fingerprint.h"
 #include "engine/window_prior.h"
 #include "io/atomic_file.h"
 #include "io/png_reader.h"
@@ -32,7 +33,7 @@ std::string run_file_name(int64_t index, const std::string& entry, uint64_t seed
 }
 
 // The runs/manifest.jsonl line of a finished run: what the report needs to be rebuilt on resume.
-nlohmann::json run_record(int64_t index, const CompareRun& run, const std::string& prompt, const std::string& model,
+nlohmann::json run_record(int64_t index, const CompareRun& run, const std::string& prompt, const ModelIdentity& model,
                           const std::string& entry, const GenerationOutput& out, const std::string& file,
                           double seconds) {
   const decoding::RunStats& st = out.stats;
@@ -41,7 +42,6 @@ nlohmann::json run_record(int64_t index, const CompareRun& run, const std::strin
       {"file", file},
       {"prompt", text::utf8::to_valid(prompt)},
       {"prompt_index", run.prompt},
-      {"model", model},
       {"entry", entry},
       {"seed", out.settings.seed},
       {"seconds", seconds},
@@ -51,6 +51,7 @@ nlohmann::json run_record(int64_t index, const CompareRun& run, const std::strin
       {"tree_k_sum", st.tree_k_sum},
       {"tree_depth_sum", st.tree_depth_sum},
       {"accepted_histogram", st.accepted_histogram}};
+  record_model(record, model);
   record_outcome(record, out);
   return record;
 }
@@ -161,6 +162,7 @@ class CompareSession {
   const std::filesystem::path runs_dir_;
   const std::filesystem::path manifest_;  // read as a batch folder's manifest
   const std::string model_;
+  const std::string weights_;  // the fingerprint of the bundle's weight files (weights_fingerprint.h)
   std::vector<CompareRun> runs_;
   std::vector<GenerationSettings> settings_;  // per run
   std::vector<nlohmann::json> planning_;      // per method entry: what its automatic windows read from the bundle
@@ -180,6 +182,7 @@ CompareSession::CompareSession(Generator& generator, const CompareOptions& optio
       runs_dir_(options.out_dir / "runs"),
       manifest_(runs_dir_ / "manifest.jsonl"),
       model_(generator.bundle().name),
+      weights_(weights_fingerprint(generator.bundle())),
       progress_(log, options.progress) {
   check_window_prior(generator_.bundle());  // a malformed bundle is refused even when every run is resumed
   prepare_output_dir(runs_dir_);
@@ -213,7 +216,7 @@ nlohmann::json CompareSession::identity_of(int64_t i) const {
   // A compare's rows time each run in its batch, so the batch size is part of a run even where its image is not.
   nlohmann::json made_with = identity_settings(settings);
   made_with["batch_size"] = settings_to_json(settings)["batch_size"];
-  return image_identity(text::utf8::to_valid(options_.prompts[static_cast<size_t>(run.prompt)]), model_,
+  return image_identity(text::utf8::to_valid(options_.prompts[static_cast<size_t>(run.prompt)]), {model_, weights_},
                         std::move(made_with), planning_[static_cast<size_t>(run.method)]);
 }
 
@@ -298,7 +301,8 @@ void CompareSession::write_run(const BatchItem& item, const GenerationOutput& ou
   const int64_t index = record_index_of(item.id);
   const std::string file = run_file_name(index, entry, item.settings.seed);
   const double write_seconds = write_image(runs_dir_ / file, out, item.prompt, model_);
-  run.record = run_record(index, run, item.prompt, model_, entry, out, file, out.total_seconds + write_seconds);
+  run.record = run_record(index, run, item.prompt, {model_, weights_}, entry, out, file,
+                          out.total_seconds + write_seconds);
   if (const nlohmann::json& p = planning_[static_cast<size_t>(run.method)]; !p.is_null()) run.record["planning"] = p;
   record_file_checksum(run.record, runs_dir_ / file);
   io::append_line(manifest_, run.record.dump());

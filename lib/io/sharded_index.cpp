@@ -77,4 +77,18 @@ WeightMap load_sharded_safetensors(const std::filesystem::path& index_file) {
   return weights;
 }
 
+std::vector<std::filesystem::path> sharded_files(const std::filesystem::path& index_file) {
+  std::map<std::string, std::string> first_tensor_of_shard;
+  for (const auto& [tensor, shard] : read_weight_map(index_file)) first_tensor_of_shard.emplace(shard, tensor);
+  std::vector<std::filesystem::path> files;
+  for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
+    try {
+      files.push_back(confined_path(index_file.parent_path(), shard, "shard of tensor '" + first_tensor + "'"));
+    } catch (const std::runtime_error& error) {
+      fail(index_file, "shard '" + shard + "' (listed for tensor '" + first_tensor + "'): " + error.what());
+    }
+  }
+  return files;
+}
+
 }  // namespace sjd::io

@@ -5,6 +5,7 @@
 #include "io/weights.h"
 
 #include <filesystem>
+#include <vector>
 
 namespace sjd::io {
 
@@ -12,5 +13,8 @@ namespace sjd::io {
 // the shard the index says; errors name the index file and the tensor. Each
 // tensor's source is its shard file.
 WeightMap load_sharded_safetensors(const std::filesystem::path& index_file);
+
+// The shard files the index names, each once, in name order (WeightError naming the index otherwise).
+std::vector<std::filesystem::path> sharded_files(const std::filesystem::path& index_file);
 
 }  // namespace sjd::io

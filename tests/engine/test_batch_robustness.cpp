@@ -369,3 +369,35 @@ TEST_CASE("batch: a first stop signal lets the images in flight finish and print
   CHECK_THAT(read_file(dir / "c.out"), Catch::Contains("batch: 6 generated") && !Catch::Contains("stopped by"));
   CHECK(manifest_records(out3 / "manifest.jsonl").size() == 6);
 }
+
+TEST_CASE("batch: a bundle exported again under the same name with other weights does not resume the old images",
+          "[cli][batch][robustness]") {
+  TempDir dir("batch_weights");
+  write_file(dir / "prompts.txt", "a red circle\na blue square\n");
+  const auto model = default_model_copy(dir.path(), "model");
+  const std::string args = "batch --model " + shell_quoted(model) + " --prompts " + shell_quoted(dir / "prompts.txt") +
+                           " --out-dir " + shell_quoted(dir / "out") + " --method ar";
+  const auto first = run_sjd(args + " --limit 1");
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const auto records = manifest_records(dir / "out" / "manifest.jsonl");
+  REQUIRE(records.size() == 1);
+  CHECK_THAT(records[0]["weights"].get<std::string>(), Catch::StartsWith("sampled-fnv1a64:"));
+  // "Retrained": the lowest byte of the weight file's last float moves (the model still loads and runs).
+  const auto weights = model / "model.safetensors";
+  std::string bytes = read_file(weights);
+  bytes[bytes.size() - 4] = static_cast<char>(bytes[bytes.size() - 4] ^ 1);
+  write_file(weights, bytes);
+  const auto again = run_sjd(args);
+  INFO(again.err);
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.err, Catch::Contains("was made with weights \"sampled-fnv1a64:") && Catch::Contains("(now"));
+  CHECK(manifest_records(dir / "out" / "manifest.jsonl").size() == 1);
+  // Put back, the same weights resume the folder.
+  bytes[bytes.size() - 4] = static_cast<char>(bytes[bytes.size() - 4] ^ 1);
+  write_file(weights, bytes);
+  const auto resumed = run_sjd(args);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(manifest_records(dir / "out" / "manifest.jsonl").size() == 2);
+}
