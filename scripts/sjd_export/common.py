@@ -1,5 +1,6 @@
 """Helpers shared by the exporters: reading release configs, writing tensors and bundle.json, and saying what was written."""
 import contextlib
+import glob
 import json
 import math
 import os
@@ -7,6 +8,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import torch
@@ -85,6 +87,16 @@ def save_torchscript(path, tensors):
     os.replace(tmp, path)
 
 
+def _short_name(name, keep_bytes=160):
+    """`name`, or where the staging folder's name would pass the 255 bytes a file name may have (a bundle folder
+    of over ~230), its first `keep_bytes` bytes (whole characters) and the CRC-32 of the whole: the same name
+    gives the same tag, so a later export still finds an abandoned staging folder."""
+    encoded = os.fsencode(name)
+    if len(encoded) <= keep_bytes + 16:
+        return name
+    return f"{encoded[:keep_bytes].decode('utf-8', errors='ignore')}~{zlib.crc32(encoded):08x}"
+
+
 class StagedBundle:
     """Where an export writes: a staging folder beside the bundle folder `out`, whose files replace the folder's
     only once the whole export has succeeded (bundle.json last), so that a failed export leaves the folder as it
@@ -106,14 +118,14 @@ class StagedBundle:
             self.made_parents.append(parent)
             parent = parent.parent
         self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.tag = f".{_short_name(self.target.name)}.export-"
         self._remove_abandoned_stages()
-        self.stage = Path(tempfile.mkdtemp(dir=self.target.parent,
-                                           prefix=f".{self.target.name}.export-{os.getpid()}-"))
+        self.stage = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=f"{self.tag}{os.getpid()}-"))
 
     def _remove_abandoned_stages(self):
         """Staging folders of exports into the same folder whose process is gone (killed, or out of memory)."""
-        for stage in self.target.parent.glob(f".{self.target.name}.export-*-*"):
-            pid = stage.name[len(f".{self.target.name}.export-"):].split("-")[0]
+        for stage in self.target.parent.glob(f"{glob.escape(self.tag)}*-*"):
+            pid = stage.name[len(self.tag):].split("-")[0]
             if not pid.isdigit() or not stage.is_dir() or stage.is_symlink():
                 continue
             try:

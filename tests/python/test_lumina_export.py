@@ -601,6 +601,15 @@ def test_an_export_stopped_before_leaves_no_staging_folder_after_the_next(releas
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_bundle_folder_name_of_250_bytes_is_exported(release, tmp_path):
+    # The staging folder beside it took the name and 25 bytes more: past 255, the export failed.
+    name = "é" + "b" * 248
+    assert len(os.fsencode(name)) == 250
+    export_with_vqgan(release, tmp_path / name)
+    assert (tmp_path / name / "bundle.json").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
 def test_an_out_that_links_to_another_file_system_is_written_there(release, tmp_path):
     # The staging folder lay beside the link, so the moves into its target failed: "Invalid cross-device link".
     shm = Path("/dev/shm")
