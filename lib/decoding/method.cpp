@@ -83,7 +83,7 @@ std::string MethodConfig::describe() const {
     if (proactive_tree && auto_tree) out << ", K=auto, D=auto";
     if (proactive_tree && !auto_tree) out << ", K=" << pd_k << ", D=" << pd_depth;
     out << ", init=" << init_scheme_name(init);
-    if (!relax.lossless()) out << ", relax=" << sampling::relax_kind_name(relax.kind);
+    if (relax.kind != sampling::RelaxKind::kNone) out << ", relax=" << sampling::relax_kind_name(relax.kind);
     if (relax.kind == sampling::RelaxKind::kUniform || relax.kind == sampling::RelaxKind::kCool) {
       out << ", delta=" << relax.delta;
       if (relax.kind == sampling::RelaxKind::kCool) out << ", nu=" << relax.nu;

@@ -31,6 +31,16 @@ std::string relax_kind_name(RelaxKind kind) {
   return "?";
 }
 
+bool Relaxation::lossless() const {
+  switch (kind) {
+    case RelaxKind::kNone: return true;
+    case RelaxKind::kUniform: return delta <= 1.0;
+    case RelaxKind::kCool: return delta <= 1.0 && nu == 0.0;
+    case RelaxKind::kLantern: return lantern_lambda <= 0.0 || lantern_k <= 0;
+  }
+  return false;
+}
+
 double relaxation_weight(const Relaxation& relax, int position, int window) {
   switch (relax.kind) {
     case RelaxKind::kNone:

@@ -29,7 +29,12 @@ struct Relaxation {
   // nearest first (row v lists v's neighbours, excluding v; -1 pads).
   at::Tensor neighbours;
 
-  bool lossless() const { return kind == RelaxKind::kNone; }
+  // Whether the relaxed test still samples p exactly: none, or a relaxation whose every weight is at most 1.
+  // Accepting with min(1, w p / q) and resampling from max(p - min(q, w p), 0) gives min(q, w p) + p -
+  // min(q, w p) = p when w <= 1 (it only accepts less than the plain test); so uniform at delta <= 1, Cool-SD
+  // at delta <= 1 without decay (nu = 0: every weight is delta; with decay its first weight passes 1 in long
+  // windows), and LANTERN with no neighbour to add (lambda <= 0 or k = 0). tests/decoding/test_lossy.cpp.
+  bool lossless() const;
 };
 
 RelaxKind parse_relax_kind(const std::string& name);  // throws std::invalid_argument naming the value

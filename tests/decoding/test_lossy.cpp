@@ -5,6 +5,7 @@
 
 #include "decoding/decoder.h"
 #include "decoding/draft_book.h"
+#include "decoding/method.h"
 #include "sampling/relaxation.h"
 #include "table_model.h"
 #include "testing/statistics.h"
@@ -61,6 +62,39 @@ TEST_CASE("uniform relaxation: exact at delta 1, TV grows with delta, steps shri
     CHECK(d2.fit.total_variation > d1.fit.total_variation);
     CHECK(d6.steps < d1.steps);
   }
+}
+
+TEST_CASE("relaxations with every weight at most 1 sample exactly and are labelled exact", "[lossy]") {
+  // Uniform below 1 accepts less than the plain test and still samples p (chi-square at 1e-3, 8000 sequences);
+  // the broken variant, delta 2, is rejected by the same test in the case above.
+  for (const std::string method : {"sjd", "scd-mc", "sjd-pac"}) {
+    const auto below = run(method, sampling::RelaxKind::kUniform, 0.6);
+    INFO(method << ": TV " << below.fit.total_variation << ", p " << below.fit.p_value);
+    CHECK(below.fit.p_value > 1e-3);
+  }
+  const auto cool = run("sjd", sampling::RelaxKind::kCool, 0.8, 0.0);
+  CHECK(cool.fit.p_value > 1e-3);
+  const auto label = [](sampling::RelaxKind kind, double delta, double nu, double lambda = 2.0) {
+    decoding::MethodConfig m = decoding::make_method("sjd");
+    m.relax.kind = kind;
+    m.relax.delta = delta;
+    m.relax.nu = nu;
+    m.relax.lantern_lambda = lambda;
+    return m.exactness();
+  };
+  CHECK(label(sampling::RelaxKind::kUniform, 0.6, 0.0) == decoding::Exactness::kExact);
+  CHECK(label(sampling::RelaxKind::kUniform, 1.0, 0.0) == decoding::Exactness::kExact);
+  CHECK(label(sampling::RelaxKind::kUniform, 1.1, 0.0) == decoding::Exactness::kLossy);
+  CHECK(label(sampling::RelaxKind::kCool, 0.8, 0.0) == decoding::Exactness::kExact);
+  // With decay Cool-SD's first weight passes 1 in a long window (0.8 e^-0.5 L / sum e^-0.5i is 1.46 at L = 4).
+  CHECK(label(sampling::RelaxKind::kCool, 0.8, 0.5) == decoding::Exactness::kLossy);
+  CHECK(label(sampling::RelaxKind::kLantern, 1.0, 0.0, 0.0) == decoding::Exactness::kExact);
+  CHECK(label(sampling::RelaxKind::kLantern, 1.0, 0.0, 0.5) == decoding::Exactness::kLossy);
+  // The relaxation stays in the method's description when it is exact: its tokens are not plain sjd's.
+  decoding::MethodConfig m = decoding::make_method("sjd");
+  m.relax.kind = sampling::RelaxKind::kUniform;
+  m.relax.delta = 0.6;
+  CHECK_THAT(m.describe(), Catch::Contains("relax=uniform, delta=0.6") && Catch::Contains("[exact]"));
 }
 
 TEST_CASE("Cool-SD: TV grows with delta, and nu = 0 with delta = 1 is exact", "[lossy]") {
