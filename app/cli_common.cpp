@@ -164,7 +164,8 @@ void SettingsFlags::add_to(CLI::App& cmd) {
   add_count_setting(cmd, o, a, "--pd-k", 1, &S::pd_k, "sjd-pac: candidates per tree level, or auto (default)");
   add_count_setting(cmd, o, a, "--pd-depth", 0, &S::pd_depth, "sjd-pac: tree levels, or auto (default)");
   add_setting(cmd, o, a, "--relax", &values_.relax, &S::relax,
-              "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY");
+              "acceptance: none (lossless) | uniform | cool | lantern -- the last three are LOSSY "
+              "(exact where every weight is at most 1: --delta <= 1, with --nu 0 for cool)");
   add_setting(cmd, o, a, "--delta", &values_.delta, &S::delta, "LOSSY uniform/cool relaxation budget (default 2.0)");
   add_setting(cmd, o, a, "--nu", &values_.nu, &S::nu, "LOSSY cool annealing rate (default 0.05)");
   add_setting(cmd, o, a, "--lantern-k", &values_.lantern_k, &S::lantern_k, "LOSSY lantern: neighbours (default 10)");

@@ -146,7 +146,10 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
   // This shard's prompts less the ones already made: they size the KV cache, and a resumed batch of a long file
   // does not tokenise its finished prompts again.
   for (int64_t i = 0; i < count_; ++i) {
-    if (options_.shard.owns(i) && done_.count(i) == 0) plan_.prompts.push_back(prompts_[static_cast<size_t>(i)].prompt);
+    const std::string& prompt = prompts_[static_cast<size_t>(i)].prompt;
+    if (options_.shard.owns(i) && done_.count(i) == 0) plan_.prompts.push_back(prompt);
+    // An automatic batch size is chosen for every shard's prompts, made or not (BatchPlan::all_prompts).
+    if (options_.settings.batch_size == kAuto) plan_.all_prompts.push_back(prompt);
   }
   plan_.settings.batch_size = generator_.resolve_batch_size(plan_);
   if (options_.settings.batch_size == kAuto) {

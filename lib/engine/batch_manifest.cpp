@@ -202,9 +202,9 @@ std::string differing_key(const nlohmann::json& recorded, const nlohmann::json& 
 // The recorded identity as the expected one is compared with it. Its settings that the expected identity
 // leaves out are dropped: they cannot change the expected run's images (engine::identity_settings), so a
 // line that recorded them (the device; ar's window; any setting, from an sjd that kept them all) is not
-// another run. A line or claim written before images recorded their windows' planning inputs is taken to
-// have the expected ones, and one written before a setting existed to have been made with the value that
-// meant what sjd did then (kSettingsAddedLater).
+// another run. A line or claim written before images recorded their windows' planning inputs or their weights'
+// fingerprint is taken to have the expected ones, and one written before a setting existed to have been made
+// with the value that meant what sjd did then (kSettingsAddedLater).
 nlohmann::json comparable(nlohmann::json recorded, const nlohmann::json& expected) {
   if (!recorded.is_object()) return recorded;
   const nlohmann::json expected_settings = field(expected, "settings");
@@ -219,7 +219,9 @@ nlohmann::json comparable(nlohmann::json recorded, const nlohmann::json& expecte
     recorded["settings"] = std::move(kept);
   }
   for (const char* added_later : {"planning", "weights"}) {
-    if (!recorded.contains(added_later) && expected.contains(added_later)) recorded[added_later] = expected[added_later];
+    if (!recorded.contains(added_later) && expected.contains(added_later)) {
+      recorded[added_later] = expected[added_later];
+    }
   }
   return recorded;
 }
@@ -234,7 +236,8 @@ std::string identity_difference(const nlohmann::json& recorded_identity, const n
   const nlohmann::json recorded = comparable(recorded_identity, expected);
   if (!recorded.is_object()) return "an identity that is not a JSON object";
   const auto head = [](const nlohmann::json& j) {
-    return nlohmann::json{{"prompt", field(j, "prompt")}, {"model", field(j, "model")}, {"weights", field(j, "weights")}};
+    return nlohmann::json{
+        {"prompt", field(j, "prompt")}, {"model", field(j, "model")}, {"weights", field(j, "weights")}};
   };
   if (std::string d = differing_key(head(recorded), head(expected), ""); !d.empty()) return d;
   if (std::string d = differing_key(field(recorded, "settings"), field(expected, "settings"), ""); !d.empty()) return d;

@@ -50,7 +50,7 @@ struct CompareRun {
 struct CompareRow {
   std::string entry;             // the --methods entry ("sjd-pac:cool")
   std::string method;            // the method's description (parameters, LOSSY mark)
-  bool lossless = true;           // no relaxation (exact or greedy)
+  bool lossless = true;           // not lossy: exact or greedy
   std::string exactness;         // "exact" | "greedy" | "lossy" (decoding::Exactness)
   int runs = 0;
   double steps = 0.0;            // mean per image

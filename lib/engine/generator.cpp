@@ -279,9 +279,16 @@ int Generator::resolve_batch_size(BatchPlan& plan) {
   int batch = automatic ? (placement_.device.is_cpu() ? 8 : 16) : plan.settings.batch_size;
   const decoding::BatchCapacity capacity = batch_capacity(plan);
   plan.measured = capacity;  // generate_batch reads it again rather than measuring every prompt twice
+  decoding::BatchCapacity longest = capacity;
+  if (automatic && plan.all_prompts.size() > plan.prompts.size()) {  // resumed: the finished prompts count too
+    BatchPlan whole;
+    whole.settings = plan.settings;
+    whole.prompts = plan.all_prompts;
+    longest = measure_prompts(whole);
+  }
   decoding::DecodeRequest shape;  // the longest prompt's shape, for the estimate
-  shape.rows.resize(static_cast<size_t>(capacity.rows_per_sequence));
-  shape.rows[0].tokens.assign(static_cast<size_t>(capacity.prompt_tokens), 0);
+  shape.rows.resize(static_cast<size_t>(longest.rows_per_sequence));
+  shape.rows[0].tokens.assign(static_cast<size_t>(longest.prompt_tokens), 0);
   shape.method = method_from_settings(plan.settings);
   const family::TokenLayout& layout = family(plan.settings.resolution).layout();
   while (true) {

@@ -47,6 +47,10 @@ struct BatchPlan {
   // The prompts still to decode (a resumed batch leaves its finished ones out): the KV cache gets no more
   // sequence slots than there are, whatever the batch size, and rows as long as the longest needs.
   std::vector<std::string> prompts;
+  // Every prompt of the run, finished ones too (empty: `prompts`). An automatic batch size is chosen for the
+  // longest of them: with automatic windows it is part of every image's settings, so a resumed run must choose
+  // what the first did.
+  std::vector<std::string> all_prompts;
   // The prompts' longest rows, measured once by resolve_batch_size (tokenising a file of 200k captions, or
   // running LlamaGen's T5 encoder, takes seconds) and read again by generate_batch.
   std::optional<decoding::BatchCapacity> measured;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "io/input_files.h"
 #include "io/sharded_index.h"
 
 namespace sjd::engine {
@@ -36,7 +37,10 @@ void add_file(Fnv1a64& hash, const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::error_code error;
   const uintmax_t size = std::filesystem::file_size(file, error);
-  if (!in || error) throw InputError(file.string() + ": cannot read the file for the model's fingerprint");
+  if (!in || error) {
+    throw InputError(file.string() + ": cannot read the file for the model's fingerprint" +
+                     (error ? ": " + error.message() : std::string()));
+  }
   hash.add(file.filename().string());  // the name, not the path: a bundle moved or copied is the same model
   hash.add(std::to_string(size));
   std::vector<char> buffer;
@@ -59,28 +63,53 @@ void add_file(Fnv1a64& hash, const std::filesystem::path& file) {
   for (uint64_t k = 0; k < kBlocks; ++k) read_at(kHeadBytes + span * k / (kBlocks - 1), kBlockBytes);
 }
 
+// `listed` in order, each sharded checkpoint's index followed by its shards (which hold the weights).
+void add_weight_files(std::vector<std::filesystem::path>& files, const std::vector<std::filesystem::path>& listed) {
+  const std::string index_suffix = ".index.json";
+  for (const std::filesystem::path& file : listed) {
+    files.push_back(file);
+    const std::string name = file.filename().string();
+    if (name.size() <= index_suffix.size() ||
+        name.compare(name.size() - index_suffix.size(), index_suffix.size(), index_suffix) != 0) {
+      continue;
+    }
+    try {
+      for (const std::filesystem::path& shard : io::sharded_files(file)) files.push_back(shard);
+    } catch (const io::WeightError& e) {
+      throw InputError(e.what());
+    }
+  }
+}
+
+// LlamaGen's T5 caption encoder ("text_encoder": its weights make the caption embeddings); none elsewhere.
+std::vector<std::filesystem::path> text_encoder_files(const Bundle& bundle) {
+  std::vector<std::filesystem::path> files;
+  if (!bundle.raw.is_object() || !bundle.raw.contains("text_encoder")) return files;
+  const nlohmann::json& section = bundle.raw["text_encoder"];
+  if (!section.is_object() || !section.contains("weights")) return files;
+  const nlohmann::json& weights = section["weights"];
+  const std::string where = bundle.json_path.string() + ": text_encoder.weights";
+  for (const nlohmann::json& name : weights.is_array() ? weights : nlohmann::json::array({weights})) {
+    if (!name.is_string()) continue;  // the family refused such a bundle when the model was built
+    try {
+      files.push_back(io::confined_path(bundle.dir, name.get<std::string>(), where));
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+  }
+  return files;
+}
+
 }  // namespace
 
 std::string weights_fingerprint(const Bundle& bundle) {
   std::vector<std::filesystem::path> files;
-  for (const std::filesystem::path& file : bundle.transformer_weights) {
-    files.push_back(file);
-    // A sharded checkpoint's index names its shards, which hold the weights.
-    const std::string name = file.filename().string();
-    const std::string index_suffix = ".index.json";
-    if (name.size() > index_suffix.size() && name.compare(name.size() - index_suffix.size(), index_suffix.size(),
-                                                          index_suffix) == 0) {
-      try {
-        for (const std::filesystem::path& shard : io::sharded_files(file)) files.push_back(shard);
-      } catch (const io::WeightError& e) {
-        throw InputError(e.what());
-      }
-    }
-  }
-  files.insert(files.end(), bundle.vq_weights.begin(), bundle.vq_weights.end());
+  add_weight_files(files, bundle.transformer_weights);
+  add_weight_files(files, bundle.vq_weights);
   if (bundle.tokenizer.is_object() && bundle.tokenizer.contains("file") && bundle.tokenizer["file"].is_string()) {
     files.emplace_back(bundle.tokenizer["file"].get<std::string>());
   }
+  add_weight_files(files, text_encoder_files(bundle));
   Fnv1a64 hash;
   for (const std::filesystem::path& file : files) add_file(hash, file);
   std::ostringstream out;

@@ -11,9 +11,9 @@
 
 namespace sjd::engine {
 
-// "sampled-fnv1a64:" and 16 hex digits, over the transformer's weight files (a sharded checkpoint's index and
-// its shards), the VQ decoder's and the tokenizer's file, in the bundle's order. InputError naming the file
-// when one cannot be read.
+// "sampled-fnv1a64:" and 16 hex digits, over the transformer's weight files, the VQ decoder's, the tokenizer's
+// file and LlamaGen's caption encoder's, in the bundle's order (a sharded checkpoint's index followed by its
+// shards). InputError naming the file when one cannot be read.
 std::string weights_fingerprint(const Bundle& bundle);
 
 }  // namespace sjd::engine

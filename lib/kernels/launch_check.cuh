@@ -19,8 +19,8 @@ inline void check_launch(const char* kernel) {
 }
 
 // Above 48 KB a kernel must ask for its dynamic shared memory on each device it runs on. The attribute is the
-// function's, not a stream's: asked once per (device, kernel), at the first eager launch there, before any
-// graph capture could replay it.
+// function's, not a stream's: asked once per (device, kernel), at its first launch there. Both callers' first
+// launches are eager: verification is never captured, and StepGraphs runs a step eagerly before capturing it.
 inline void allow_dynamic_shared_memory(const void* kernel, int bytes, const char* what) {
   static std::mutex asking;
   static std::set<std::pair<int, const void*>> asked;

@@ -24,7 +24,6 @@
 #include <mma.h>
 
 #include <stdexcept>
-#include <string>
 
 #include "kernels/launch_check.cuh"
 #include "kernels/window_attention_common.cuh"

@@ -326,9 +326,12 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
   a.relax = relax.args;
   a.scratch = scratch.data_ptr<float>();
   // SJD_SPARSE_TREE_VERIFY=0 keeps every block on the whole vocabulary (device_check.sh turns it off when the
-  // listed path's tests fail, and times both).
-  const char* sparse = std::getenv("SJD_SPARSE_TREE_VERIFY");
-  a.list_support = sparse == nullptr || std::string(sparse) != "0";
+  // listed path's tests fail, and times both). Read once, as the other switches.
+  static const bool list_support = [] {
+    const char* sparse = std::getenv("SJD_SPARSE_TREE_VERIFY");
+    return sparse == nullptr || std::string(sparse) != "0";
+  }();
+  a.list_support = list_support;
   a.accepted_candidate = out.candidate.data_ptr<int32_t>();
   a.token = out.token.data_ptr<int64_t>();
   a.listed = out.listed.data_ptr<int32_t>();

@@ -88,9 +88,9 @@ def save_torchscript(path, tensors):
 
 
 def _short_name(name, keep_bytes=160):
-    """`name`, or where the staging folder's name would pass the 255 bytes a file name may have (a bundle folder
-    of over ~230), its first `keep_bytes` bytes (whole characters) and the CRC-32 of the whole: the same name
-    gives the same tag, so a later export still finds an abandoned staging folder."""
+    """`name`, or for a name of over 176 bytes (the staging folder's name adds about 25 to it, and a file name may
+    have 255), its first `keep_bytes` bytes (whole characters) and the CRC-32 of the whole: the same name gives
+    the same tag, so a later export still finds an abandoned staging folder."""
     encoded = os.fsencode(name)
     if len(encoded) <= keep_bytes + 16:
         return name

@@ -160,3 +160,34 @@ TEST_CASE("a larger cache the model keeps is counted whole, not as the one asked
   model.release_cache();
   CHECK(fits(high));
 }
+
+TEST_CASE("an automatic batch size is chosen for the whole run's longest prompt, finished or not", "[engine][batch]") {
+  engine::Bundle bundle = engine::load_bundle(testing::default_model());
+  engine::BatchPlan plan;
+  engine::apply_settings(plan.settings, bundle.defaults, "bundle defaults");
+  plan.settings.method = "sjd";
+  engine::Generator generator(std::move(bundle));
+  const auto resolved = [&](std::vector<std::string> left, std::vector<std::string> all, int64_t limit) {
+    plan.settings.batch_size = engine::kAuto;
+    plan.prompts = std::move(left);
+    plan.all_prompts = std::move(all);
+    plan.measured.reset();
+    generator.set_memory_limit(limit);
+    try {
+      return generator.resolve_batch_size(plan);
+    } catch (const engine::InputError&) {
+      return 0;
+    }
+  };
+  std::string long_prompt = "a large blue circle";
+  for (int i = 0; i < 12; ++i) long_prompt += " and a large blue circle";
+  const std::string short_prompt = "a small red square";
+  const std::vector<std::string> whole = {long_prompt, short_prompt};
+  // Just below the memory a whole run needs for the CPU's batch of 8, it halves to 4.
+  const int64_t below = smallest_limit([&](int64_t limit) { return resolved(whole, whole, limit) == 8; }) -
+                        (int64_t{1} << 20);
+  REQUIRE(resolved(whole, whole, below) == 4);
+  REQUIRE(resolved({short_prompt}, {}, below) == 8);  // the short prompt alone would take 8
+  // Resumed with only the short prompt left, the run chooses what it first did.
+  CHECK(resolved({short_prompt}, whole, below) == 4);
+}
