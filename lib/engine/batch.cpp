@@ -143,8 +143,8 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
   }
   owned_ = options_.shard.owned_in(0, count_);
   plan_.settings = options_.settings;
-  // This shard's prompts less the ones already made: they size the KV cache, and a resumed batch of a long file
-  // does not tokenise its finished prompts again.
+  // This shard's prompts less the ones already made size the KV cache; with a --batch-size given, a resumed batch
+  // of a long file does not tokenise its finished prompts again (an automatic size is chosen from them all).
   for (int64_t i = 0; i < count_; ++i) {
     const std::string& prompt = prompts_[static_cast<size_t>(i)].prompt;
     if (options_.shard.owns(i) && done_.count(i) == 0) plan_.prompts.push_back(prompt);
