@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <vector>
 
 namespace sjd::io {
 namespace {
@@ -41,22 +42,48 @@ std::map<std::string, std::string> read_weight_map(const std::filesystem::path& 
   return weight_map;
 }
 
+// A shard the index names: its name there, the first tensor listed in it (for messages) and its file.
+struct Shard {
+  std::string name;
+  std::string first_tensor;
+  std::filesystem::path file;
+};
+
+[[noreturn]] void fail_shard(const std::filesystem::path& index_file, const Shard& shard, const std::string& what) {
+  fail(index_file, "shard '" + shard.name + "' (listed for tensor '" + shard.first_tensor + "'): " + what);
+}
+
+// Each shard of `weight_map` once, in name order, confined to the index's folder.
+std::vector<Shard> shards_of(const std::filesystem::path& index_file,
+                             const std::map<std::string, std::string>& weight_map) {
+  std::map<std::string, std::string> first_tensor_of_shard;
+  for (const auto& [tensor, shard] : weight_map) first_tensor_of_shard.emplace(shard, tensor);
+  std::vector<Shard> shards;
+  for (const auto& [name, first_tensor] : first_tensor_of_shard) {
+    Shard shard{name, first_tensor, {}};
+    try {
+      shard.file = confined_path(index_file.parent_path(), name, "shard of tensor '" + first_tensor + "'");
+    } catch (const std::runtime_error& error) {  // FileError for a name outside the folder
+      fail_shard(index_file, shard, error.what());
+    }
+    shards.push_back(std::move(shard));
+  }
+  return shards;
+}
+
 }  // namespace
 
 WeightMap load_sharded_safetensors(const std::filesystem::path& index_file) {
   const std::map<std::string, std::string> weight_map = read_weight_map(index_file);
-  std::map<std::string, std::string> first_tensor_of_shard;  // for messages about a shard
-  for (const auto& [tensor, shard] : weight_map) first_tensor_of_shard.emplace(shard, tensor);
-
   WeightMap weights;
-  for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
+  for (const Shard& shard_entry : shards_of(index_file, weight_map)) {
+    const std::string& shard = shard_entry.name;
+    const std::filesystem::path& shard_file = shard_entry.file;
     SafetensorsFile contents;
-    std::filesystem::path shard_file;
     try {
-      shard_file = confined_path(index_file.parent_path(), shard, "shard of tensor '" + first_tensor + "'");
       contents = read_safetensors(shard_file);
-    } catch (const std::runtime_error& error) {  // WeightError, or FileError for a name outside the folder
-      fail(index_file, "shard '" + shard + "' (listed for tensor '" + first_tensor + "'): " + error.what());
+    } catch (const std::runtime_error& error) {  // WeightError
+      fail_shard(index_file, shard_entry, error.what());
     }
     for (auto& [tensor, value] : contents.tensors) {
       // Tensors the index does not list are kept (HF loaders keep them too);
@@ -78,16 +105,8 @@ WeightMap load_sharded_safetensors(const std::filesystem::path& index_file) {
 }
 
 std::vector<std::filesystem::path> sharded_files(const std::filesystem::path& index_file) {
-  std::map<std::string, std::string> first_tensor_of_shard;
-  for (const auto& [tensor, shard] : read_weight_map(index_file)) first_tensor_of_shard.emplace(shard, tensor);
   std::vector<std::filesystem::path> files;
-  for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
-    try {
-      files.push_back(confined_path(index_file.parent_path(), shard, "shard of tensor '" + first_tensor + "'"));
-    } catch (const std::runtime_error& error) {
-      fail(index_file, "shard '" + shard + "' (listed for tensor '" + first_tensor + "'): " + error.what());
-    }
-  }
+  for (const Shard& shard : shards_of(index_file, read_weight_map(index_file))) files.push_back(shard.file);
   return files;
 }
 
