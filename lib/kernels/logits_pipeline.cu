@@ -97,8 +97,17 @@ __global__ void logits_pipeline_kernel(PipelineArgs a) {
   __syncthreads();
 
   if (greedy) {  // temperature 0: a point mass on the argmax (lowest index among ties)
+    // As on the CPU, a row whose largest logit is not finite (a NaN anywhere, +inf, every token masked) gets
+    // no mass, so its draw fails; block_argmax alone would skip a NaN where ATen's argmax takes it.
+    float local_bad = 0.0f;
+    for (int64_t v = threadIdx.x; v < n; v += blockDim.x) {
+      if (isnan(out[v]) || out[v] == INFINITY) local_bad = 1.0f;
+    }
+    const bool bad = block_max(local_bad, 0.0f) > 0.0f;
     const int64_t best = block_argmax(out, n);
-    for (int64_t v = threadIdx.x; v < n; v += blockDim.x) out[v] = v == best ? 1.0f : 0.0f;
+    const bool point_mass = !bad && out[best] > -INFINITY;
+    __syncthreads();  // every thread has read out[best] before the row is overwritten
+    for (int64_t v = threadIdx.x; v < n; v += blockDim.x) out[v] = point_mass && v == best ? 1.0f : 0.0f;
     return;
   }
   float threshold = -INFINITY;  // values below it are cut (ties with the k-th value stay, as in the reference)

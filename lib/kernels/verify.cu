@@ -68,6 +68,7 @@ __global__ void verify_chain_kernel(ChainArgs a) {
   int64_t next;
   if (a.tail == kTailGreedy) {
     next = block_argmax(p, n);
+    if (!(p[next] > 0.0f)) next = -1;  // no positive probability: refused by the host, as sampling::argmax does
   } else if (a.tail == kTailGumbelShared) {  // the same noise at every step: keyed with step 0
     next = block_race([&](int64_t v) { return p[v]; }, n, stream_of(a.step, 0u, position, kPurposeGumbel));
   } else if (a.tail == kTailMaximalCoupling && s < a.chain) {

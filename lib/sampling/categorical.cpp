@@ -38,7 +38,9 @@ int64_t sample_token(const float* w, int64_t n, const RngKey& key) {
 }
 
 int64_t argmax(const float* p, int64_t n) {
-  return static_cast<int64_t>(std::max_element(p, p + n) - p);
+  const int64_t best = static_cast<int64_t>(std::max_element(p, p + n) - p);
+  if (n <= 0 || !(p[best] > 0.0f)) throw_no_positive_probability();
+  return best;
 }
 
 std::vector<int64_t> draw_without_replacement(const float* q, int64_t n, int k, const RngKey& key) {

@@ -27,7 +27,7 @@ class NonFiniteLogits : public std::runtime_error {
 };
 [[noreturn]] void throw_no_positive_probability();
 
-// Greedy choice (lowest index among ties).
+// Greedy choice (lowest index among ties) from probabilities; throws as above if none is positive.
 int64_t argmax(const float* p, int64_t n);
 
 // Up to k distinct tokens drawn sequentially without replacement from q (the

@@ -94,8 +94,13 @@ at::Tensor run_logits_pipeline(const at::Tensor& logits, const std::vector<SlotC
   }
 
   at::Tensor probs;
-  if (settings.temperature <= 0.0) {  // greedy: a point mass on each slot's argmax
-    probs = at::zeros_like(x).scatter_(1, x.argmax(-1, /*keepdim=*/true), 1.0f);
+  if (settings.temperature <= 0.0) {
+    // Greedy: a point mass on each slot's argmax. A slot whose largest logit is not finite (a NaN anywhere,
+    // +inf, every token masked) gets no mass at all, as softmax leaves a sampled one, so that its draw fails
+    // ("no token has a positive probability") on either device: argmax would take a NaN as the largest here
+    // and skip it on the GPU, each device quietly picking a token of its own.
+    const at::Tensor finite = at::isfinite(x.amax(-1, /*keepdim=*/true));  // amax propagates NaN
+    probs = at::zeros_like(x).scatter_(1, x.argmax(-1, /*keepdim=*/true), 1.0f).mul_(finite);
   } else {
     if (settings.temperature != 1.0) x.div_(settings.temperature);
     if (settings.top_k > 0 && settings.top_k < vocab) {

@@ -7,6 +7,7 @@
 // give every sequence its batch-1 tokens.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,7 +25,7 @@ namespace {
 // The tests' table model, with its logits handed over on the CUDA device.
 class DeviceTableModel : public testing::TableModel {
  public:
-  DeviceTableModel() : TableModel(testing::TableModelSpec{}) {}
+  explicit DeviceTableModel(testing::TableModelSpec spec = {}) : TableModel(spec) {}
   at::Device device() const override { return cuda_testing::device(); }
   at::Tensor forward_rows(const std::vector<model::RowWindow>& windows) override {
     return TableModel::forward_rows(windows).to(cuda_testing::device());
@@ -154,6 +155,22 @@ TEST_CASE("decoding with device logits: greedy tokens equal the CPU's", "[cuda]"
     INFO("request " << i);
     CHECK(decoding::decode(on_device, layout(), request_for("jacobi", i)).tokens ==
           decoding::decode(on_cpu, layout(), request_for("jacobi", i)).tokens);
+  }
+}
+
+TEST_CASE("decoding with device logits that are not finite fails as on the CPU, greedy included", "[cuda]") {
+  // Token 2's logit of the unconditional row replaced: the mixed row's largest logit is not finite.
+  for (const char* method : {"ar", "jacobi", "sjd", "sjd-pac"}) {
+    for (float value : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      INFO(method << " logit " << value);
+      decoding::DecodeRequest request = request_for(method, 0);
+      request.pipeline.temperature = 0.0;
+      testing::TableModelSpec spec;
+      spec.poisoned_logit = value;
+      DeviceTableModel poisoned(spec);
+      CHECK_THROWS_WITH(decoding::decode(poisoned, layout(), request),
+                        Catch::Contains("no token has a positive probability"));
+    }
   }
 }
 

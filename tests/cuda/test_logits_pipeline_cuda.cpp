@@ -94,6 +94,30 @@ TEST_CASE("fused logits pipeline matches the CPU pipeline (CFG, constraints, tem
   }
 }
 
+TEST_CASE("fused greedy pipeline gives no mass to a slot whose largest logit is not finite, as the CPU does",
+          "[cuda]") {
+  const at::Device device = cuda_testing::device();
+  // Slots: plain; a NaN (first, then last in the row: the kernel's argmax skips a NaN unless it comes
+  // first); +inf; every token masked. Under CFG a NaN of the unconditional row alone spoils the mix.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const int64_t vocab = 5000;
+  at::Tensor logits = at::randn({2, 5, vocab}, at::make_generator<at::CPUGeneratorImpl>(11));
+  logits[0][1][0] = nan;
+  logits[1][2][vocab - 1] = nan;
+  logits[0][3][17] = inf;
+  std::vector<sampling::SlotConstraint> constraints(5);
+  constraints[4].allowed = at::zeros({vocab}, at::kBool);
+  const auto on_device = sampling::cuda::upload_constraints(constraints, vocab, device);
+  sampling::PipelineSettings greedy;
+  greedy.temperature = 0.0;
+  greedy.cfg_scale = 3.0;
+  const at::Tensor expected = sampling::run_logits_pipeline(logits, constraints, greedy);
+  const at::Tensor got = sampling::cuda::run_logits_pipeline(logits.to(device), on_device, greedy).to(at::kCPU);
+  CHECK(at::equal(got, expected));
+  CHECK(expected[0].sum().item<float>() == 1.0f);
+  CHECK(expected.narrow(0, 1, 4).sum().item<float>() == 0.0f);
+}
+
 TEST_CASE("fused pipeline keeps ties at the k-th value, as the CPU does", "[cuda]") {
   const at::Device device = cuda_testing::device();
   // Values repeat, so the k-th largest has ties that top-k must all keep.

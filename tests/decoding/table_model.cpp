@@ -71,6 +71,7 @@ at::Tensor TableModel::forward_rows(const std::vector<model::RowWindow>& windows
       prefix.insert(prefix.end(), path.begin(), path.end());
       std::vector<float> l = logits(row.role, prefix);
       if (spec_.leak_across_batch && i > 0) l[1] += 2.0f + static_cast<float>(windows[0].root);
+      if (spec_.poisoned_logit && row.role == 1) l[2] = *spec_.poisoned_logit;
       std::copy(l.begin(), l.end(), out.begin() + (static_cast<int64_t>(i) * slots + slot) * spec_.vocab);
     }
   }

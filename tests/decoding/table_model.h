@@ -4,6 +4,7 @@
 // distribution of whole sequences can be enumerated and compared with what the
 // decoding methods sample.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct TableModelSpec {
   // A broken variant: each row's logits also depend on the first window of the
   // forward (what a batching bug that mixes rows would do).
   bool leak_across_batch = false;
+  // A broken model: when set, token 2's logit of every role-1 row (prompt 0's unconditional row) is this
+  // value (NaN or inf: logits that are not finite).
+  std::optional<float> poisoned_logit;
 };
 
 // Each cache row's logits depend on its role and its generated prefix; the role

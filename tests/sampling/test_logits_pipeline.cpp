@@ -1,6 +1,9 @@
 // The logits pipeline against direct formulas.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
+#include "sampling/categorical.h"
 #include "sampling/logits_pipeline.h"
 #include "sampling/relaxation.h"
 
@@ -92,4 +95,26 @@ TEST_CASE("LANTERN neighbourhoods come from codebook distances", "[pipeline][los
   p[8] = 0.2f;
   // Code 0's neighbours add 0.3 (< 2 * 0.2), then 0.3 more would reach 0.6 >= 0.4: stop.
   CHECK(relaxed_score(lantern, p.data(), 5, 1.0) == Approx(0.5));
+}
+
+TEST_CASE("greedy gives no mass to a slot whose largest logit is not finite", "[pipeline][robustness]") {
+  // Slots: plain; a NaN; +inf; every token masked. -inf alone (a masked token) is an ordinary logit.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  at::Tensor logits = at::tensor({1.0f, 3.0f, 2.0f, -inf}).repeat({1, 4, 1});  // [1, 4, 4]
+  logits[0][1][2] = nan;
+  logits[0][2][0] = inf;
+  SlotConstraint none_allowed;
+  none_allowed.allowed = at::zeros({4}, at::kBool);
+  PipelineSettings greedy;
+  greedy.temperature = 0.0;
+  const at::Tensor p = run_logits_pipeline(logits, {SlotConstraint{}, SlotConstraint{}, SlotConstraint{}, none_allowed},
+                                           greedy);
+  CHECK(at::equal(p[0], at::tensor({0.0f, 1.0f, 0.0f, 0.0f})));
+  for (int slot = 1; slot < 4; ++slot) {
+    INFO("slot " << slot);
+    CHECK(at::equal(p[slot], at::zeros({4})));
+  }
+  // The greedy choice refuses such a row, as a draw does.
+  CHECK(argmax(p[0].contiguous().data_ptr<float>(), 4) == 1);
+  CHECK_THROWS_WITH(argmax(p[1].contiguous().data_ptr<float>(), 4), Catch::Contains("no token has a positive"));
 }
