@@ -60,6 +60,7 @@ int run_batch_command(const BatchArgs& args) {
   if (!unread.empty()) std::cerr << "sjd: warning: " << unread << "\n";
   engine::check_run_folder(options.out_dir, engine::RunFolder::kBatch);
   engine::check_run_folder_apart(options.out_dir, {engine::manifest_name(options.shard), "batch.json"},
+                                 options.out_dir,
                                  {{"--prompts", options.prompts},
                                   {"--config", args.settings.config_file()},
                                   {"--cost-profile", options.settings.cost_profile}},

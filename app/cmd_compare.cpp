@@ -148,6 +148,7 @@ int run_compare_command(const CompareArgs& args) {
   const std::unique_ptr<io::TextRenderer> text = io::TextRenderer::system_font();  // a missing font fails now
   engine::check_run_folder(args.out_dir, engine::RunFolder::kCompare);
   engine::check_run_folder_apart(args.out_dir, {"compare.json", "compare.png", "runs/manifest.jsonl"},
+                                 std::filesystem::path(args.out_dir) / "runs",
                                  {{"--prompts", args.prompts_file},
                                   {"--config", args.settings.config_file()},
                                   {"--cost-profile", options.base.cost_profile}},

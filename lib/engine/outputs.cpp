@@ -69,11 +69,27 @@ bool holds_run(const std::filesystem::path& dir, RunFolder kind) {
 }
 
 void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
-  if (wanted == RunFolder::kBatch && holds_run(dir, RunFolder::kCompare)) {
-    throw InputError(dir.string() + " holds a compare run (compare.json, runs/): give batch its own --out-dir");
+  std::error_code error;  // an unreadable folder is prepare_output_dir's to report
+  if (wanted == RunFolder::kBatch) {
+    if (holds_run(dir, RunFolder::kCompare)) {
+      throw InputError(dir.string() + " holds a compare run (compare.json, runs/): give batch its own --out-dir");
+    }
+    // A compare's runs/ folder has a manifest.jsonl and PNGs like a batch's: a batch there took compare's
+    // images for its own and wrote its lines into compare's manifest.
+    const std::filesystem::path folder = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), error);
+    if (!error && folder.filename() == "runs" && std::filesystem::exists(folder.parent_path() / "compare.json", error)) {
+      throw InputError(dir.string() + " is the runs/ folder of the compare run in " + folder.parent_path().string() +
+                       ": give batch its own --out-dir");
+    }
   }
-  if (wanted == RunFolder::kCompare && holds_run(dir, RunFolder::kBatch)) {
-    throw InputError(dir.string() + " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
+  if (wanted == RunFolder::kCompare) {
+    if (holds_run(dir, RunFolder::kBatch)) {
+      throw InputError(dir.string() + " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
+    }
+    if (std::filesystem::exists(dir / "runs" / "batch.json", error)) {
+      throw InputError((dir / "runs").string() + " holds a batch run (batch.json), where compare keeps its runs: " +
+                       "give compare its own --out-dir");
+    }
   }
 }
 
@@ -160,8 +176,19 @@ void check_outputs_apart(const NamedPaths& outputs, const NamedPaths& inputs, co
 }
 
 void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<std::string>& kept,
-                            const NamedPaths& inputs, const std::filesystem::path& model_dir) {
+                            const std::filesystem::path& images, const NamedPaths& inputs,
+                            const std::filesystem::path& model_dir) {
   const std::filesystem::path resolved = resolved_path(dir);
+  // An image's name comes from its prompt, so any PNG in the images' folder may be one the run writes.
+  const std::filesystem::path image_folder = resolved_path(images);
+  for (const auto& [flag, file] : inputs) {
+    const std::filesystem::path input = file.empty() ? file : resolved_path(file);  // a link: where it points
+    if (input.extension() == ".png" && input.parent_path() == image_folder) {
+      throw InputError(flag + " names " + file.string() + ", a PNG in " + images.string() +
+                       ", where the run writes its images: one of them could replace it; move it or give another " +
+                       "--out-dir");
+    }
+  }
   const std::filesystem::path bundle = resolved_path(model_dir);
   if (resolved == bundle || inside(resolved, bundle)) {
     throw InputError("--out-dir " + dir.string() + " is in the model bundle's folder " + model_dir.string() +

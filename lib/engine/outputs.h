@@ -18,8 +18,9 @@ namespace sjd::engine {
 void prepare_output_dir(const std::filesystem::path& dir);
 
 // Which command's folder a --out-dir is: batch (manifest.jsonl and PNGs at the top, batch.json) and
-// compare (compare.json, runs/) each refuse the other's, so two runs' files are never mixed. Checked
-// before the model loads; InputError naming the folder.
+// compare (compare.json, runs/) each refuse the other's, and a compare's runs/ folder is not a batch's
+// (nor the reverse), so two runs' files are never mixed. Checked before the model loads; InputError
+// naming the folder.
 enum class RunFolder { kBatch, kCompare };
 void check_run_folder(const std::filesystem::path& dir, RunFolder wanted);
 // Whether `dir` holds a run of that kind (the files above).
@@ -42,10 +43,12 @@ void prepare_output_file(const std::filesystem::path& file, const std::string& f
 using NamedPaths = std::vector<std::pair<std::string, std::filesystem::path>>;
 void check_outputs_apart(const NamedPaths& outputs, const NamedPaths& inputs = {},
                          const std::filesystem::path& model_dir = {});
-// A run's --out-dir (batch, compare) must be neither the model bundle's folder nor inside it, and the
-// files the run keeps at its top (`kept`: "manifest.jsonl", "compare.json", ...) must not be its inputs.
+// A run's --out-dir (batch, compare) must be neither the model bundle's folder nor inside it, the files
+// the run keeps at its top (`kept`: "manifest.jsonl", "compare.json", ...) must not be its inputs, and no
+// input may be a PNG in `images`, the folder its images go to (their names come from the prompts).
 void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<std::string>& kept,
-                            const NamedPaths& inputs, const std::filesystem::path& model_dir);
+                            const std::filesystem::path& images, const NamedPaths& inputs,
+                            const std::filesystem::path& model_dir);
 
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,

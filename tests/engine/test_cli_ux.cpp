@@ -467,6 +467,38 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   const auto compare_in_batch = run_sjd(compare_command(dir / "b"));
   CHECK(compare_in_batch.exit_code == 2);
   CHECK_THAT(compare_in_batch.err, Contains("holds a batch run (manifest.jsonl, batch.json): give compare its own"));
+  // Nor does one go into the other's runs/ folder: there a batch counted compare's images as its own and wrote its
+  // lines into compare's manifest (exit code 0).
+  const auto batch_in_runs = run_sjd(batch_args(dir / "p.txt", out / "runs"));
+  CHECK(batch_in_runs.exit_code == 2);
+  CHECK_THAT(batch_in_runs.err, Contains("is the runs/ folder of the compare run in"));
+  REQUIRE(run_sjd(batch_args(dir / "p.txt", dir / "c" / "runs") + " --quiet").exit_code == 0);
+  const auto compare_over_batch = run_sjd(compare_command(dir / "c"));
+  CHECK(compare_over_batch.exit_code == 2);
+  CHECK_THAT(compare_over_batch.err, Contains("holds a batch run (batch.json), where compare keeps its runs"));
+}
+
+TEST_CASE("batch and compare refuse an input that is a PNG where their images go", "[cli][ux][compare]") {
+  // An image's name comes from its prompt: a prompt file named as the image of its own first line was replaced by
+  // that image (exit code 0), and so was a config.
+  TempDir dir("input_png");
+  const std::filesystem::path batch_dir = dir / "b", runs = dir / "c" / "runs";
+  std::filesystem::create_directories(batch_dir);
+  std::filesystem::create_directories(runs);
+  write_file(batch_dir / "00000_a-red-apple.png", "a red apple\n");
+  const auto batch = run_sjd(batch_args(batch_dir / "00000_a-red-apple.png", batch_dir));
+  CHECK(batch.exit_code == 2);
+  CHECK_THAT(batch.err, Contains("--prompts names") && Contains("where the run writes its images"));
+  CHECK(read_file(batch_dir / "00000_a-red-apple.png") == "a red apple\n");
+  write_file(runs / "00000_ar_seed0.png", "a red apple\n");
+  const auto compare = run_sjd("compare --model " + quoted(default_model()) + " --prompts " +
+                               quoted(runs / "00000_ar_seed0.png") + " --methods ar --out-dir " + quoted(dir / "c"));
+  CHECK(compare.exit_code == 2);
+  CHECK_THAT(compare.err, Contains("where the run writes its images"));
+  CHECK(read_file(runs / "00000_ar_seed0.png") == "a red apple\n");
+  // A prompt file beside the images that is not a PNG is fine.
+  write_file(batch_dir / "prompts.txt", "a red apple\n");
+  CHECK(run_sjd(batch_args(batch_dir / "prompts.txt", batch_dir) + " --quiet").exit_code == 0);
 }
 
 TEST_CASE("compare refuses a table or figure it could not write, and its own record as --prompts, before any run",
