@@ -3,13 +3,48 @@
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <new>
 
 #include "cli_common.h"
 #include "run_guarded.h"
 #include "unknown_arguments.h"
 
+namespace {
+
+// What a command printed must have reached its reader: for `tokenize` and `manifest` stdout is the
+// whole result, and a full disk or a closed stdout lost it with exit code 0.
+int with_stdout_written(int code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail()) {
+    const int error = errno;
+    std::cerr << "sjd: error: cannot write to standard output" << (error != 0 ? ": " : "")
+              << (error != 0 ? std::strerror(error) : "") << "\n";
+    return code != 0 ? code : 1;
+  }
+  return code;
+}
+
+int run(int argc, char** argv);
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  try {
+    return with_stdout_written(run(argc, argv));
+  } catch (const std::bad_alloc&) {  // outside a command's own handling (run_guarded): setting up the CLI
+    std::cerr << "sjd: error: out of memory\n";
+    return 1;
+  }
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   // A decoding step frees and reallocates the same few-MB temporaries every step;
   // glibc would hand them back to the OS each time (mmap above 128 KiB, heap trim),
   // and an sjd-pac image then took ~128k page faults instead of ~27k.
@@ -40,3 +75,5 @@ int main(int argc, char** argv) {
   }
   return sjd::app::command_exit_code();
 }
+
+}  // namespace

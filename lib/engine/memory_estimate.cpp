@@ -2,6 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -181,7 +184,12 @@ int64_t available_host_memory() {
   int64_t available = meminfo_available();
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-    const int64_t headroom = static_cast<int64_t>(limit.rlim_cur) - address_space_used();
+    // An address-space limit also counts what the libraries map beside our tensors as they run: oneDNN's
+    // JIT code and reordered copies, and for each thread its stack and a malloc arena (64 MiB reserved).
+    // Without this margin the default model passed the check by tens of MB and then LibTorch aborted the
+    // process (exit code 134) in the VQ decode, the more often the more threads.
+    const int64_t library_mappings = (int64_t{64} << 20) * std::max<int64_t>(at::get_num_threads(), 1);
+    const int64_t headroom = static_cast<int64_t>(limit.rlim_cur) - address_space_used() - library_mappings;
     available = available < 0 ? headroom : std::min(available, headroom);
   }
   return available;

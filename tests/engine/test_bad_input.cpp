@@ -218,6 +218,26 @@ TEST_CASE("a prompt too long for the memory is refused with the estimate, before
   CHECK_FALSE(std::filesystem::exists(dir / "out.png"));
 }
 
+TEST_CASE("under an address-space limit a generation is refused by its estimate or made, never aborted",
+          "[cli][robustness]") {
+  // The estimate passed by up to 30 MB while oneDNN's mappings took more, and LibTorch aborted the VQ decode (exit
+  // code 134, a fatal log line). Limits fall in 10 MB steps from one that makes the image to the estimate's refusal.
+  // (Far below, where LibTorch's own loading runs out, it still aborts: its allocator logs a fatal error.)
+  TempDir dir("address_space");
+  const std::string g = "generate --model " + quoted(default_model()) + " -o " + quoted(dir / "out.png") +
+                        " -p 'a red circle'";
+  bool made = false, refused = false;
+  for (int extra_mb = 400; extra_mb >= 0 && !refused; extra_mb -= 10) {
+    const CommandResult r = run_sjd_limited(g, extra_mb, 120);
+    INFO("limit: this process's address space + " << extra_mb << " MB; stderr: " << r.err);
+    refused = r.exit_code == 2 && r.err.find("this generation needs about") != std::string::npos;
+    made = made || r.exit_code == 0;
+    CHECK((r.exit_code == 0 || refused));
+  }
+  CHECK(made);
+  CHECK(refused);
+}
+
 TEST_CASE("broken bundles are refused naming the file and key", "[cli][robustness]") {
   TempDir dir("bad_bundles");
   using J = nlohmann::json;

@@ -253,6 +253,24 @@ TEST_CASE("tokenize without a text says what is missing", "[cli][ux]") {
   CHECK(run_sjd("tokenize --model " + quoted(default_model()) + " ''").exit_code == 0);
 }
 
+TEST_CASE("output that cannot reach stdout fails the command instead of being lost", "[cli][ux]") {
+  // For tokenize and manifest stdout is the whole result; a full disk or a closed stdout gave exit code 0.
+  TempDir dir("stdout_lost");
+  const std::string tokenize = shell_quoted(build_dir() / "sjd") + " tokenize --model " + quoted(default_model()) +
+                               " 'a red circle'";
+  const auto run = [&](const std::string& redirect) {
+    const int status = std::system((tokenize + " " + redirect + " 2>" + shell_quoted(dir / "err")).c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(dir / "err"));
+  };
+  for (const std::string redirect : {">/dev/full", ">&-"}) {
+    INFO(redirect);
+    const auto [code, err] = run(redirect);
+    CHECK(code == 1);
+    CHECK_THAT(err, Contains("sjd: error: cannot write to standard output"));
+  }
+  CHECK(run(">/dev/null").first == 0);
+}
+
 TEST_CASE("tokenize refuses flags that its other flags would leave unused", "[cli][ux]") {
   TempDir dir("ux_tokenize_flags");
   write_file(dir / "lines.jsonl", "\"a red apple\"\n");
