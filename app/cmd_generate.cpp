@@ -80,7 +80,10 @@ int run_generate(const GenerateArgs& args) {
   }
   const engine::GenerationOutput out = generator.generate(args.prompt, settings, 0, on_step);
   progress.finish();
-  const double write_seconds = engine::write_image(args.output, out, args.prompt, generator.bundle().name);
+  // The image is put in place last: if another output cannot be written, the run fails leaving the -o file
+  // that was there (a --stats on a full disk had already replaced it).
+  engine::StagedImage image = engine::stage_image(args.output, out, args.prompt, generator.bundle().name);
+  const double write_seconds = image.seconds;
   const nlohmann::json stats =
       engine::stats_json(out, write_seconds, {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
@@ -89,6 +92,7 @@ int run_generate(const GenerateArgs& args) {
                                heatmap_view, *text);
   }
   if (!args.tokens.empty()) io::write_file_atomic(args.tokens, nlohmann::json(out.tokens).dump() + "\n");
+  image.file->commit();
   std::cout << "wrote " << args.output << " (" << out.image.size(1) << "x" << out.image.size(0)
             << (replacing ? ", replacing the file that was there" : "") << ")\n"
             << "method " << out.method.describe() << exactness_remark(out.method.exactness()) << "\n"

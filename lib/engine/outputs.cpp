@@ -7,6 +7,7 @@
 #include "decoding/run_stats.h"
 #include "engine/bundle.h"
 #include "engine/created_folders.h"
+#include "io/atomic_file.h"
 #include "io/input_files.h"
 #include "io/png_writer.h"
 #include "text/utf8.h"
@@ -199,8 +200,8 @@ void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<
   check_outputs_apart(outputs, inputs);
 }
 
-double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
-                   const std::string& model_name) {
+StagedImage stage_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
+                        const std::string& model_name) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, std::string>> text = {{"prompt", prompt},
                                                             {"seed", std::to_string(out.settings.seed)},
@@ -210,8 +211,18 @@ double write_image(const std::filesystem::path& file, const GenerationOutput& ou
   // Only automatic windows read a step-cost profile (RunStats::cost_profile is empty otherwise).
   if (!out.stats.cost_profile.empty()) text.emplace_back("cost_profile", out.stats.cost_profile);
   text.emplace_back("Software", "sjd");
-  io::write_png(file, out.image, text);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  StagedImage staged{std::make_unique<io::AtomicFileWriter>(file), 0.0};
+  staged.file->write(io::encode_png(file, out.image, text));
+  staged.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return staged;
+}
+
+double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
+                   const std::string& model_name) {
+  StagedImage staged = stage_image(file, out, prompt, model_name);
+  const auto start = std::chrono::steady_clock::now();
+  staged.file->commit();
+  return staged.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void record_outcome(nlohmann::json& record, const GenerationOutput& out) {

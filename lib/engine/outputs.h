@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/generator.h"
+#include "io/atomic_file.h"
 
 namespace sjd::engine {
 
@@ -53,6 +55,15 @@ void check_run_folder_apart(const std::filesystem::path& dir, const std::vector<
 // Writes the image atomically; returns the seconds it took.
 double write_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
                    const std::string& model_name);
+// The image encoded and written to a temporary file beside `file`, which file->commit() puts in its place
+// (destroyed uncommitted, it is removed): generate writes its other outputs in between, so that one that
+// fails leaves the image that was there. `seconds` encoding and writing took, before the commit.
+struct StagedImage {
+  std::unique_ptr<io::AtomicFileWriter> file;
+  double seconds = 0.0;
+};
+StagedImage stage_image(const std::filesystem::path& file, const GenerationOutput& out, const std::string& prompt,
+                        const std::string& model_name);
 
 // The fields of a finished image's manifest line that batch and compare both record, from its
 // output: status "ok", the method and its exactness, the resolved settings, steps, tokens and step

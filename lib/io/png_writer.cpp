@@ -38,8 +38,8 @@ void check_image(const std::filesystem::path& file, const at::Tensor& rgb) {
 
 }  // namespace
 
-void write_png(const std::filesystem::path& file, const at::Tensor& rgb,
-               const std::vector<std::pair<std::string, std::string>>& text) {
+std::string encode_png(const std::filesystem::path& file, const at::Tensor& rgb,
+                       const std::vector<std::pair<std::string, std::string>>& text) {
   check_image(file, rgb);
   std::string text_chunks;
   for (const auto& [keyword, value] : text) {
@@ -61,7 +61,12 @@ void write_png(const std::filesystem::path& file, const at::Tensor& rgb,
     throw FileError("cannot write " + file.string() + ": the encoder did not start with an IHDR chunk");
   }
   encoded.insert(kAfterHeader, text_chunks);
-  write_file_atomic(file, encoded);
+  return encoded;
+}
+
+void write_png(const std::filesystem::path& file, const at::Tensor& rgb,
+               const std::vector<std::pair<std::string, std::string>>& text) {
+  write_file_atomic(file, encode_png(file, rgb, text));
 }
 
 }  // namespace sjd::io

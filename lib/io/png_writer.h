@@ -18,5 +18,8 @@ namespace sjd::io {
 // messages name the path.
 void write_png(const std::filesystem::path& file, const at::Tensor& rgb,
                const std::vector<std::pair<std::string, std::string>>& text);
+// The bytes write_png writes (`file` only names the image in errors).
+std::string encode_png(const std::filesystem::path& file, const at::Tensor& rgb,
+                       const std::vector<std::pair<std::string, std::string>>& text);
 
 }  // namespace sjd::io

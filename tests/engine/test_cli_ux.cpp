@@ -180,6 +180,25 @@ TEST_CASE("generate -o creates missing folders", "[cli][ux]") {
   CHECK_THAT(again.out, Contains("(128x128, replacing the file that was there)"));
 }
 
+TEST_CASE("generate puts its image in place last: an output it cannot write leaves the image that was there",
+          "[cli][ux]") {
+  // A file-size limit that the image (about 23 kB) fits and the step heatmap (about 43 kB) does not, as a disk that
+  // fills between the two: the image had already been replaced when the run failed.
+  TempDir dir("ux_image_last");
+  write_file(dir / "x.png", "OLD");
+  const auto r = run_sjd_env("trap '' XFSZ; prlimit --fsize=32768", generate_command() + " -o " + quoted(dir / "x.png") +
+                                                               " --heatmap " + quoted(dir / "h.png"));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("cannot write") && Contains("h.png"));
+  CHECK(read_file(dir / "x.png") == "OLD");
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
+  // Without the limit both are written.
+  REQUIRE(run_sjd(generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"))
+              .exit_code == 0);
+  CHECK(read_file(dir / "x.png") != "OLD");
+}
+
 TEST_CASE("a command that fails removes the output folders it made and left empty", "[cli][ux]") {
   TempDir dir("ux_failed_folders");
   write_file(dir / "profile.json", R"({"points": [[1, 2.0]]})");  // no "name": refused once the model is read
