@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/settings.h"
+
 namespace sjd::engine {
 
 std::string cost_profile_key(const std::string& device, const std::string& dtype) {
@@ -32,7 +34,9 @@ decoding::StepCostProfile bundle_profile(const Bundle& bundle, const std::string
 }  // namespace
 
 decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const GenerationSettings& settings) {
-  if (!settings.cost_profile.empty()) {
+  // The file is read only where automatic windows read it; elsewhere a note says it is ignored (and then
+  // failing on it contradicted the note).
+  if (!settings.cost_profile.empty() && method_from_settings(settings).planned_windows()) {
     // As every JSON input: a regular file, keys once per object, nesting bounded; errors name the file.
     const nlohmann::json profile = read_json_input(settings.cost_profile, "step-cost profile");
     try {

@@ -756,6 +756,20 @@ TEST_CASE("settings a run ignores get a note line each, and compare says it igno
   CHECK(jacobi.err.find("note:") == std::string::npos);
   const auto given = run_sjd(generate_command() + " --method jacobi --temperature 0.5 --quiet -o " + quoted(dir / "j.png"));
   CHECK_THAT(given.err, Contains("note: jacobi decodes greedily (argmax), so temperature 0.5 is ignored"));
+  // A step-cost profile the note calls ignored is not read: a missing or malformed one failed the run after it.
+  write_file(dir / "empty_profile.json", "{}");
+  for (const auto& [method, profile] : {std::pair{std::string("ar"), dir / "missing.json"},
+                                        std::pair{std::string("sjd --window 4"), dir / "empty_profile.json"}}) {
+    const auto ignored = run_sjd(generate_command() + " --method " + method + " --cost-profile " + quoted(profile) +
+                                 " -o " + quoted(dir / "i.png"));
+    INFO(ignored.err);
+    CHECK(ignored.exit_code == 0);
+    CHECK_THAT(ignored.err, Contains("is ignored"));
+  }
+  const auto read = run_sjd(generate_command() + " --cost-profile " + quoted(dir / "empty_profile.json") + " -o " +
+                            quoted(dir / "i.png"));
+  CHECK(read.exit_code == 2);  // automatic windows read it
+  CHECK_THAT(read.err, Contains("empty_profile.json: step-cost profile"));
 }
 
 TEST_CASE("a prompt that runs past the model's trained positions gets a warning, and the image is still made",
