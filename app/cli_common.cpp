@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -49,13 +50,16 @@ std::string integer_text_problem(const std::string& text) {
 // CLI11 reads an empty text as 0 (an unset shell variable: `--temperature "$T"` decoded greedily) and takes
 // hexadecimal floats: a decimal flag's text must be a decimal number (ranges are checked with the setting).
 // strtod skips leading white space: " 1" was taken while "1 " was refused.
+// A number too small for a double (1e-400) was taken as 0: --temperature 1e-400 decoded greedily.
 std::string decimal_text_problem(const std::string& text) {
   char* end = nullptr;
-  std::strtod(text.c_str(), &end);
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
   const bool whole = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) &&
                      end == text.c_str() + text.size();
-  if (whole && text.find_first_of("xX") == std::string::npos) return "";
-  return "must be a decimal number (got '" + text + "')";
+  if (!whole || text.find_first_of("xX") != std::string::npos) return "must be a decimal number (got '" + text + "')";
+  if (errno == ERANGE && value == 0.0) return "is too close to 0 for a double, which would hold 0 (got " + text + ")";
+  return "";
 }
 
 // integer_text_problem, with a number past T's range told in the terms of setting `key`: its own range

@@ -60,6 +60,7 @@ TEST_CASE("non-finite, negative and unbounded settings are refused by flag", "[c
       {g + " --temperature nan", "--temperature"},
       {g + " --temperature inf", "--temperature"},
       {g + " --temperature 1e-300", "--temperature"},
+      {g + " --temperature 1e-400", "--temperature: is too close to 0 for a double"},  // it decoded greedily
       {g + " --temperature ''", "--temperature: must be a decimal number (got '')"},  // CLI11 read it as 0: greedy
       {g + " --cfg ''", "--cfg: must be a decimal number"},
       {g + " --cfg ' 1'", "--cfg: must be a decimal number (got ' 1')"},  // taken, while '1 ' was refused
