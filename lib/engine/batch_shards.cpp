@@ -37,9 +37,14 @@ std::optional<DetectedShard> slurm_shard(const EnvLookup& env) {
   const int64_t min = env_number(env, "SLURM_ARRAY_TASK_MIN").value_or(0);
   const int64_t step = std::max<int64_t>(env_number(env, "SLURM_ARRAY_TASK_STEP").value_or(1), 1);
   const int64_t max = env_number(env, "SLURM_ARRAY_TASK_MAX").value_or(min + (*count - 1) * step);
+  const std::string ids = std::to_string(min) + ".." + std::to_string(max);
+  if (*id < min || *id > max) {
+    throw InputError("SLURM_ARRAY_TASK_ID=" + std::to_string(*id) + " is outside the Slurm array's task ids (" + ids +
+                     "); pass --shard I/N");
+  }
   // "--array=1,4,9" has 3 tasks whose ids are no shard numbers: refuse rather than guess.
-  if (*id < min || (*id - min) % step != 0 || (max - min) / step + 1 != *count || (*id - min) / step >= *count) {
-    throw InputError("the Slurm array's task ids (" + std::to_string(min) + ".." + std::to_string(max) + ", " +
+  if ((*id - min) % step != 0 || (max - min) / step + 1 != *count || (*id - min) / step >= *count) {
+    throw InputError("the Slurm array's task ids (" + ids + ", " +
                      std::to_string(*count) + " tasks, this one " + std::to_string(*id) +
                      ") are not evenly spaced; use --array=0-N or pass --shard I/N");
   }

@@ -229,6 +229,8 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
   if (!method.proactive_tree && (s.pd_k != kAuto || s.pd_depth != kAuto)) {
     const char* which = s.pd_k == kAuto ? "pd_depth is" : s.pd_depth == kAuto ? "pd_k is" : "pd_k and pd_depth are";
     line() << "only sjd-pac grows draft trees, so " << which << " ignored by " << s.method;
+  } else if (method.proactive_tree && s.pd_depth == 0 && s.pd_k != kAuto) {
+    line() << "pd_depth 0 grows no draft tree, so pd_k " << s.pd_k << " is ignored";
   }
   if (!s.negative_prompt.empty() && s.negative_prompt != baseline.negative_prompt && !sampling::cfg_mixes(s.cfg)) {
     line() << "cfg " << format_setting_number(s.cfg)

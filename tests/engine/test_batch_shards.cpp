@@ -92,6 +92,12 @@ TEST_CASE("shards: a Slurm array whose ids are no shard numbers is refused", "[b
       Catch::Contains("not evenly spaced") && Catch::Contains("--shard"));
   CHECK_THROWS_WITH(shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "2"}}), 0),
                     Catch::Contains("SLURM_ARRAY_TASK_COUNT"));
+  // A task id past the array's ids is said as such (it was said to be "not evenly spaced").
+  CHECK_THROWS_WITH(
+      shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_COUNT", "2"},
+                                          {"SLURM_ARRAY_TASK_MIN", "0"}}),
+                             0),
+      Catch::Equals("SLURM_ARRAY_TASK_ID=5 is outside the Slurm array's task ids (0..1); pass --shard I/N"));
   CHECK_THROWS_WITH(
       shard_from_environment(environment({{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "2"}}), 0),
       Catch::Contains("SLURM_ARRAY_TASK_ID='x'"));

@@ -41,6 +41,8 @@ TEST_CASE("a note names each setting the method ignores, and none the method use
   s.pd_k = 2;
   s.pd_depth = 1;
   CHECK(engine::ignored_settings_note(s).empty());
+  s.pd_depth = 0;  // no tree: its width is unused
+  CHECK(engine::ignored_settings_note(s) == "note: pd_depth 0 grows no draft tree, so pd_k 2 is ignored");
 
   s = with_method("jacobi");
   s.temperature = 0.5;
