@@ -98,7 +98,15 @@ std::vector<PromptEntry> json_lines_prompts(std::string_view text, const std::fi
     }
     if (!record.is_object()) fail(file, number, "not a JSON object");
     auto prompt = record.find("prompt");
-    if (prompt == record.end()) fail(file, number, "no \"prompt\" field");
+    if (prompt == record.end()) {
+      std::string near;  // keys are case-sensitive here, as JSON's are (a CSV header's case is not)
+      for (const auto& item : record.items()) {
+        std::string key = item.key();
+        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (key == "prompt") near = " (it has \"" + item.key() + "\": the key is \"prompt\", in lower case)";
+      }
+      fail(file, number, "no \"prompt\" field" + near);
+    }
     if (!prompt->is_string()) fail(file, number, "\"prompt\" is not a string");
     PromptEntry entry{prompt->get<std::string>(), number, {}};
     for (const auto& item : record.items()) {

@@ -151,6 +151,8 @@ TEST_CASE("prompt file errors name the file and line", "[io][prompts]") {
   CHECK_THAT(error_of(dir, "d.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \n"),
              Contains("d.jsonl:2") && Contains("invalid JSON"));
   CHECK_THAT(error_of(dir, "e.jsonl", "{\"text\": \"x\"}\n"), Contains("e.jsonl:1") && Contains("no \"prompt\" field"));
+  CHECK_THAT(error_of(dir, "f.jsonl", "{\"Prompt\": \"x\"}\n"),
+             Contains("no \"prompt\" field (it has \"Prompt\": the key is \"prompt\", in lower case)"));
   CHECK_THAT(error_of(dir, "f.jsonl", "{\"prompt\": 5}\n"), Contains("f.jsonl:1") && Contains("not a string"));
   CHECK_THAT(error_of(dir, "g.jsonl", "[\"prompt\"]\n"), Contains("g.jsonl:1") && Contains("not a JSON object"));
   CHECK_THAT(error_of(dir, "h.tsv", "Prompt\tNote\nfine\tx\nshort\n"),
