@@ -87,6 +87,7 @@ class BatchRun {
   void record_done(const BatchItem& item, const GenerationOutput& out, const nlohmann::json& checksum,
                    double write_seconds, std::exception_ptr failure);
   void count_after_stop();
+  void count_done_before_us(int64_t index);
 
   Generator& generator_;
   const BatchOptions& options_;
@@ -97,6 +98,7 @@ class BatchRun {
   std::filesystem::path manifest_;
   ManifestReader manifest_reader_;
   std::map<int64_t, FinishedImage> done_;  // by index: made by this run, an earlier one or another process
+  std::set<int64_t> done_at_start_;          // of them, those in the manifests when this run began
   int64_t count_ = 0;                      // prompts in the run (a --limit keeps the first ones)
   int64_t owned_ = 0;                      // of them, this shard's
   BatchPlan plan_;
@@ -135,6 +137,7 @@ BatchRun::BatchRun(Generator& generator, const BatchOptions& options, std::ostre
   }
   manifest_ = options_.out_dir / manifest_name(options_.shard);
   done_ = manifest_reader_.read_new();
+  for (const auto& [index, image] : done_) done_at_start_.insert(index);
   count_ = options_.limit > 0 ? std::min<int64_t>(options_.limit, static_cast<int64_t>(prompts_.size()))
                               : static_cast<int64_t>(prompts_.size());
   if (count_ > 0 && options_.settings.seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(count_ - 1)) {
@@ -269,12 +272,18 @@ void BatchRun::record_failure(int64_t index, const std::string& error) {
   finish_record(index, record);
 }
 
+// An image found done when the cursor reached it: by an earlier run, or by another process since this one
+// began (two processes starting on one empty folder counted each other's images as "already done").
+void BatchRun::count_done_before_us(int64_t i) {
+  ++(done_at_start_.count(i) ? summary_.skipped : summary_.elsewhere);
+}
+
 // Image i, when this process is to make it now: not done, claimed by no one else, with a usable prompt.
 std::optional<BatchItem> BatchRun::start_image(int64_t i) {
   const io::PromptEntry& entry = prompts_[static_cast<size_t>(i)];
   if (done_.count(i)) {
     claims_->drop_if_stale(i);
-    ++summary_.skipped;
+    count_done_before_us(i);
     return std::nullopt;
   }
   if (!claims_->try_claim(i, identity_of(i))) {
@@ -289,7 +298,7 @@ std::optional<BatchItem> BatchRun::start_image(int64_t i) {
   }
   if (done_.count(i)) {
     claims_->release(i);
-    ++summary_.skipped;
+    count_done_before_us(i);
     return std::nullopt;
   }
   // Invalid UTF-8 cannot go into the JSON manifest as it is (it is recorded lossily), nor a NUL byte
@@ -383,16 +392,18 @@ void BatchRun::record_done(const BatchItem& item, const GenerationOutput& out, c
 void BatchRun::count_after_stop() {
   for (auto& [index, image] : manifest_reader_.read_new()) done_[index] = std::move(image);
   int64_t done_owned = 0;
+  summary_.skipped = 0;
   for (int64_t i = 0; i < count_; ++i) {
     if (!options_.shard.owns(i) || failed_here_.count(i)) continue;
     if (done_.count(i)) {
       ++done_owned;
+      summary_.skipped += done_at_start_.count(i);
     } else {
       ++summary_.left;
     }
   }
-  summary_.skipped = done_owned - summary_.generated;  // made before this run, or by another process meanwhile
-  summary_.elsewhere = 0;  // those still being made elsewhere are counted as left
+  // Made by another process meanwhile; those still being made elsewhere are counted as left.
+  summary_.elsewhere = done_owned - summary_.generated - summary_.skipped;
   if (summary_.left == 0) summary_.stopped_by = 0;  // the stop came when nothing was left to start
 }
 

@@ -28,9 +28,9 @@ struct BatchOptions {
 
 struct BatchSummary {
   int64_t generated = 0;
-  int64_t skipped = 0;
+  int64_t skipped = 0;    // already in the manifests when the run began
   int64_t failed = 0;
-  int64_t elsewhere = 0;  // claimed by another process working in the same folder
+  int64_t elsewhere = 0;  // made, or being made, by another process working in the same folder since the run began
   int batch_size = 1;     // prompts decoded at once (resolved)
   double seconds = 0.0;   // the whole run
   double compression_sum = 0.0;  // over generated images: mean step compression = sum / generated
