@@ -1,7 +1,9 @@
 // sjd: fast autoregressive text-to-image generation with speculative Jacobi
 // decoding and its successors. Subcommands live in cmd_*.cpp; the engine in lib/.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +16,17 @@
 #include "unknown_arguments.h"
 
 namespace {
+
+// A closed stdin, stdout or stderr (`>&-`) would let the next file sjd opens take its number, and the
+// text meant for the terminal would go into that file: each gets a device of its own first, /dev/full
+// for the outputs so that writing to them fails (with_stdout_written says so).
+void occupy_closed_standard_files() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open(fd == 0 ? "/dev/null" : "/dev/full", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) ::close(opened);  // the lowest free number is fd's: anything else is odd
+  }
+}
 
 // What a command printed must have reached its reader: for `tokenize` and `manifest` stdout is the
 // whole result, and a full disk or a closed stdout lost it with exit code 0.
@@ -34,6 +47,7 @@ int run(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
+  occupy_closed_standard_files();
   try {
     return with_stdout_written(run(argc, argv));
   } catch (const std::bad_alloc&) {  // outside a command's own handling (run_guarded): setting up the CLI

@@ -187,9 +187,11 @@ int64_t available_host_memory() {
     // An address-space limit also counts what the libraries map beside our tensors as they run: oneDNN's
     // JIT code and reordered copies, and for each thread its stack and a malloc arena (64 MiB reserved).
     // Without this margin the default model passed the check by tens of MB and then LibTorch aborted the
-    // process (exit code 134) in the VQ decode, the more often the more threads.
-    const int64_t library_mappings = (int64_t{64} << 20) * std::max<int64_t>(at::get_num_threads(), 1);
-    const int64_t headroom = static_cast<int64_t>(limit.rlim_cur) - address_space_used() - library_mappings;
+    // process (exit code 134) in the VQ decode, the more often the more threads. Counted for at most 8
+    // threads, and never below nothing left (a negative figure would read as "unknown": no check at all).
+    const int64_t threads = std::clamp<int64_t>(at::get_num_threads(), 1, 8);
+    const int64_t headroom = std::max<int64_t>(
+        static_cast<int64_t>(limit.rlim_cur) - address_space_used() - (int64_t{64} << 20) * threads, 0);
     available = available < 0 ? headroom : std::min(available, headroom);
   }
   return available;

@@ -57,8 +57,8 @@ MemoryEstimate estimate_generation_memory(const model::TransformerConfig& config
 
 // Bytes this process may still allocate on the CPU: the smaller of the
 // machine's available memory (/proc/meminfo) and what an address-space limit
-// (ulimit -v) leaves less 64 MiB for the libraries' own mappings; -1 when
-// neither is known.
+// (ulimit -v) leaves less 64 MiB a thread (at most 8) for the libraries' own
+// mappings, and never below 0; -1 when neither is known.
 int64_t available_host_memory();
 
 // Throws InputError "<needs>, more than the <available> of memory available" when `bytes` exceed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <fstream>
 
 #include "decoding/run_stats.h"
 #include "engine/bundle.h"
@@ -60,6 +61,23 @@ void prepare_output_dir(const std::filesystem::path& dir) {
   record_created_folders(missing);
 }
 
+namespace {
+
+// Whether a manifest's first line is compare's: its runs carry their --methods entry and prompt index.
+bool holds_compare_lines(const std::filesystem::path& manifest) {
+  std::error_code error;  // a link, FIFO or folder there is refused later, naming it: a FIFO must not be opened
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(manifest, error))) return false;
+  std::ifstream in(manifest, std::ios::binary);
+  std::string head(size_t{1} << 20, '\0');  // a first line past 1 MiB is no manifest line of sjd's
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  head.resize(std::min(head.find('\n'), head.size()));
+  const nlohmann::json first = nlohmann::json::parse(head, nullptr, /*allow_exceptions=*/false);
+  return first.is_object() && first.contains("entry") && first.contains("prompt_index");
+}
+
+}  // namespace
+
 bool holds_run(const std::filesystem::path& dir, RunFolder kind) {
   const auto has = [&](const std::filesystem::path& name) {
     std::error_code error;  // an unreadable folder is prepare_output_dir's to report
@@ -76,16 +94,19 @@ void check_run_folder(const std::filesystem::path& dir, RunFolder wanted) {
       throw InputError(dir.string() + " holds a compare run (compare.json, runs/): give batch its own --out-dir");
     }
     // A compare's runs/ folder has a manifest.jsonl and PNGs like a batch's: a batch there took compare's
-    // images for its own and wrote its lines into compare's manifest.
+    // images for its own and wrote its lines into compare's manifest. compare.json beside it is written at the
+    // compare's end, so a compare still running is told by its manifest's lines.
     const std::filesystem::path folder = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), error);
-    if (!error && folder.filename() == "runs" && std::filesystem::exists(folder.parent_path() / "compare.json", error)) {
-      throw InputError(dir.string() + " is the runs/ folder of the compare run in " + folder.parent_path().string() +
-                       ": give batch its own --out-dir");
+    const bool beside_table = !error && folder.filename() == "runs" &&
+                              std::filesystem::exists(folder.parent_path() / "compare.json", error);
+    if (beside_table || holds_compare_lines(dir / "manifest.jsonl")) {
+      throw InputError(dir.string() + " is the runs/ folder of a compare run: give batch its own --out-dir");
     }
   }
   if (wanted == RunFolder::kCompare) {
     if (holds_run(dir, RunFolder::kBatch)) {
-      throw InputError(dir.string() + " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
+      throw InputError(dir.string() +
+                       " holds a batch run (manifest.jsonl, batch.json): give compare its own --out-dir");
     }
     if (std::filesystem::exists(dir / "runs" / "batch.json", error)) {
       throw InputError((dir / "runs").string() + " holds a batch run (batch.json), where compare keeps its runs: " +
@@ -213,6 +234,7 @@ StagedImage stage_image(const std::filesystem::path& file, const GenerationOutpu
   text.emplace_back("Software", "sjd");
   StagedImage staged{std::make_unique<io::AtomicFileWriter>(file), 0.0};
   staged.file->write(io::encode_png(file, out.image, text));
+  staged.file->flush();  // on disk: what is timed is the whole write but the rename, as for a batch's images
   staged.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return staged;
 }

@@ -57,7 +57,7 @@ double write_image(const std::filesystem::path& file, const GenerationOutput& ou
                    const std::string& model_name);
 // The image encoded and written to a temporary file beside `file`, which file->commit() puts in its place
 // (destroyed uncommitted, it is removed): generate writes its other outputs in between, so that one that
-// fails leaves the image that was there. `seconds` encoding and writing took, before the commit.
+// fails leaves the image that was there. `seconds` encoding, writing and flushing took (the commit then renames).
 struct StagedImage {
   std::unique_ptr<io::AtomicFileWriter> file;
   double seconds = 0.0;

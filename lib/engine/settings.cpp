@@ -270,6 +270,7 @@ std::vector<std::string> keys_without_effect(const GenerationSettings& s) {
   if (s.method == "jacobi") keys.push_back("temperature");
   if (!method.speculative()) keys.insert(keys.end(), {"window", "init"});
   if (!method.proactive_tree) keys.insert(keys.end(), {"pd_k", "pd_depth"});
+  if (method.proactive_tree && s.pd_depth == 0) keys.push_back("pd_k");  // no tree: its width is unused
   for (const char* key : {"delta", "nu", "lantern_k", "lantern_lambda", "lantern_own_residual"}) {
     if (!relaxation_reads(s.relax, key)) keys.push_back(key);
   }

@@ -97,6 +97,11 @@ void AtomicFileWriter::write(const void* data, size_t size) {
   if (!write_fully(fd_, static_cast<const char*>(data), size)) fail_write("cannot write " + target_.string(), errno);
 }
 
+void AtomicFileWriter::flush() {
+  if (fd_ < 0) throw FileError("cannot flush " + target_.string() + ": file already committed");
+  if (::fsync(fd_) != 0) fail_write("cannot flush " + target_.string(), errno);
+}
+
 void AtomicFileWriter::commit() {
   if (fd_ < 0) throw FileError("cannot commit " + target_.string() + ": file already committed");
   if (::fsync(fd_) != 0) fail_write("cannot flush " + target_.string(), errno);

@@ -37,6 +37,8 @@ class AtomicFileWriter {
 
   void write(const void* data, size_t size);
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  // Flushes the data written so far to disk (commit does too; after this its flush finds nothing to write).
+  void flush();
   // Flushes the data to disk and renames the temporary file onto the target.
   void commit();
 

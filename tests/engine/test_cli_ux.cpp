@@ -186,8 +186,8 @@ TEST_CASE("generate puts its image in place last: an output it cannot write leav
   // fills between the two: the image had already been replaced when the run failed.
   TempDir dir("ux_image_last");
   write_file(dir / "x.png", "OLD");
-  const auto r = run_sjd_env("trap '' XFSZ; prlimit --fsize=32768", generate_command() + " -o " + quoted(dir / "x.png") +
-                                                               " --heatmap " + quoted(dir / "h.png"));
+  const auto r = run_sjd_env("trap '' XFSZ; prlimit --fsize=32768",
+                             generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"));
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("cannot write") && Contains("h.png"));
@@ -508,7 +508,13 @@ TEST_CASE("compare writes each run's image and row, and a re-run resumes", "[cli
   // lines into compare's manifest (exit code 0).
   const auto batch_in_runs = run_sjd(batch_args(dir / "p.txt", out / "runs"));
   CHECK(batch_in_runs.exit_code == 2);
-  CHECK_THAT(batch_in_runs.err, Contains("is the runs/ folder of the compare run in"));
+  CHECK_THAT(batch_in_runs.err, Contains("is the runs/ folder of a compare run"));
+  // compare.json is written at a compare's end: one still running (here: its table removed) is told by its lines.
+  std::filesystem::rename(out / "compare.json", dir / "compare.json.kept");
+  const auto batch_in_running = run_sjd(batch_args(dir / "p.txt", out / "runs"));
+  CHECK(batch_in_running.exit_code == 2);
+  CHECK_THAT(batch_in_running.err, Contains("is the runs/ folder of a compare run"));
+  std::filesystem::rename(dir / "compare.json.kept", out / "compare.json");
   REQUIRE(run_sjd(batch_args(dir / "p.txt", dir / "c" / "runs") + " --quiet").exit_code == 0);
   const auto compare_over_batch = run_sjd(compare_command(dir / "c"));
   CHECK(compare_over_batch.exit_code == 2);

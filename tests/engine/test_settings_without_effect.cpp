@@ -53,6 +53,7 @@ TEST_CASE("settings without effect on an image do not change its tokens", "[engi
       {"jacobi", {{"method", "jacobi"}, {"window", 8}}},
       {"sjd", {{"method", "sjd"}, {"window", 8}}},
       {"sjd-pac:uniform", {{"method", "sjd-pac:uniform"}, {"window", 8}, {"pd_k", 2}, {"pd_depth", 2}}},
+      {"sjd-pac without a tree", {{"method", "sjd-pac"}, {"window", 8}, {"pd_k", 2}, {"pd_depth", 0}}},  // pd_k
       {"scd-mc:lantern", {{"method", "scd-mc:lantern"}}},
       {"sjd without guidance", {{"method", "sjd"}, {"window", 8}, {"cfg", 1.0}}},  // no row reads a negative prompt
   };
