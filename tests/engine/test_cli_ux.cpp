@@ -186,8 +186,8 @@ TEST_CASE("generate puts its image in place last: an output it cannot write leav
   // fills between the two: the image had already been replaced when the run failed.
   TempDir dir("ux_image_last");
   write_file(dir / "x.png", "OLD");
-  const auto r = run_sjd_env("trap '' XFSZ; prlimit --fsize=32768",
-                             generate_command() + " -o " + quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png"));
+  const std::string outputs = " -o " + quoted(dir / "x.png") + " --heatmap " + quoted(dir / "h.png");
+  const auto r = run_sjd_env("trap '' XFSZ; prlimit --fsize=32768", generate_command() + outputs);
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("cannot write") && Contains("h.png"));
