@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include "cli_common.h"
 #include "run_guarded.h"
@@ -20,9 +21,12 @@ namespace {
 // A closed stdin, stdout or stderr (`>&-`) would let the next file sjd opens take its number, and the
 // text meant for the terminal would go into that file: each gets a device of its own first, /dev/full
 // for the outputs so that writing to them fails (with_stdout_written says so).
+bool stdout_was_closed = false;
+
 void occupy_closed_standard_files() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    stdout_was_closed = stdout_was_closed || fd == 1;
     const int opened = ::open(fd == 0 ? "/dev/null" : "/dev/full", fd == 0 ? O_RDONLY : O_WRONLY);
     if (opened >= 0 && opened != fd) ::close(opened);  // the lowest free number is fd's: anything else is odd
   }
@@ -35,8 +39,8 @@ int with_stdout_written(int code) {
   std::cout.flush();
   if (std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail()) {
     const int error = errno;
-    std::cerr << "sjd: error: cannot write to standard output" << (error != 0 ? ": " : "")
-              << (error != 0 ? std::strerror(error) : "") << "\n";
+    const std::string reason = stdout_was_closed ? "it is closed" : error != 0 ? std::strerror(error) : "";
+    std::cerr << "sjd: error: cannot write to standard output" << (reason.empty() ? "" : ": ") << reason << "\n";
     return code != 0 ? code : 1;
   }
   return code;
