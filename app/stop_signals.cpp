@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "engine/created_folders.h"
+#include "io/unfinished_files.h"
 
 namespace sjd::app {
 namespace {
@@ -19,11 +20,24 @@ static_assert(std::atomic<int>::is_always_lock_free);
 constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 bool installed[2] = {false, false};  // per kStopSignals entry; written before any handler can run
 
+// Ends the process by `signal` as its default action would, but first removes what a finished command
+// would not have left: the temporary files being written and the output folders it made and left empty.
+extern "C" void on_ending_signal(int signal) {
+  io::remove_unfinished_files_on_signal();  // first: a folder holding one is not empty
+  engine::remove_empty_created_folders_on_signal();
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+  std::raise(signal);  // blocked while the handler runs: the process ends by it as the handler returns
+}
+
 extern "C" void on_stop_signal(int signal) {
   const int saved_errno = errno;  // write() may change it under the interrupted code
   requested.store(signal);
   struct sigaction fallback {};
-  fallback.sa_handler = SIG_DFL;
+  fallback.sa_handler = on_ending_signal;
+  sigemptyset(&fallback.sa_mask);
+  for (const int other : kStopSignals) sigaddset(&fallback.sa_mask, other);
   for (int k = 0; k < 2; ++k) {
     if (installed[k]) sigaction(kStopSignals[k], &fallback, nullptr);  // the next one ends the process
   }
@@ -39,14 +53,6 @@ extern "C" void on_stop_signal(int signal) {
                                   (interrupt ? sizeof kInterrupt : sizeof kTerminate) - 1);
   (void)written;  // nothing to do in a handler if stderr is gone
   errno = saved_errno;
-}
-
-extern "C" void on_ending_signal(int signal) {
-  engine::remove_empty_created_folders_on_signal();
-  struct sigaction fallback {};
-  fallback.sa_handler = SIG_DFL;
-  sigaction(signal, &fallback, nullptr);
-  std::raise(signal);  // blocked while the handler runs: the process ends by it as the handler returns
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 #pragma once
 // Ctrl-C (SIGINT) or SIGTERM during `sjd batch` or `sjd compare`: the first asks the run to start no new image --
 // those in flight finish and are written, and the summary is printed -- and a second one ends the
-// process at once (the default action). Either way nothing written is lost and the same command
-// resumes; stopping gently only saves the images that were nearly made.
+// process at once (the default action, after removing the temporary files being written). Either way
+// nothing written is lost and the same command resumes; stopping gently only saves the images that
+// were nearly made.
 #include <string>
 
 namespace sjd::app {
@@ -12,8 +13,9 @@ namespace sjd::app {
 void install_stop_signals();
 
 // Until a command installs the above (or for commands that never do: generate, inspect, bench), SIGINT
-// and SIGTERM end the process as by default, after removing the output folders it made that are still
-// empty (engine/created_folders.h), as a command that fails does.
+// and SIGTERM end the process as by default, after removing the temporary files being written
+// (io/unfinished_files.h) and the output folders it made that are still empty (engine/created_folders.h),
+// as a command that fails does.
 void install_cleanup_signals();
 
 // The signal that asked to stop, or 0.

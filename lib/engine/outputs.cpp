@@ -24,18 +24,23 @@ InputError bundle_file_error(const std::string& flag, const std::filesystem::pat
                     ": sjd never replaces a bundle's files; give another path");
 }
 
-// `dir` and those of its parents that do not exist yet, deepest first, as the kernel resolves them
-// (weakly_canonical: "link/../out" is the out beside the link's target).
+// The folders that making `dir` creates, as the kernel resolves them (weakly_canonical:
+// "link/../out" is the out beside the link's target). Each of the path's own prefixes is looked at, not
+// only the resolved folder's parents: `-o ghost/../x.png` makes ghost/ though the folder it names exists.
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> missing;
   std::error_code error;
-  std::filesystem::path folder = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, error), error);
+  const std::filesystem::path whole = std::filesystem::absolute(dir, error);
   if (error) return missing;
-  if (!folder.has_filename()) folder = folder.parent_path();  // "out/" names the folder "out"
-  while (!folder.empty() && !std::filesystem::exists(std::filesystem::symlink_status(folder, error))) {
-    missing.push_back(folder);
-    if (folder == folder.parent_path()) break;
-    folder = folder.parent_path();
+  std::filesystem::path prefix;
+  for (const auto& part : whole) {
+    prefix /= part;
+    if (std::filesystem::exists(std::filesystem::symlink_status(prefix, error))) continue;
+    std::filesystem::path folder = std::filesystem::weakly_canonical(prefix, error);
+    if (error) continue;
+    if (!folder.has_filename()) folder = folder.parent_path();  // "out/" names the folder "out"
+    if (std::filesystem::exists(std::filesystem::symlink_status(folder, error))) continue;
+    if (std::find(missing.begin(), missing.end(), folder) == missing.end()) missing.push_back(folder);
   }
   return missing;
 }

@@ -2,6 +2,7 @@
 
 #include "io/input_files.h"
 #include "io/process_identity.h"
+#include "io/unfinished_files.h"
 
 #include <atomic>
 #include <cerrno>
@@ -76,13 +77,18 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::
   const std::string stem = "." + name + ".tmp." + std::to_string(::getpid()) + ".";
   // O_EXCL with a fresh name per attempt: two writers (threads or processes)
   // of the same target never share a temporary file.
+  int error = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_ = directory_of(target_) / (stem + std::to_string(counter++) + "@" + temporary_file_home());
+    unfinished_slot_ = track_unfinished_file(temp_);  // before it exists: a signal in between finds no file
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) return;
-    if (errno != EEXIST) break;
+    error = errno;
+    forget_unfinished_file(unfinished_slot_);
+    unfinished_slot_ = -1;
+    if (error != EEXIST) break;
   }
-  throw FileError("cannot create " + target_.string() + ": " + system_reason());
+  throw FileError("cannot create " + target_.string() + ": " + std::strerror(error));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -90,6 +96,7 @@ AtomicFileWriter::~AtomicFileWriter() {
     ::close(fd_);
     ::unlink(temp_.c_str());
   }
+  forget_unfinished_file(unfinished_slot_);
 }
 
 void AtomicFileWriter::write(const void* data, size_t size) {
@@ -112,11 +119,12 @@ void AtomicFileWriter::commit() {
     ::unlink(temp_.c_str());
     fail_write("cannot write " + target_.string(), error);
   }
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
-    const std::string reason = system_reason();
-    ::unlink(temp_.c_str());
-    throw FileError("cannot replace " + target_.string() + ": " + reason);
-  }
+  const bool renamed = ::rename(temp_.c_str(), target_.c_str()) == 0;
+  const std::string reason = renamed ? "" : system_reason();
+  if (!renamed) ::unlink(temp_.c_str());
+  forget_unfinished_file(unfinished_slot_);
+  unfinished_slot_ = -1;
+  if (!renamed) throw FileError("cannot replace " + target_.string() + ": " + reason);
   sync_directory(directory_of(target_));
 }
 

@@ -48,6 +48,7 @@ class AtomicFileWriter {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   int fd_ = -1;
+  int unfinished_slot_ = -1;  // io/unfinished_files.h: a signal that ends the process removes temp_
 };
 
 // Replaces `path` with `bytes` atomically.

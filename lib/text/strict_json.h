@@ -6,6 +6,7 @@
 // a million deep recurses as deep; a 2 MB bundle.json crashed sjd, and a
 // tokenizer.json of nested Sequence steps took gigabytes). No settings file,
 // bundle, profile, request or tokenizer.json comes near the limit.
+// A number too close to 0 for a double (1e-400), which would be read as 0, is an error too.
 #include <nlohmann/json.hpp>
 
 #include <istream>

@@ -130,6 +130,7 @@ TEST_CASE("settings in a config file must have the right type and range", "[cli]
   std::vector<BadCase> cases;
   const std::vector<std::pair<std::string, std::string>> configs = {
       {R"({"cfg": 1e308})", "/cfg"},        {R"({"temperature": 1e400})", "invalid JSON"},
+      {R"({"temperature": 1e-400})", "the number 1e-400 is too close to 0 for a double"},  // it decoded greedily
       {R"({"window": 16.7})", "/window"},   {R"({"seed": 1.5})", "/seed"},
       {R"({"seed": -1})", "/seed"},         {R"({"window": 3000000000})", "/window"},
       {R"({"window": 0})", "/window"},      {R"({"lantern_k": -2})", "/lantern_k"},

@@ -24,3 +24,17 @@ TEST_CASE("a failed run's empty folders are removed, unless another process has 
   CHECK_FALSE(std::filesystem::exists(dir / "a"));
   CHECK(std::filesystem::is_directory(dir / "c"));
 }
+
+TEST_CASE("a folder the output's path passes through is removed too, though the folder it names exists",
+          "[engine][outputs]") {
+  TempDir dir("created_through");
+  // `-o ghost/../x.png`: making the output's folder made ghost/, and a failed run left it behind.
+  engine::prepare_output_dir(dir / "ghost" / "..");
+  engine::prepare_output_dir(dir / "a" / "b" / ".." / "c");
+  CHECK(std::filesystem::is_directory(dir / "ghost"));
+  CHECK(std::filesystem::is_directory(dir / "a" / "b"));
+  engine::remove_empty_created_folders();
+  CHECK(std::filesystem::is_directory(dir.path()));
+  CHECK_FALSE(std::filesystem::exists(dir / "ghost"));
+  CHECK_FALSE(std::filesystem::exists(dir / "a"));
+}

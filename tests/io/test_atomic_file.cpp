@@ -1,11 +1,16 @@
 // Atomic whole-file writes and line appends (the batch manifest).
 #include "io/atomic_file.h"
+#include "io/unfinished_files.h"
 #include "testing/test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 namespace io = sjd::io;
@@ -17,6 +22,12 @@ namespace {
 size_t entries_in(const std::filesystem::path& directory) {
   return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(directory),
                                            std::filesystem::directory_iterator{}));
+}
+
+extern "C" void remove_unfinished_and_end(int signal) {
+  io::remove_unfinished_files_on_signal();
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
 }
 
 }  // namespace
@@ -89,4 +100,46 @@ TEST_CASE("append_line waits for an AppendLock and then appends to the file that
   }
   appender.join();
   CHECK(sjd::testing::read_file(manifest) == "merged\nlate\n");  // not lost in the replaced file
+}
+
+TEST_CASE("a signal that ends the process while a file is written removes its temporary", "[io][atomic]") {
+  TempDir dir("atomic_signal");
+  const auto file = dir / "image.png";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // what app/stop_signals.cpp's handler does, in a process of its own
+    std::signal(SIGTERM, remove_unfinished_and_end);
+    // More committed and abandoned writers than there are slots: each gives its slot back.
+    for (int i = 0; i < 40; ++i) {
+      io::AtomicFileWriter writer(file);
+      writer.write("old");
+      if (i % 2 == 0) writer.commit();
+    }
+    io::AtomicFileWriter writer(file);
+    writer.write("half of an image");
+    writer.flush();
+    std::raise(SIGTERM);
+    ::_exit(3);  // not reached
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(sjd::testing::read_file(file) == "old");
+  CHECK(entries_in(dir.path()) == 1);  // the temporary went with the process
+}
+
+TEST_CASE("the handler removes only the files still being written", "[io][atomic]") {
+  TempDir dir("atomic_tracked");
+  const int slot = io::track_unfinished_file(dir / "a.tmp");
+  REQUIRE(slot >= 0);
+  sjd::testing::write_file(dir / "a.tmp", "a");
+  sjd::testing::write_file(dir / "b.tmp", "b");
+  const int other = io::track_unfinished_file(dir / "b.tmp");
+  io::forget_unfinished_file(other);
+  io::remove_unfinished_files_on_signal();
+  CHECK_FALSE(std::filesystem::exists(dir / "a.tmp"));
+  CHECK(std::filesystem::exists(dir / "b.tmp"));
+  io::forget_unfinished_file(slot);
+  io::forget_unfinished_file(-1);  // nothing
 }

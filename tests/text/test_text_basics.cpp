@@ -1,10 +1,11 @@
-// UTF-8 helpers, the PCRE2 wrapper's dialect and the shared merge loop.
+// UTF-8 helpers, the PCRE2 wrapper's dialect, the shared merge loop and strict JSON.
 #include <catch2/catch.hpp>
 
 #include <map>
 
 #include "text/pair_merge.h"
 #include "text/regex.h"
+#include "text/strict_json.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
@@ -120,4 +121,36 @@ TEST_CASE("merge_pairs merges the lowest-ranked pair first, leftmost on ties", "
   REQUIRE(tied.size() == 2);
   CHECK(tied[0].length == 2);
   CHECK(tied[0].id == 7);
+}
+
+TEST_CASE("strict JSON refuses repeated keys, deep nesting and numbers too small for a double", "[text][json]") {
+  using sjd::text::parse_strict_json;
+  const auto refusal = [](const std::string& text) {
+    try {
+      parse_strict_json(text, "f.json");
+    } catch (const sjd::text::StrictJsonError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // 1e-400 was read as 0 without a word: a temperature of 0 decodes greedily.
+  CHECK(refusal(R"({"t": 1e-400})") == "f.json: the number 1e-400 is too close to 0 for a double, which would hold 0");
+  CHECK(refusal(R"([0.5, -2.5E-999])").find("the number -2.5E-999 is too close to 0") != std::string::npos);
+  // Zeros written as zeros, and numbers a double holds only as a subnormal, are numbers.
+  const auto zeros = parse_strict_json(R"([0.0, -0.0, 0e-400, 0.000E+5, 4e-320, 1e-300])", "f.json");
+  CHECK(zeros[0] == 0.0);
+  CHECK(zeros[2] == 0.0);
+  CHECK(zeros[3] == 0.0);
+  CHECK(zeros[4].get<double>() > 0.0);
+  CHECK(zeros[5].get<double>() == 1e-300);
+  CHECK(refusal(R"({"a": {"k": 1, "k": 2}})") == "f.json: key \"k\" appears twice in one object");
+  // The same key in two objects is no repetition.
+  CHECK(parse_strict_json(R"({"a": {"k": 1}, "b": {"k": 2}, "k": [{"k": 3}]})", "f.json")["k"][0]["k"] == 3);
+  CHECK(refusal(std::string(64, '[') + std::string(64, ']')) == "accepted");
+  CHECK(refusal(std::string(65, '[') + std::string(65, ']')).find("nested more than 64 levels deep") !=
+        std::string::npos);
+  CHECK(refusal("{\"a\": 1,}").find("f.json: invalid JSON: parse error at line 1, column 9") == 0);
+  CHECK(refusal("[1] 2").find("f.json: invalid JSON") == 0);  // one value per file
+  const auto document = parse_strict_json(R"({"s": "x", "n": null, "b": true, "i": -3, "u": 7, "f": 0.25})", "f.json");
+  CHECK(document.dump() == R"({"b":true,"f":0.25,"i":-3,"n":null,"s":"x","u":7})");
 }
