@@ -3,7 +3,7 @@
 # nvcc, CMake and ninja, but none of our Debian packages and no network), in
 # stages that each fit a time limit, so a ten-minute call can run some of them
 # and a second call the rest:
-#   scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused]
+#   scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused] [sanitize]
 #   (default: build test run bench suite)
 # build  unpack third_party_debs (scripts/gather_gpu_deps.sh, carried with the
 #        working tree) into SJD_DEPS_PREFIX and build everything with all cores
@@ -26,6 +26,10 @@
 #        SJD_WIDE_WINDOW_ATTENTION=0, with SJD_WINDOW_ATTENTION=0, and with all off,
 #        and the tree verification over listed ids against SJD_SPARSE_TREE_VERIFY=0,
 #        side by side in results.md; its output goes to bench.log
+# sanitize  compute-sanitizer over tests_cuda's kernel-level cases: memcheck once over
+#        all of them, racecheck on each kernel with shared memory (the barriers were
+#        checked by reading only); verdicts and hazard counts in results.md, output
+#        in test.log
 # A later stage builds first when the build folder has no sjd (a fresh machine).
 # With SJD_PREBUILT=build-prebuilt (sjd and tests_cuda built on a CPU machine by
 # scripts/cuda_build_check.sh, carried with the call) `build` only unpacks the
@@ -40,7 +44,7 @@
 #   dry run on a machine without a GPU: --device cpu, the tiny bench preset),
 #   SJD_CHECK_CTEST_ARGS (extra ctest arguments, e.g. "-R text"),
 #   SJD_CHECK_LIMITS (seconds per stage, default "build=300 test=150 suite=300 run=150 bench=330 batch=240
-#   calibrate=120 fused=180"),
+#   calibrate=120 fused=180 sanitize=240"),
 #   SJD_CHECK_TOTAL (seconds for the whole call, default 540: no stage runs past
 #   it, so the device tool's 600 s leave time to pack and print the results),
 #   SJD_PREBUILT (above), PYTHON (default python3: the Python whose torch is used),
@@ -50,7 +54,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused]" >&2
+  echo "usage: scripts/device_check.sh OUT_DIR [build] [test] [suite] [run] [bench] [batch] [calibrate] [fused]" \
+       "[sanitize]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -58,11 +63,12 @@ out=$1; shift
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build test run bench suite)
 for s in "${stages[@]}"; do
-  case "$s" in build|test|suite|run|bench|batch|calibrate|fused) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
+  case "$s" in build|test|suite|run|bench|batch|calibrate|fused|sanitize) ;; *) echo "device_check: unknown stage '$s'" >&2; usage ;; esac
 done
 device=${SJD_CHECK_DEVICE:-cuda}
 case "$device" in cuda|cpu) ;; *) echo "device_check: SJD_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;; esac
-declare -A limit=([build]=300 [test]=150 [suite]=300 [run]=150 [bench]=330 [batch]=240 [calibrate]=120 [fused]=180)
+declare -A limit=([build]=300 [test]=150 [suite]=300 [run]=150 [bench]=330 [batch]=240 [calibrate]=120 [fused]=180
+                  [sanitize]=240)
 total=${SJD_CHECK_TOTAL:-540}
 [[ "$total" =~ ^[0-9]+$ ]] || { echo "device_check: SJD_CHECK_TOTAL must be seconds, not '$total'" >&2; exit 2; }
 call_deadline=$(( $(date +%s) + total ))
@@ -693,6 +699,34 @@ PY
     else
       md "| $fused, $window, $wide, $sparse | $(verdict) | - | - | - | - | - | - | - | $took |"
     fi
+  done
+  cap_log "$log"
+  md ""
+}
+
+# compute-sanitizer over the kernels' own cases (not the transformer's: a sanitized forward is slow).
+# memcheck: out-of-bounds and misaligned accesses anywhere in them; racecheck: shared-memory hazards,
+# one kernel at a time, so a slow one cannot hide the others' verdicts.
+stage_sanitize() {
+  local log=$out/test.log sanitizer
+  md "## sanitize (compute-sanitizer over tests_cuda's kernel cases)"
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ ! -x "$build/tests/tests_cuda" ] || [ "$tests_cuda_loads" -eq 0 ]; then
+    md "- not run: no tests_cuda that loads here"; md ""; return
+  elif [ -z "$sanitizer" ]; then
+    md "- not run: no compute-sanitizer on this machine"; md ""; return
+  fi
+  local cases=("window attention gives softmax*" "window attention on tensor cores*" "tree levels over the ids listed*"
+               "tree levels over the whole vocabulary*" "fused add + RMS norm*" "fused silu*" "fused qkv prologue*"
+               "fused logits pipeline matches*" "spine MRS and tail drafts*" "bonus draws on the device*")
+  local all; all=$(IFS=,; echo "${cases[*]}")
+  limited 100 "$log" "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/tests_cuda" "$all"
+  md "- memcheck, all ${#cases[@]} cases: $(verdict) in ${took} s: $(grep -E '^========= ERROR SUMMARY' "$log" | tail -1)"
+  local name
+  for name in "${cases[@]:0:8}"; do
+    limited 30 "$log" "$sanitizer" --tool racecheck --racecheck-report hazard --error-exitcode 1 \
+      "$build/tests/tests_cuda" "$name"
+    md "- racecheck \"$name\": $(verdict) in ${took} s: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)"
   done
   cap_log "$log"
   md ""

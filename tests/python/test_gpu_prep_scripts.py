@@ -270,9 +270,10 @@ def test_device_check_runs_a_prebuilt_suite_with_its_paths_pointed_at_this_machi
     assert "3 - fails (Failed)" in results
 
 
-def run_test_stage(tmp_path, tests_cuda_body, limits=None):
-    """device_check.sh's build and test stages with prebuilt stand-ins: `sjd` that starts, a `tests_cuda`
-    running the given sh body, and a Python naming no torch. Returns results.md."""
+def run_test_stage(tmp_path, tests_cuda_body, limits=None, stages=("build", "test"), tools=None):
+    """device_check.sh's build and test stages (or `stages`) with prebuilt stand-ins: `sjd` that starts, a
+    `tests_cuda` running the given sh body, and a Python naming no torch; `tools`, a folder put first on the
+    PATH. Returns results.md."""
     prebuilt = tmp_path / "prebuilt"
     (prebuilt / "tests").mkdir(parents=True)
     (prebuilt / "sjd").write_text("#!/bin/sh\nexit 0\n")
@@ -282,11 +283,12 @@ def run_test_stage(tmp_path, tests_cuda_body, limits=None):
         program.chmod(0o755)
     debs = make_deb(tmp_path, "libfoo1", files={f"{LIB}/libfoo.so.1": "runtime"})
     out = tmp_path / "out"
-    env = {"PATH": TOOLS_PATH, "SJD_PREBUILT": str(prebuilt), "SJD_DEPS_DEBS": str(debs),
-           "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu", "PYTHON": str(tmp_path / "python")}
+    env = {"PATH": f"{tools}:{TOOLS_PATH}" if tools else TOOLS_PATH, "SJD_PREBUILT": str(prebuilt),
+           "SJD_DEPS_DEBS": str(debs), "SJD_DEPS_PREFIX": str(tmp_path / "prefix"), "SJD_CHECK_DEVICE": "cpu",
+           "PYTHON": str(tmp_path / "python")}
     if limits:
         env["SJD_CHECK_LIMITS"] = limits
-    subprocess.run(["bash", str(DEVICE_CHECK), str(out), "build", "test"], capture_output=True, text=True,
+    subprocess.run(["bash", str(DEVICE_CHECK), str(out), *stages], capture_output=True, text=True,
                    timeout=300, env=env)
     return (out / "results.md").read_text()
 
@@ -323,6 +325,30 @@ def test_device_check_reads_catch2_failure_counts_as_failures_not_timeouts(tmp_p
         assert f"- tests_cuda [{tag}]: FAILED (exit {code}): the later stages run with {switch}=0" in results
     assert "- tests_cuda [graph-memory] (a process of its own): FAILED (exit 137) in " in results
     assert "TIMED OUT" not in results and "untested" not in results
+
+
+def test_device_check_sanitize_stage_runs_each_kernel_case_under_compute_sanitizer(tmp_path):
+    # A stand-in compute-sanitizer that records its arguments and finds a race in the SwiGLU kernel's case
+    # only; memcheck runs once over every case, racecheck once per kernel, and each verdict names its case.
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    calls = tmp_path / "calls.txt"
+    (tools / "compute-sanitizer").write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        'case "$*" in *"racecheck"*"fused silu"*) echo "========= RACECHECK SUMMARY: 1 hazard displayed"; exit 1 ;;\n'
+        '  *racecheck*) echo "========= RACECHECK SUMMARY: 0 hazards displayed"; exit 0 ;; esac\n'
+        'echo "========= ERROR SUMMARY: 0 errors"\n')
+    (tools / "compute-sanitizer").chmod(0o755)
+    results = run_test_stage(tmp_path, "exit 0\n", stages=("build", "sanitize"), tools=tools)
+    assert "- memcheck, all 10 cases: ok in " in results, results
+    assert "ERROR SUMMARY: 0 errors" in results
+    assert '- racecheck "fused silu*": FAILED (exit 1) in ' in results
+    assert "RACECHECK SUMMARY: 1 hazard displayed" in results
+    assert results.count("RACECHECK SUMMARY: 0 hazards displayed") == 7
+    lines = calls.read_text().splitlines()
+    assert lines[0].startswith("--tool memcheck --error-exitcode 1 ") and "window attention gives softmax*," in lines[0]
+    assert lines[1].endswith("tests_cuda window attention gives softmax*")
+    assert len(lines) == 9
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to make a binary with a missing library")
