@@ -113,9 +113,10 @@ TEST_CASE("the device verifier's book update leaves the draft book as WindowVeri
       kernels.rejected = expected.rejected;
       kernels.sibling_accepts = expected.sibling_accepts;
       for (const auto& draft : cpu_book.drafts()) kernels.next_drafts.push_back(draft.token);
+      // The kernels' tokens, path and next drafts are taken as they are (tests_cuda compares them with the
+      // CPU's); what is checked is what adopting them computes: the window kind and the books' q's, ages,
+      // tree and stale p's.
       const decoding::WindowOutcome got = decoding::adopt_window_result(input, kernels, adopted);
-      CHECK(got.tokens == expected.tokens);
-      CHECK(got.path == expected.path);
       CHECK(got.tree_window == expected.tree_window);
       require_same_book(cpu_book, adopted);
 

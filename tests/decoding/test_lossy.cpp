@@ -1,6 +1,11 @@
 // Lossy relaxations measured against the exact AR distribution: the total
 // variation distance of whole sequences grows with delta and is zero (within
 // the exactness test) at delta = 1; relaxing buys fewer steps.
+// Significance: every run has fixed seeds, so its verdict is deterministic. An
+// exact setting must fit the AR law at p > 1e-3 (Pearson chi-square over whole
+// sequences, each case on its own, not corrected for the few cases per test: a
+// false alarm would show as a fixed failure, not a flaky one); a lossy setting,
+// the broken variant of each test, must be rejected at p < 1e-6.
 #include <catch2/catch.hpp>
 
 #include "decoding/decoder.h"

@@ -3,6 +3,7 @@
 // of earlier versions) and the errors that name what is wrong.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "decoding/run_stats.h"
@@ -140,7 +141,11 @@ TEST_CASE("window planner: a measured prior decides the window before any outcom
   CHECK(sjd::decoding::WindowPlanner(sjd, half, 2, {{0.9, 0.9, 0.9}}).next(false, 256).chain >= 2);
   CHECK(sjd::decoding::WindowPlanner(sjd, half, 2, {{0.9, 0.9, 0.9}}).prior_by_age() ==
         std::vector<double>{0.9, 0.9, 0.9});
-  CHECK(sjd::decoding::WindowPlanner(sjd, half, 2).prior_by_age() == std::vector<double>{0.2, 0.5, 0.65});
+  // Without a model's own prior: the generic one, rounded from the first default model's measured acceptance
+  // by draft age (0.15, 0.5, 0.7-0.75; window_planner.cpp), rising with age as Jacobi iterations settle drafts.
+  const std::vector<double> generic = sjd::decoding::WindowPlanner(sjd, half, 2).prior_by_age();
+  CHECK(generic == std::vector<double>{0.2, 0.5, 0.65});
+  CHECK(std::is_sorted(generic.begin(), generic.end()));
 }
 
 TEST_CASE("window planner: one that does not learn keeps its window whatever the drafts do", "[decoding][step_cost]") {

@@ -2,6 +2,7 @@
 // step-cost profile recorded and read, and `sjd bench --calibrate`.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -186,18 +187,26 @@ TEST_CASE("bench --calibrate --into-bundle: what would stop the write is refused
   std::filesystem::remove(model / "bundle.json");
   write_file(model / "bundle.json", original.dump(2));
   CommandResult run;
-  std::thread calibration([&] { run = run_sjd("bench --calibrate --iterations 30 --batch-sizes 1,2" + calibrate +
-                                              quoted(model)); });
+  std::atomic<bool> finished{false};
+  std::thread calibration([&] {
+    run = run_sjd("bench --calibrate --iterations 30 --batch-sizes 1,2" + calibrate + quoted(model));
+    finished = true;
+  });
   std::this_thread::sleep_for(std::chrono::seconds(2));
   auto edited = original;
   edited["name"] = "renamed while calibrating";
   write_file(model / "bundle.json", edited.dump(2));
+  const bool edited_while_running = !finished;
   calibration.join();
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
+  CHECK(edited_while_running);  // else the edit came after the write, and the checks below prove nothing
   const auto after = nlohmann::json::parse(read_file(model / "bundle.json"));
   CHECK(after["name"] == "renamed while calibrating");
-  CHECK(after["step_cost"].contains("cpu-f32"));
+  // The new profile (two batch sizes) replaced the shipped one (five): the edit did not cost the result.
+  REQUIRE(after["step_cost"].contains("cpu-f32"));
+  CHECK(after["step_cost"]["cpu-f32"] != original["step_cost"]["cpu-f32"]);
+  CHECK(after["step_cost"]["cpu-f32"]["curves"].size() == 2);
 }
 
 TEST_CASE("bench --calibrate: a batch too large for the memory exits 2 with the estimate, before timing",

@@ -51,7 +51,8 @@ TEST_CASE("claims: a live owner keeps its claim, a zombie owner's is taken over"
   // A killed process that its parent has not reaped still answers kill(pid, 0).
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  siginfo_t ended{};  // waits until the child has exited, leaving it unreaped (a zombie)
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(child), &ended, WEXITED | WNOWAIT) == 0);
   write_claim(dir.path(), child);
   CHECK(board.try_claim(0, kIdentity));
   ::waitpid(child, nullptr, 0);

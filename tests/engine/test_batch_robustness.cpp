@@ -199,6 +199,15 @@ TEST_CASE("batch: two processes on one folder make every image once", "[cli][bat
   }
   CHECK(made.size() == 8);
   for (const auto& [index, times] : made) CHECK(times == 1);
+  // Each process counts only what it made (the first to claim may make all eight at the default batch size).
+  int generated = 0;
+  for (const char* name : {"a.out", "b.out"}) {
+    std::smatch count;
+    const std::string said = read_file(dir / name);
+    REQUIRE(std::regex_search(said, count, std::regex(R"(batch: (\d+) generated)")));
+    generated += std::stoi(count[1]);
+  }
+  CHECK(generated == 8);
 }
 
 TEST_CASE("batch: an image held by a process that dies while this one works is made before this one ends",

@@ -51,6 +51,7 @@ TEST_CASE("a layer naming every setting reads into its own members and writes ba
 }
 
 TEST_CASE("every bounded setting is refused just past its range, naming the layer and key", "[engine][settings]") {
+  int bounded = 0;
   for (const engine::SettingField& field : engine::setting_fields()) {
     nlohmann::json past;
     std::visit(
@@ -67,6 +68,7 @@ TEST_CASE("every bounded setting is refused just past its range, naming the laye
         },
         field.kind);
     if (past.is_null()) continue;  // names, flags and the seed (any 64-bit integer) have no range
+    ++bounded;
     INFO(field.key << " = " << past.dump());
     engine::GenerationSettings s;
     try {
@@ -76,6 +78,7 @@ TEST_CASE("every bounded setting is refused just past its range, naming the laye
       CHECK_THAT(e.what(), Catch::StartsWith("layer.json: /" + std::string(field.key) + ": "));
     }
   }
+  CHECK(bounded >= 10);  // cfg, temperature, top_k, window, the tree's and relaxations' numbers...
 }
 
 TEST_CASE("every setting has its long flag, the key with '-' for '_'", "[engine][settings][cli]") {

@@ -1,6 +1,6 @@
 // Files written by PyTorch and HF's safetensors library, read by sjd, and the
-// reverse. Python writes its fixtures here at test time; without python3 and
-// the packages the tests say so and pass.
+// reverse. Python (the one the build was configured with) writes its fixtures
+// here at test time; without it and the packages the tests say so and skip.
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "testing/test_support.h"
@@ -16,14 +16,15 @@ using sjd::testing::TempDir;
 namespace {
 
 bool python_has(const std::string& modules) {
-  return std::system(("python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
+  const std::string command = "'" + sjd::testing::python_program() + "' -c 'import " + modules + "' >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
 }
 
 // Runs `script` with `arguments`; returns its output when it fails, "" when it succeeds.
 std::string python_failure(const TempDir& dir, const std::string& script, const std::string& arguments) {
   sjd::testing::write_file(dir / "script.py", script);
-  const std::string command = "python3 '" + (dir / "script.py").string() + "' " + arguments + " > '" +
-                              (dir / "script.log").string() + "' 2>&1";
+  const std::string command = "'" + sjd::testing::python_program() + "' '" + (dir / "script.py").string() + "' " +
+                              arguments + " > '" + (dir / "script.log").string() + "' 2>&1";
   if (std::system(command.c_str()) == 0) return "";
   return "python failed:\n" + sjd::testing::read_file(dir / "script.log");
 }

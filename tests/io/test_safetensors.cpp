@@ -250,7 +250,12 @@ TEST_CASE("truncated and corrupted files never crash, only throw WeightError", "
       CHECK_THAT(error.what(), Contains(file.string()));
     }
   };
-  for (size_t length = 0; length < good.size(); ++length) read_or_weight_error(good.substr(0, length));
+  // Every strict prefix lacks a byte the header promised: refused, never read as a shorter tensor.
+  for (size_t length = 0; length < good.size(); ++length) {
+    INFO("first " << length << " bytes");
+    sjd::testing::write_file(file, good.substr(0, length));
+    CHECK_THROWS_AS(io::read_safetensors(file), io::WeightError);
+  }
   for (size_t at = 0; at < good.size(); ++at) {
     for (char replacement : {'\0', '\x01', '"', '9', '}', '\xff'}) {
       std::string bytes = good;

@@ -223,7 +223,7 @@ def test_cpp_decoder_matches_reference(tmp_path):
     write_fixture(tmp_path / "fixture", model, codes)
     code, output = run_fixture(binary, tmp_path / "fixture")
     assert code == 0, output
-    # The case really compared something (it only warns when the variable is missing).
+    # The case really compared something (it fails when the variable is missing).
     assert "float max abs error" in output and "SJD_VQ_FIXTURE_DIR is not set" not in output
     assert "All tests passed" in output
 

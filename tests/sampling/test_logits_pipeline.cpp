@@ -1,7 +1,10 @@
 // The logits pipeline against direct formulas.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "sampling/categorical.h"
 #include "sampling/logits_pipeline.h"
@@ -62,6 +65,94 @@ TEST_CASE("constraints, temperature and top-k", "[pipeline]") {
   s.temperature = 0.0;  // greedy: a point mass on the best allowed token
   p = run_logits_pipeline(logits, {mask}, s)[0];
   CHECK(p[5].item<float>() == 1.0f);
+}
+
+namespace {
+
+// The pipeline's law for one slot, in doubles and plain loops: guidance, the slot's mask, temperature, the
+// k best allowed tokens, softmax. Independent of the ATen ops the pipeline uses.
+std::vector<double> expected_slot(const std::vector<double>& cond, const std::vector<double>& uncond,
+                                  const std::vector<bool>& allowed, const PipelineSettings& s) {
+  const size_t vocab = cond.size();
+  const auto log_softmax = [](const std::vector<double>& x) {
+    double top = x[0], sum = 0.0;
+    for (double v : x) top = std::max(top, v);
+    for (double v : x) sum += std::exp(v - top);
+    std::vector<double> out;
+    for (double v : x) out.push_back(v - top - std::log(sum));
+    return out;
+  };
+  std::vector<double> c = cond, u = uncond;
+  if (s.cfg_mix == CfgMix::kLogProbs) {
+    c = log_softmax(cond);
+    u = log_softmax(uncond);
+  }
+  std::vector<double> z(vocab);
+  for (size_t v = 0; v < vocab; ++v) z[v] = (u[v] + s.cfg_scale * (c[v] - u[v])) / s.temperature;
+  std::vector<double> kept;  // the allowed scores, best first
+  for (size_t v = 0; v < vocab; ++v) {
+    if (allowed[v]) kept.push_back(z[v]);
+  }
+  std::sort(kept.rbegin(), kept.rend());
+  const double threshold = kept[std::min<size_t>(static_cast<size_t>(s.top_k), kept.size()) - 1];
+  double top = kept[0], sum = 0.0;
+  std::vector<double> p(vocab, 0.0);
+  for (size_t v = 0; v < vocab; ++v) {
+    if (allowed[v] && z[v] >= threshold) sum += (p[v] = std::exp(z[v] - top));
+  }
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("guidance, masks, temperature and top-k together give the formula's law, slot by slot", "[pipeline]") {
+  const int64_t vocab = 50, slots = 3;
+  at::manual_seed(11);
+  const at::Tensor logits = (at::randn({2, slots, vocab}) * 3).contiguous();  // [cond / uncond, W, V]
+  std::vector<SlotConstraint> constraints(static_cast<size_t>(slots));
+  std::vector<std::vector<bool>> allowed(static_cast<size_t>(slots), std::vector<bool>(vocab, true));
+  // Slot 1 may use only every third token, slot 2 all but the ten best conditional ones.
+  constraints[1].allowed = at::zeros({vocab}, at::kBool);
+  const at::Tensor best = std::get<1>(logits[0][2].topk(10));
+  constraints[2].allowed = at::ones({vocab}, at::kBool);
+  for (int64_t v = 0; v < vocab; ++v) {
+    allowed[1][v] = v % 3 == 0;
+    constraints[1].allowed[v] = static_cast<bool>(allowed[1][v]);
+  }
+  for (int64_t i = 0; i < 10; ++i) {
+    const int64_t v = best[i].item<int64_t>();
+    allowed[2][v] = false;
+    constraints[2].allowed[v] = false;
+  }
+  for (const CfgMix mix : {CfgMix::kLogits, CfgMix::kLogProbs}) {
+    for (const double cfg : {1.0, 3.0}) {
+      for (const int64_t top_k : {int64_t{5}, int64_t{12}, int64_t{0}}) {
+        PipelineSettings s;
+        s.cfg_mix = mix;
+        s.cfg_scale = cfg;
+        s.temperature = 0.7;
+        s.top_k = top_k;
+        INFO("mix " << static_cast<int>(mix) << ", cfg " << cfg << ", top-k " << top_k);
+        const at::Tensor p = run_logits_pipeline(logits, constraints, s);
+        for (int64_t slot = 0; slot < slots; ++slot) {
+          INFO("slot " << slot);
+          std::vector<double> cond(vocab), uncond(vocab);
+          for (int64_t v = 0; v < vocab; ++v) {
+            cond[v] = logits[0][slot][v].item<float>();
+            uncond[v] = logits[1][slot][v].item<float>();
+          }
+          PipelineSettings whole = s;
+          if (whole.top_k == 0) whole.top_k = vocab;
+          const std::vector<double> expected = expected_slot(cond, uncond, allowed[slot], whole);
+          for (int64_t v = 0; v < vocab; ++v) {
+            INFO("token " << v);
+            CHECK(p[slot][v].item<float>() == Approx(expected[v]).margin(1e-6).epsilon(1e-4));
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("a slot forced past the vocabulary is refused, not written past the probabilities", "[pipeline]") {

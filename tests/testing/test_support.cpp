@@ -36,6 +36,12 @@ std::filesystem::path from_environment(const char* name, const char* built_in) {
 std::filesystem::path source_dir() { return from_environment("SJD_SOURCE_DIR", SJD_SOURCE_DIR); }
 std::filesystem::path build_dir() { return from_environment("SJD_BUILD_DIR", SJD_BUILD_DIR); }
 
+std::string python_program() {
+  const std::filesystem::path python = from_environment("SJD_PYTHON", SJD_PYTHON);
+  std::error_code error;
+  return std::filesystem::exists(python, error) ? python.string() : "python3";
+}
+
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);

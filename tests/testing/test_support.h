@@ -22,6 +22,9 @@ class TempDir {
 // The source and build trees: $SJD_SOURCE_DIR / $SJD_BUILD_DIR when set, else where the tests were built.
 std::filesystem::path source_dir();
 std::filesystem::path build_dir();
+// The Python the build was configured with (setup.sh's PYTHON: a venv's, with torch), or SJD_PYTHON; where
+// neither exists (a suite carried to another machine), python3 on the PATH.
+std::string python_program();
 
 // Writes bytes to a file (creating parent folders).
 void write_file(const std::filesystem::path& path, const std::string& bytes);
