@@ -67,7 +67,9 @@ Draft DraftBook::initialise(const std::vector<int64_t>& committed, int64_t posit
                             int64_t stale_draw) const {
   const int64_t forced = layout_.forced(position);
   if (forced >= 0) return {forced, one_hot(forced)};  // structure tokens are drafted as themselves
-  if (const at::Tensor* p = stale_source(position)) return {stale_draw, *p};
+  if (const at::Tensor* p = stale_source(position)) {
+    return {stale_draw, mutants_.uniform_stale_q ? uniform_image_q_ : *p};
+  }
   const int64_t neighbour = neighbour_of(position);
   if (neighbour >= 0 && (method_.init == InitScheme::kRepeatLeft || method_.init == InitScheme::kRepeatUp)) {
     const int64_t token = token_at(committed, neighbour);

@@ -120,6 +120,9 @@ decoding::DecodeRequest table_request(const std::string& method, int window, con
   return r;
 }
 
+// The AR law through the same logits pipeline the decoders use: these tests judge the decoding loop, and the
+// pipeline's own law (guidance, masks, temperature and top-k together) is held against a loop in doubles in
+// tests/sampling/test_logits_pipeline.cpp.
 std::map<std::vector<int64_t>, double> exact_distribution(const TableModel& model, const family::TokenLayout& layout,
                                                           const sampling::PipelineSettings& pipeline, int64_t rows) {
   std::map<std::vector<int64_t>, double> out;

@@ -168,6 +168,16 @@ TEST_CASE("mutant: keeping the stale draft q for continued tokens is rejected", 
   check_rejected({"scd-mc", 4, "random", true}, stale);
 }
 
+TEST_CASE("mutant: a draft drawn from a neighbour's stale p but recorded with a uniform q is rejected",
+          "[exactness][mutant]") {
+  // The verifier's accept test divides by the q the draft was drawn from; the wrong q over-accepts the
+  // tokens the stale p favours. Shows the sample-up and sample-left cases can see their own q.
+  decoding::Mutants uniform;
+  uniform.uniform_stale_q = true;
+  check_rejected({"sjd", 3, "sample-up", true}, uniform);
+  check_rejected({"sjd", 3, "sample-left"}, uniform);
+}
+
 TEST_CASE("mutant: choosing the longest accepted sibling path is rejected", "[exactness][mutant]") {
   decoding::Mutants longest;
   longest.longest_sibling = true;
