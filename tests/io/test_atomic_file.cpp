@@ -86,14 +86,18 @@ TEST_CASE("append_line waits for an AppendLock and then appends to the file that
   TempDir dir("atomic_append_lock");
   const auto manifest = dir / "manifest.jsonl";
   io::append_line(manifest, "old");
-  std::atomic<bool> appended{false};
+  std::atomic<bool> started{false}, appended{false};
   std::thread appender;
   {
     const io::AppendLock lock(manifest);
     appender = std::thread([&] {
+      started = true;
       io::append_line(manifest, "late");
       appended = true;
     });
+    // The appender must be waiting on the old file's lock when it is replaced: one that started only
+    // after the replacement would append to the new file whatever the lock did.
+    while (!started) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK_FALSE(appended);  // waiting for the lock
     io::write_file_atomic(manifest, "merged\n");
