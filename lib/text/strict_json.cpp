@@ -32,7 +32,8 @@ class CheckingBuilder {
   bool number_unsigned(Json::number_unsigned_t value) { return builder_.number_unsigned(value); }
   bool number_float(Json::number_float_t value, const Json::string_t& text) {
     if (value == 0.0 && names_a_non_zero(text)) {
-      throw StrictJsonError(where_ + ": the number " + text + " is too close to 0 for a double, which would hold 0");
+      const std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;  // digits can run on
+      throw StrictJsonError(where_ + ": the number " + shown + " is too close to 0 for a double, which would hold 0");
     }
     return builder_.number_float(value, text);
   }

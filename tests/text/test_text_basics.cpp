@@ -136,6 +136,9 @@ TEST_CASE("strict JSON refuses repeated keys, deep nesting and numbers too small
   // 1e-400 was read as 0 without a word: a temperature of 0 decodes greedily.
   CHECK(refusal(R"({"t": 1e-400})") == "f.json: the number 1e-400 is too close to 0 for a double, which would hold 0");
   CHECK(refusal(R"([0.5, -2.5E-999])").find("the number -2.5E-999 is too close to 0") != std::string::npos);
+  // A number of a thousand digits is quoted by its first forty.
+  const std::string long_zero = refusal("[0." + std::string(1000, '0') + "1]");
+  CHECK(long_zero.find("the number 0." + std::string(38, '0') + "... is too close to 0") != std::string::npos);
   // Zeros written as zeros, and numbers a double holds only as a subnormal, are numbers.
   const auto zeros = parse_strict_json(R"([0.0, -0.0, 0e-400, 0.000E+5, 4e-320, 1e-300])", "f.json");
   CHECK(zeros[0] == 0.0);
