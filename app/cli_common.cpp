@@ -41,7 +41,8 @@ std::string integer_text_problem(const std::string& text) {
   if (error == std::errc::result_out_of_range && stop == end) {
     const bool below = text.rfind('-', 0) == 0;
     return "must be an integer no " + std::string(below ? "smaller" : "larger") + " than " +
-           std::to_string(below ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max()) + " (got " + text + ")";
+           std::to_string(below ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max()) +
+           " (got " + text + ")";
   }
   if (std::is_unsigned_v<T> && text.rfind('-', 0) == 0) return "must be a non-negative integer (got " + text + ")";
   return "must be an integer in decimal digits (got " + text + ")";

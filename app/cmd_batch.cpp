@@ -40,7 +40,8 @@ int run_batch_command(const BatchArgs& args) {
   bundle.trust_code = args.settings.trust_code();
   engine::BatchOptions options;
   options.settings = args.settings.resolve(bundle.defaults, bundle.json_path.string());
-  std::unique_ptr<text::Tokenizer> tokenizer = load_checked_tokenizer(bundle, options.settings.resolution, args.settings);
+  std::unique_ptr<text::Tokenizer> tokenizer =
+      load_checked_tokenizer(bundle, options.settings.resolution, args.settings);
   print_settings_note(options.settings, SettingsFlags::baseline(bundle.defaults, bundle.json_path.string()));
   options.prompts = args.prompts;
   options.out_dir = args.out_dir;
@@ -65,7 +66,8 @@ int run_batch_command(const BatchArgs& args) {
                                   {"--config", args.settings.config_file()},
                                   {"--cost-profile", options.settings.cost_profile}},
                                  args.model);
-  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings), std::move(tokenizer));
+  engine::Generator generator(std::move(bundle), engine::placement_from_settings(options.settings),
+                              std::move(tokenizer));
   generator.set_memory_limit(args.settings.max_memory());
   install_stop_signals();  // from here a Ctrl-C lets the images in flight finish (stop_signals.h)
   options.stop_requested = stop_signal;

@@ -45,7 +45,8 @@ void check_mode_flags(const BenchArgs& args) {
   const auto listed = [&](const std::vector<std::string>& flags) {
     std::string list;
     for (const std::string& flag : flags) {
-      if (std::find(args.given.begin(), args.given.end(), flag) != args.given.end()) list += (list.empty() ? "" : ", ") + flag;
+      if (std::find(args.given.begin(), args.given.end(), flag) != args.given.end())
+        list += (list.empty() ? "" : ", ") + flag;
     }
     return list;
   };
@@ -187,8 +188,10 @@ int run_bench_command(const BenchArgs& args) {
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "time a full-size architecture with random weights (ms per step, GB/s, s per image)");
-  cmd->add_option("--preset", args->preset, "lumina-7b-768 | emu3-8b-720 | llamagen-xl-512 | tiny")->capture_default_str();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "time a full-size architecture with random weights (ms per step, GB/s, s per image)");
+  cmd->add_option("--preset", args->preset, "lumina-7b-768 | emu3-8b-720 | llamagen-xl-512 | tiny")
+      ->capture_default_str();
   cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "f32 | bf16 (default: bf16 for presets; the bundle's for --calibrate)");
   cmd->add_option("--windows", args->windows, "window sizes L to time, comma-separated")->capture_default_str();

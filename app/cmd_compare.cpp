@@ -130,7 +130,8 @@ int run_compare_command(const CompareArgs& args) {
                              std::to_string(args.seeds) + " would pass 2^64 - 1 (the seeds would wrap to 0)");
   }
   if (args.limit < 0) throw engine::InputError("--limit must not be negative (0 = every prompt)");
-  if (args.limit > 0 && args.prompts_file.empty()) throw engine::InputError("--limit N takes the first N of --prompts FILE");
+  if (args.limit > 0 && args.prompts_file.empty())
+    throw engine::InputError("--limit N takes the first N of --prompts FILE");
   if (args.settings.given("--method")) {
     std::cerr << "sjd: note: compare runs the methods of --methods, so --method " << options.base.method
               << " is ignored\n";
@@ -202,7 +203,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--prompts", args->prompts_file, "prompt file (.txt, .tsv/.csv with a Prompt column, .jsonl)")
       ->excludes(prompt);
   add_integer_option(*cmd, "--limit", args->limit, "with --prompts: only the first N prompts (0 = all)");
-  cmd->add_option("--methods", args->methods, "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")->capture_default_str();
+  cmd->add_option("--methods", args->methods,
+                  "comma-separated methods; name:relaxation adds a lossy variant (e.g. sjd-pac:cool)")
+      ->capture_default_str();
   add_integer_option(*cmd, "--seeds", args->seeds, "seeds per prompt (from --seed on)")->capture_default_str();
   cmd->add_option("--out-dir", args->out_dir,
                   "where compare.json, compare.png and runs/ (an image per run) go; re-running resumes")

@@ -85,7 +85,8 @@ int run_generate(const GenerateArgs& args) {
   engine::StagedImage image = engine::stage_image(args.output, out, args.prompt, generator.bundle().name);
   const double write_seconds = image.seconds;
   const nlohmann::json stats =
-      engine::stats_json(out, write_seconds, {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
+      engine::stats_json(out, write_seconds,
+                         {args.prompt, generator.bundle().name, generator.bundle().dir, args.output});
   if (!args.stats.empty()) io::write_file_atomic(args.stats, stats.dump(2) + "\n");
   if (!args.heatmap.empty()) {
     engine::write_step_heatmap(args.heatmap, out, args.prompt, generator.family(settings.resolution).layout(),
@@ -122,9 +123,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--stats", args->stats, "write steps, step compression and latency breakdown as JSON");
   cmd->add_option("--heatmap", args->heatmap,
                   "write the step that committed each token as a PNG, with a colour bar in steps");
-  CLI::Option* view = cmd->add_option("--heatmap-view", args->heatmap_view,
-                                      "side (the image and the map side by side) | blend (the map over the image) | map")
-                          ->capture_default_str();
+  CLI::Option* view =
+      cmd->add_option("--heatmap-view", args->heatmap_view,
+                      "side (the image and the map side by side) | blend (the map over the image) | map")
+          ->capture_default_str();
   add_quiet_flag(*cmd, args->quiet);
   cmd->add_option("--tokens", args->tokens, "write the generated token ids as JSON");
   args->settings.add_to(*cmd);

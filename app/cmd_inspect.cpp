@@ -53,7 +53,8 @@ std::vector<int64_t> ids_in(const nlohmann::json& value, int64_t limit, const st
 }
 
 // A request's keys are the ones named (a misspelt "widnow" would leave the window empty without a word).
-void check_request_keys(const nlohmann::json& request, const std::vector<std::string>& known, const std::string& where) {
+void check_request_keys(const nlohmann::json& request, const std::vector<std::string>& known,
+                        const std::string& where) {
   if (!request.is_object()) return;  // the caller names the expected form
   for (const auto& item : request.items()) {
     if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
@@ -130,7 +131,8 @@ model::RowPrompt request_row(engine::Generator& generator, const nlohmann::json&
                               generator, where);
   }
   model::RowPrompt row;
-  row.tokens = ids_in(j.value("tokens", nlohmann::json()), generator.bundle().transformer.vocab_size, where + ".tokens");
+  row.tokens =
+      ids_in(j.value("tokens", nlohmann::json()), generator.bundle().transformer.vocab_size, where + ".tokens");
   if (row.tokens.empty()) throw engine::InputError(where + ".tokens: must not be empty");
   for (size_t i = 0; i < row.tokens.size(); ++i) row.positions.push_back(static_cast<int64_t>(i));
   if (j.contains("positions")) {
@@ -192,7 +194,8 @@ int run_inspect(const InspectArgs& args) {
     throw engine::InputError("give --logits or --decode, one at a time");
   }
   if (!args.out.empty() && args.logits_request.empty() && args.decode_request.empty()) {
-    throw engine::InputError("--out keeps what --logits or --decode computes; without either, inspect prints the bundle");
+    throw engine::InputError(
+        "--out keeps what --logits or --decode computes; without either, inspect prints the bundle");
   }
   if (!args.out.empty()) engine::prepare_output_file(args.out, "--out");
   engine::check_outputs_apart({{"--out", args.out}},
@@ -283,7 +286,8 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "describe a bundle; dump logits or decoded pixels for parity checks");
   cmd->add_option("--model,-m", args->model, "model bundle directory")->required();
   cmd->add_option("--logits", args->logits_request,
-                  "JSON {\"rows\": [{\"text\": ...} | {\"uncond\": true, \"prompt\": ...} | {\"tokens\": [...]}], \"window\": [ids]}");
+                  "JSON {\"rows\": [{\"text\": ...} | {\"uncond\": true, \"prompt\": ...} | {\"tokens\": [...]}], "
+                  "\"window\": [ids]}");
   cmd->add_option("--decode", args->decode_request, "JSON {\"codes\": [[...], ...]}: decode with the bundle's VQ");
   cmd->add_option("--out", args->out, "safetensors file for --logits / --decode");
   add_trust_code_flag(*cmd, args->trust_code);

@@ -40,9 +40,11 @@ void check_combination(const TokenizeArgs& args) {
                              ")" + (guess ? "; did you mean '" + *guess + "'?" : ""));
   }
   if (!args.model.empty() && (!args.tokenizer_file.empty() || !args.kind.empty() || args.options_given)) {
-    throw engine::InputError("--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");
+    throw engine::InputError(
+        "--model takes the bundle's own tokenizer: --tokenizer, --kind and --options go without it");
   }
-  if (args.model.empty() && args.with_template) throw engine::InputError("--template goes with --model (a family's template)");
+  if (args.model.empty() && args.with_template)
+    throw engine::InputError("--template goes with --model (a family's template)");
   if (args.kind == "byte" && !args.tokenizer_file.empty()) {
     throw engine::InputError("--kind byte reads no file: --tokenizer goes with bpe, tiktoken or spm");
   }
@@ -123,17 +125,19 @@ int run_tokenize(const TokenizeArgs& args) {
 
 void add_tokenize_command(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "print the token ids of a text (a model's prompt, or a tokenizer file)");
+  CLI::App* cmd =
+      app.add_subcommand("tokenize", "print the token ids of a text (a model's prompt, or a tokenizer file)");
   cmd->add_option("--model,-m", args->model, "model bundle: ids as that family builds the prompt");
   cmd->add_flag("--template", args->with_template, "with --model: include the prompt template and its special tokens");
   cmd->add_option("--tokenizer", args->tokenizer_file, "a bare tokenizer file (tokenizer.json, .tiktoken, .model)");
   cmd->add_option("--kind", args->kind,
                   "bpe | tiktoken | spm (with --tokenizer; default: from the file) | byte (no file; --options gives "
                   "first_id)");
-  CLI::Option* options =
-      cmd->add_option("--options", args->options,
-                      "with --tokenizer or --kind byte: JSON options, e.g. {\"qwen_specials\": true} or {\"first_id\": 4}");
-  cmd->add_option("--json-lines", args->json_lines, "tokenize each JSON string line of this file, one id list per line");
+  CLI::Option* options = cmd->add_option(
+      "--options", args->options,
+      "with --tokenizer or --kind byte: JSON options, e.g. {\"qwen_specials\": true} or {\"first_id\": 4}");
+  cmd->add_option("--json-lines", args->json_lines,
+                  "tokenize each JSON string line of this file, one id list per line");
   CLI::Option* text = cmd->add_option("text", args->text, "the text to tokenize");
   cmd->callback([args, text, options]() {
     args->text_given = text->count() > 0;

@@ -54,7 +54,8 @@ void draw_together(const std::vector<SequenceDecoder*>& sequences, const std::ve
   for (bool on_device : {true, false}) {
     std::vector<Draw> draws;
     for (size_t i = 0; i < sequences.size(); ++i) {
-      if (sequences[i]->verifies_on_device() == on_device) draws.insert(draws.end(), planned[i].begin(), planned[i].end());
+      if (sequences[i]->verifies_on_device() == on_device)
+        draws.insert(draws.end(), planned[i].begin(), planned[i].end());
     }
     const auto drawn = draw_all(draws);
     auto next = drawn.begin();

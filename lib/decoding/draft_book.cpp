@@ -146,7 +146,8 @@ int64_t draft_distributions(const MethodConfig& method, const WindowShape& large
 }
 
 Draft DraftBook::update_tail(int64_t position, const at::Tensor& p, const Draft* old, uint32_t step) const {
-  if (!p.is_cpu()) throw std::logic_error("DraftBook::update_tail: p must be on the CPU (the device verifier drafts itself)");
+  if (!p.is_cpu())
+    throw std::logic_error("DraftBook::update_tail: p must be on the CPU (the device verifier drafts itself)");
   const float* pp = p.data_ptr<float>();
   const int64_t n = p.numel();
   switch (method_.tail) {

@@ -45,7 +45,8 @@ InitScheme parse_init_scheme(const std::string& name) {
   if (name == "sample-left") return InitScheme::kSampleLeft;
   if (name == "sample-up") return InitScheme::kSampleUp;
   throw std::invalid_argument(
-      text::unknown_name_message("init scheme", name, {"random", "repeat-left", "repeat-up", "sample-left", "sample-up"}));
+      text::unknown_name_message("init scheme", name,
+                                 {"random", "repeat-left", "repeat-up", "sample-left", "sample-up"}));
 }
 
 std::string init_scheme_name(InitScheme scheme) {

@@ -21,7 +21,8 @@ struct RunStats {
   std::vector<int> chain_at_step;  // the window's chain length L of every step
   int64_t tree_k_sum = 0;          // over tree windows: candidates per level, and levels
   int64_t tree_depth_sum = 0;
-  std::string cost_profile;        // the step-cost profile automatic windows read (StepCostProfile::summary); else empty
+  std::string cost_profile;        // the step-cost profile automatic windows read
+                                   // (StepCostProfile::summary); else empty
   // Automatic windows only (empty otherwise): the acceptance the planner assumed by draft age (0, 1, 2+),
   // and whether it followed the image's outcomes (batch of one) or planned from the prior alone.
   std::vector<double> window_prior;

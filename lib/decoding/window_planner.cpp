@@ -45,7 +45,8 @@ WindowPlanner::WindowPlanner(const MethodConfig& method, StepCostProfile profile
   cheapest_from_.assign(static_cast<size_t>(most) + 1, 0.0);
   cheapest_from_[static_cast<size_t>(most)] = profile_.ms(most, rows_);
   for (int t = most - 1; t >= 1; --t) {
-    cheapest_from_[static_cast<size_t>(t)] = std::min(profile_.ms(t, rows_), cheapest_from_[static_cast<size_t>(t) + 1]);
+    cheapest_from_[static_cast<size_t>(t)] =
+        std::min(profile_.ms(t, rows_), cheapest_from_[static_cast<size_t>(t) + 1]);
   }
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // `sjd batch`: one PNG per prompt of a prompt file, a manifest.jsonl line per
 // image, decoded settings.batch_size prompts at a time with continuous refill
-// (Generator::generate_batch; each image is written as soon as it is made), resumable (images already in the manifest are skipped; a manifest
-// from other prompts, model or settings is refused), a failing prompt is
-// recorded and the run carries on.
+// (Generator::generate_batch; each image is written as soon as it is made),
+// resumable (images already in the manifest are skipped; a manifest from
+// other prompts, model or settings is refused), a failing prompt is recorded
+// and the run carries on.
 #include <filesystem>
 #include <functional>
 #include <ostream>

@@ -90,7 +90,8 @@ void ManifestReader::read_new_lines(const std::filesystem::path& manifest, Progr
   // Records are appended to the file itself (never through a link), and a FIFO would block the read.
   if (!S_ISREG(info.st_mode)) {
     throw InputError(manifest.string() + ": not a regular file (" +
-                     (S_ISLNK(info.st_mode) ? "a symbolic link" : S_ISDIR(info.st_mode) ? "a folder" : "a special file") +
+                     (S_ISLNK(info.st_mode) ? "a symbolic link"
+                                            : S_ISDIR(info.st_mode) ? "a folder" : "a special file") +
                      "); a manifest is a plain file that sjd writes");
   }
   if (info.st_ino != progress.inode) progress = {0, 0, info.st_ino};  // new, or replaced by `sjd manifest --merge`

@@ -114,7 +114,8 @@ class StepFixture {
     settings_.cfg_mix = preset.cfg_mix;
     settings_.top_k = preset.top_k;
     first_ = layout.length() / 2;
-    for (int64_t t = 0; t < first_; ++t) committed_.push_back(layout.first_code_id() + (t * 31) % layout.codebook_size());
+    for (int64_t t = 0; t < first_; ++t)
+      committed_.push_back(layout.first_code_id() + (t * 31) % layout.codebook_size());
     // The book where the decoding loop keeps it: on the GPU, whose verifier then runs there.
     book_ = std::make_unique<decoding::DraftBook>(layout, method_, decoding::Mutants{}, seed, 0, placement.device);
     book_->fill(committed_, window, 0);
@@ -141,7 +142,8 @@ class StepFixture {
     for (int i = 0; i < warmup + iterations; ++i) {
       at::Tensor logits, probs;
       StepTiming t;
-      t.forward_ms = timed_ms(placement_.device, [&] { logits = model_.forward_rows(model::shared_window(roots, nodes_)); });
+      t.forward_ms =
+          timed_ms(placement_.device, [&] { logits = model_.forward_rows(model::shared_window(roots, nodes_)); });
       t.pipeline_ms = timed_ms(placement_.device, [&] { probs = pipeline(logits); });
       t.verify_ms = timed_ms(placement_.device, [&] { verify(probs, static_cast<uint32_t>(i)); });
       t.kv_ms = timed_ms(placement_.device, [&] {
@@ -465,7 +467,8 @@ std::string format_report(const BenchReport& r) {
       << "copy bandwidth: " << r.copy_gb_per_s << " GB/s (read + write)\n"
       << "weight-read bandwidth (AR forward): " << r.weight_read_gb_per_s << " GB/s = "
       << share(r.weight_read_gb_per_s, r.copy_gb_per_s) << " of copy bandwidth\n"
-      << "prefill: " << r.prefill_seconds * 1e3 << " ms (" << r.preset.prompt_tokens << " tokens x 2 rows, the fastest of the timed runs)\n"
+      << "prefill: " << r.prefill_seconds * 1e3 << " ms (" << r.preset.prompt_tokens
+      << " tokens x 2 rows, the fastest of the timed runs)\n"
       << "steps at mid-image, CFG batch 2 (mean of the timed runs):\n";
   step_line(out, "ar step", r.ar);
   for (const auto& t : r.windows) step_line(out, "window L=" + std::to_string(t.window), t);

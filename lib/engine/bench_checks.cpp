@@ -61,8 +61,9 @@ void check_bench_options(const BenchOptions& options, const BenchPreset& preset)
   const int64_t left = length - length / 2;
   for (const int w : options.windows) {
     if (w < 1 || w >= left) {
-      throw InputError("--windows " + std::to_string(w) + ": the " + preset.name + " preset times windows at mid-image, " +
-                       "where " + std::to_string(left) + " codes are left: at most " + std::to_string(left - 1));
+      throw InputError("--windows " + std::to_string(w) + ": the " + preset.name +
+                       " preset times windows at mid-image, " + "where " + std::to_string(left) +
+                       " codes are left: at most " + std::to_string(left - 1));
     }
   }
   const BenchMemory memory = bench_memory(options, preset);

@@ -71,7 +71,8 @@ at::Tensor VqStandIn::attention(const at::Tensor& x, size_t& next) const {
   const Conv& v = convs_[next++];
   const Conv& proj = convs_[next++];
   const auto flat = [&](const Conv& c) { return at::conv2d(h, c.weight, c.bias).flatten(2); };  // [1, C, N]
-  const at::Tensor weights = at::softmax(at::bmm(flat(q).transpose(1, 2), flat(k)) / std::sqrt(static_cast<double>(channels)), -1);
+  const at::Tensor weights =
+      at::softmax(at::bmm(flat(q).transpose(1, 2), flat(k)) / std::sqrt(static_cast<double>(channels)), -1);
   const at::Tensor attended = at::bmm(flat(v), weights.transpose(1, 2)).view(x.sizes());
   return x + at::conv2d(attended, proj.weight, proj.bias);
 }
@@ -91,7 +92,8 @@ at::Tensor VqStandIn::decode(int64_t grid) const {
     }
     if (level + 1 < plan_.channels.size()) {
       const Conv& up = convs_[next++];
-      x = at::conv2d(at::upsample_nearest2d(x, at::IntArrayRef{x.size(2) * 2, x.size(3) * 2}), up.weight, up.bias, 1, 1);
+      x = at::conv2d(at::upsample_nearest2d(x, at::IntArrayRef{x.size(2) * 2, x.size(3) * 2}),
+                     up.weight, up.bias, 1, 1);
     }
   }
   x = at::silu(at::group_norm(x, 32, {}, {}, 1e-6));

@@ -86,10 +86,11 @@ Bundle load_bundle(const std::filesystem::path& dir) {
   const nlohmann::json j = read_json_input(b.json_path, "bundle.json (is this a model bundle?)");
   const std::string where = b.json_path.string();
   if (!j.is_object()) throw InputError(where + ": expected a JSON object, found " + std::string(j.type_name()));
-  if (string_field(j, "format", where, "") != "sjd-bundle") throw InputError(where + ": \"format\" must be \"sjd-bundle\"");
+  if (string_field(j, "format", where, "") != "sjd-bundle")
+    throw InputError(where + ": \"format\" must be \"sjd-bundle\"");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1) {
-    throw InputError(where + ": unsupported \"version\" " + (j.contains("version") ? j["version"].dump() : "(missing)") +
-                     " (expected 1)");
+    throw InputError(where + ": unsupported \"version\" " +
+                     (j.contains("version") ? j["version"].dump() : "(missing)") + " (expected 1)");
   }
   b.name = string_field(j, "name", where, dir.filename().string());
   b.family = string_field(j, "family", where, "");

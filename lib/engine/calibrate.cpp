@@ -79,7 +79,8 @@ decoding::StepCostCurve measure_curve(Generator& generator, const GenerationSett
       const at::Tensor logits = model.forward(roots, chain);
       sampling::run_logits_pipeline(logits, constraints, pipeline, model.output_ids());
       io::synchronize(device);  // a GPU's pipeline runs queued (its probabilities stay there for the device verifier)
-      const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i >= options.warmup) ms.push_back(elapsed);
     }
     // The fastest repetition: other work on the machine only ever adds time.

@@ -64,7 +64,8 @@ CompareFigure draw_compare_figure(const CompareReport& report, const CompareOpti
   const int all_rows = static_cast<int>(report.runs.size()) / std::max(1, methods);
   const int rows = std::min(all_rows, kCompareFigureRows);
   std::vector<at::Tensor> cells;
-  for (int i = 0; i < rows * methods; ++i) cells.push_back(cell_image(report.runs[static_cast<size_t>(i)].image, kCellTarget));
+  for (int i = 0; i < rows * methods; ++i)
+    cells.push_back(cell_image(report.runs[static_cast<size_t>(i)].image, kCellTarget));
   const int cell_w = static_cast<int>(cells.front().size(1));
   const int cell_h = static_cast<int>(cells.front().size(0));
 

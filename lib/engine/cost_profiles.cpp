@@ -54,7 +54,8 @@ decoding::StepCostProfile resolve_cost_profile(const Bundle& bundle, const Gener
 
 std::vector<std::pair<std::string, decoding::StepCostProfile>> bundle_cost_profiles(const Bundle& bundle) {
   std::vector<std::pair<std::string, decoding::StepCostProfile>> profiles;
-  for (const auto& [key, entry] : step_cost_entries(bundle).items()) profiles.emplace_back(key, bundle_profile(bundle, key));
+  for (const auto& [key, entry] : step_cost_entries(bundle).items())
+    profiles.emplace_back(key, bundle_profile(bundle, key));
   return profiles;
 }
 

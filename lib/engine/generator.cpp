@@ -103,7 +103,8 @@ Generator::Generator(Bundle bundle, Placement placement, std::unique_ptr<text::T
   if (!tokenizer_) tokenizer_ = load_bundle_tokenizer(bundle_);
   weights_ = io::WeightMap::load_all(bundle_.transformer_weights);
   io::check_weights_usable(weights_, /*floating_only=*/true);
-  check_no_extra_layers(weights_, bundle_.transformer.num_layers, bundle_.json_path.string() + ": transformer.num_layers");
+  check_no_extra_layers(weights_, bundle_.transformer.num_layers,
+                        bundle_.json_path.string() + ": transformer.num_layers");
   const family::TokenLayout& layout = family(0).layout();  // checks the layout before the weights are converted
   if (layout.codebook_size() > bundle_.vq.codebook_size) {
     throw InputError(bundle_.json_path.string() + ": layout.codebook_size " + std::to_string(layout.codebook_size()) +
@@ -114,7 +115,8 @@ Generator::Generator(Bundle bundle, Placement placement, std::unique_ptr<text::T
                     placement.device.is_cpu() ? available_host_memory() : available_device_memory(placement.device),
                     placement.device, placement.dtype);
   model_ = std::make_unique<model::Transformer>(
-      bundle_.transformer, model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
+      bundle_.transformer,
+      model::load_transformer_weights(weights_, bundle_.transformer, placement.dtype, placement.device));
   io::WeightMap vq_weights = io::WeightMap::load_all(bundle_.vq_weights);
   io::check_weights_usable(vq_weights, /*floating_only=*/false);
   vq_ = vq::make_vq_decoder(bundle_.vq, std::move(vq_weights), placement_.device);  // decoded where the model runs

@@ -229,8 +229,8 @@ void check_memory_fits(const MemoryEstimate& estimate, int64_t limit, const at::
   }
   if (estimate.total() > limit) {
     throw InputError("this generation needs about " + estimate.describe() + ", more than " + against +
-                     "; use a shorter prompt, " + (estimate.window_nodes > 0 ? "a smaller --window or draft tree, " : "") +
-                     "or raise --max-memory");
+                     "; use a shorter prompt, " +
+                     (estimate.window_nodes > 0 ? "a smaller --window or draft tree, " : "") + "or raise --max-memory");
   }
 }
 

@@ -151,7 +151,8 @@ std::string prompt_file_settings_warning(const std::vector<io::PromptEntry>& pro
   if (first == nullptr) return {};
   std::string list;
   for (const std::string& key : named) list += (list.empty() ? "\"" : ", \"") + key + "\"";
-  return file + ":" + std::to_string(first->line) + ": " + list + (named.size() == 1 ? " is a setting" : " are settings") +
+  return file + ":" + std::to_string(first->line) + ": " + list +
+         (named.size() == 1 ? " is a setting" : " are settings") +
          ", which a prompt file does not set (" + std::to_string(lines) + " line(s) hold some): the seeds run from "
          "--seed, the rest come from flags, --config or the bundle";
 }
@@ -253,7 +254,8 @@ std::string ignored_settings_note(const GenerationSettings& s, const GenerationS
   }
   if (!reads_lantern && s.lantern_own_residual) unread.push_back("lantern_own_residual");
   if (!unread.empty()) {
-    line() << s.method << (s.relax == "none" ? " runs without a relaxation (relax none)" : " runs relaxation " + s.relax)
+    line() << s.method
+           << (s.relax == "none" ? " runs without a relaxation (relax none)" : " runs relaxation " + s.relax)
            << ", so " << join_ignored(unread);
   }
   return note.str();

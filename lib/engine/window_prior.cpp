@@ -56,7 +56,8 @@ std::vector<double> resolve_window_prior(const Bundle& bundle, const GenerationS
   if (found == by_init.end() || method.greedy) return {};
   GenerationSettings measured;  // what scripts/window_prior.py ran: the bundle's defaults
   apply_settings(measured, bundle.defaults, bundle.json_path.string() + ": defaults");
-  if (settings.temperature != measured.temperature || settings.top_k != measured.top_k || settings.cfg != measured.cfg) {
+  if (settings.temperature != measured.temperature || settings.top_k != measured.top_k ||
+      settings.cfg != measured.cfg) {
     return {};
   }
   return found->second;

@@ -30,7 +30,8 @@ void reject_unknown(const nlohmann::json& j, const std::set<std::string>& known,
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 int64_t generated_length(int64_t grid_height, int64_t grid_width) { return grid_height * (grid_width + 1) + 3; }

@@ -17,7 +17,8 @@ std::unique_ptr<ImageFamily> make_family(const FamilyContext& c) {
   }
   if (c.family == "emu3") return make_emu3_family(c);
   if (c.family == "llamagen") return make_llamagen_family(c);
-  throw std::invalid_argument(c.where + ": unknown family \"" + c.family + "\" (expected lumina-mgpt, emu3 or llamagen)");
+  throw std::invalid_argument(c.where + ": unknown family \"" + c.family +
+                              "\" (expected lumina-mgpt, emu3 or llamagen)");
 }
 
 }  // namespace sjd::family

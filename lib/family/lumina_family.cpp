@@ -125,8 +125,8 @@ TokenLayout lumina_layout(const LuminaConfig& c, int64_t vocab_size) {
       {"size_token_base (height token)", height_token}, {"size_token_base (width token)", width_token}};
   for (const auto& [key, id] : structure) {
     if (id < 0 || id >= vocab_size) {
-      throw std::invalid_argument(c.where + "." + key + ": id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                  std::to_string(vocab_size) + ")");
+      throw std::invalid_argument(c.where + "." + key + ": id " + std::to_string(id) +
+                                  " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
     }
   }
   check_codes_in_vocabulary(c.image_token_first, c.codebook_size, vocab_size, c.where);
@@ -176,8 +176,8 @@ LuminaFamily::LuminaFamily(LuminaConfig config, const text::Tokenizer& tokenizer
         config_.where + ".max_positions: " + std::to_string(config_.max_positions) +
         " positions leave none for the prompt: the image alone is " + std::to_string(layout_.length()) +
         " generated tokens at " + std::to_string(config_.grid_height * config_.downsample) + "x" +
-        std::to_string(config_.grid_width * config_.downsample) + " px, and the prompt template with an empty prompt takes " +
-        std::to_string(fewest));
+        std::to_string(config_.grid_width * config_.downsample) +
+        " px, and the prompt template with an empty prompt takes " + std::to_string(fewest));
   }
 }
 

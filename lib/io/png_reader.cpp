@@ -20,7 +20,9 @@ std::string read_bytes(const std::filesystem::path& file) {
   return bytes.str();
 }
 
-std::vector<PngChunk> read_chunks(const std::filesystem::path& file) { return parse_png_chunks(read_bytes(file), file); }
+std::vector<PngChunk> read_chunks(const std::filesystem::path& file) {
+  return parse_png_chunks(read_bytes(file), file);
+}
 
 uint32_t be32(const std::string& bytes, size_t at) {
   uint32_t value = 0;

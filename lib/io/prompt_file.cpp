@@ -59,7 +59,8 @@ void for_each_line(std::string_view text, Visit visit) {
 
 PromptFormat format_of(const std::filesystem::path& file, std::string_view text) {
   std::string extension = file.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (extension == ".json") {
     throw PromptFileError(file.string() + ": a .json file holds one JSON value, not a prompt per line: write it as "
                           ".jsonl (one {\"prompt\": \"...\"} object per line), .txt, .tsv or .csv");

@@ -82,7 +82,8 @@ std::filesystem::path TextRenderer::find_font() {
   if (const char* chosen = std::getenv("SJD_FONT"); chosen != nullptr && *chosen != '\0') {
     if (!std::filesystem::is_regular_file(chosen, error)) {
       const bool folder = std::filesystem::is_directory(chosen, error);
-      throw FontError(std::string("SJD_FONT=") + chosen + (folder ? ": a folder, not a font file" : ": no such font file"));
+      throw FontError(std::string("SJD_FONT=") + chosen +
+                      (folder ? ": a folder, not a font file" : ": no such font file"));
     }
     return chosen;
   }

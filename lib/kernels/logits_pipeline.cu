@@ -76,7 +76,8 @@ __global__ void logits_pipeline_kernel(PipelineArgs a) {
     uncond_lse = block_logsumexp(uncond, n);
   }
   const int32_t mask_row = a.mask_of_slot != nullptr ? a.mask_of_slot[slot] : -1;
-  const uint8_t* allowed = (a.masks != nullptr && mask_row >= 0) ? a.masks + static_cast<int64_t>(mask_row) * n : nullptr;
+  const uint8_t* allowed =
+      (a.masks != nullptr && mask_row >= 0) ? a.masks + static_cast<int64_t>(mask_row) * n : nullptr;
   const bool greedy = a.temperature <= 0.0f;
 
   // Pass 1: mixed, masked, tempered logits into `out`.

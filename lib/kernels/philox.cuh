@@ -62,7 +62,9 @@ SJD_HOST_DEVICE PhiloxWords philox_block(const PhiloxStream& s, uint32_t block) 
 
 // 32 random bits -> the centre of one of 2^32 equal cells of (0, 1); exact in
 // double on both sides, so comparisons against it decide identically.
-SJD_HOST_DEVICE double philox_open_unit(uint32_t bits) { return (static_cast<double>(bits) + 0.5) * (1.0 / 4294967296.0); }
+SJD_HOST_DEVICE double philox_open_unit(uint32_t bits) {
+  return (static_cast<double>(bits) + 0.5) * (1.0 / 4294967296.0);
+}
 
 SJD_HOST_DEVICE double philox_uniform(const PhiloxStream& s, uint32_t index) {
   return philox_open_unit(philox_block(s, index / 4).w[index % 4]);

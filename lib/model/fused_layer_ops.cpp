@@ -114,8 +114,8 @@ at::Tensor fused_qkv_prologue(const at::Tensor& qkv, const QkvPrologue& how, con
   // The slots are read by the kernel through raw pointers: a host tensor there would be a bad address.
   for (const at::Tensor* t : {&slots.rows, &slots.slots}) {
     if (t->device() != qkv.device() || t->scalar_type() != at::kLong || t->numel() != rows * width) {
-      throw std::invalid_argument(std::string(op) + ": the step's slots must be int64 [" + std::to_string(rows * width) +
-                                  "] on " + qkv.device().str());
+      throw std::invalid_argument(std::string(op) + ": the step's slots must be int64 [" +
+                                  std::to_string(rows * width) + "] on " + qkv.device().str());
     }
   }
   if (how.norm_weight.defined()) {

@@ -162,7 +162,8 @@ void Transformer::open_row(int64_t row, const RowPrompt& prompt) {
     // Causal within the chunk; a masked prompt key is hidden from later queries but each slot sees itself.
     std::vector<uint8_t> mask(static_cast<size_t>(count * count), 0);
     for (int64_t i = 0; i < count; ++i) {
-      for (int64_t j = 0; j <= i; ++j) mask[static_cast<size_t>(i * count + j)] = (valid[static_cast<size_t>(j)] || i == j) ? 1 : 0;
+      for (int64_t j = 0; j <= i; ++j)
+        mask[static_cast<size_t>(i * count + j)] = (valid[static_cast<size_t>(j)] || i == j) ? 1 : 0;
     }
     const at::Tensor hidden =
         prompt.embeddings.defined()

@@ -82,7 +82,8 @@ TransformerWeights load_transformer_weights(const io::WeightMap& w, const Transf
                                             at::ScalarType dtype, at::Device device) {
   const bool hf = c.key_style == KeyStyle::kHf;
   TransformerWeights out;
-  out.embed = cast(w.get(hf ? "model.embed_tokens.weight" : "tok_embeddings.weight", {c.vocab_size, c.hidden_size}), dtype, device);
+  out.embed = cast(w.get(hf ? "model.embed_tokens.weight" : "tok_embeddings.weight", {c.vocab_size, c.hidden_size}),
+                   dtype, device);
   out.norm = cast(w.get(hf ? "model.norm.weight" : "norm.weight", {c.hidden_size}), dtype, device);
   out.lm_head = cast(w.get(hf ? "lm_head.weight" : "output.weight", {c.vocab_size, c.hidden_size}), dtype, device);
   for (int64_t i = 0; i < c.num_layers; ++i) {

@@ -27,7 +27,8 @@ kernels::StreamHandle stream_of(const at::Tensor& t) {
 }
 
 void require_cuda(const at::Tensor& t, const char* name) {
-  if (!t.defined() || !t.is_cuda()) throw std::invalid_argument(std::string("cuda ops: ") + name + " must be a CUDA tensor");
+  if (!t.defined() || !t.is_cuda())
+    throw std::invalid_argument(std::string("cuda ops: ") + name + " must be a CUDA tensor");
 }
 
 // probs must be float32, contiguous, [rows, V] with at least `rows` rows.
@@ -280,7 +281,8 @@ TreeVerdicts verify_tree(const at::Tensor& probs, const std::vector<TreeLevelInp
   const int64_t vocab = probs.size(1);
   const int count = static_cast<int>(slot.size());
   int max_candidates = 1;
-  for (const auto& level : levels) max_candidates = std::max<int>(max_candidates, static_cast<int>(level.candidates.size()));
+  for (const auto& level : levels)
+    max_candidates = std::max<int>(max_candidates, static_cast<int>(level.candidates.size()));
   std::vector<int64_t> candidates(levels.size() * static_cast<size_t>(max_candidates), -1);
   std::vector<int32_t> candidate_count;
   std::vector<at::Tensor> q;
@@ -460,7 +462,8 @@ at::Tensor queue_window(const at::Tensor& probs, const WindowSpec& w, const Step
   a.child_of = up.data<int32_t>(child_of_d);
   a.max_candidates = max_candidates;
   a.tree_index_of_slot = up.data<int32_t>(tree_index_d);
-  a.tree_candidate = tree.candidate.defined() && tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
+  a.tree_candidate =
+      tree.candidate.defined() && tree.candidate.numel() > 0 ? tree.candidate.data_ptr<int32_t>() : nullptr;
   a.tree_token = tree.token.defined() && tree.token.numel() > 0 ? tree.token.data_ptr<int64_t>() : nullptr;
   a.accepted = chain.accepted.numel() > 0 ? chain.accepted.data_ptr<uint8_t>() : nullptr;
   a.mrs_token = chain.mrs_token.numel() > 0 ? chain.mrs_token.data_ptr<int64_t>() : nullptr;

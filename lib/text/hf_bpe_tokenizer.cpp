@@ -76,7 +76,8 @@ std::string HfBpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   for (const int64_t id : ids) {
     const std::string* token = added_tokens_->text_of(id);
     if (token == nullptr) token = model_->token_of(id);
-    if (token == nullptr) throw TokenizerError("tokenizer " + file_name_ + ": id " + std::to_string(id) + " is not in the vocabulary");
+    if (token == nullptr)
+      throw TokenizerError("tokenizer " + file_name_ + ": id " + std::to_string(id) + " is not in the vocabulary");
     tokens.push_back(*token);
   }
   std::string text;

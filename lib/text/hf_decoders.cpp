@@ -82,7 +82,8 @@ class ByteFallback : public Decoder {
 // unless the encoder never prepends.
 class Metaspace : public Decoder {
  public:
-  Metaspace(std::string replacement, bool strip_first) : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  Metaspace(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
     for (std::size_t t = 0; t < tokens.size(); ++t) {
       std::string decoded;

@@ -106,7 +106,8 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& node) {
   if (type == "NFKD") return std::make_unique<UnicodeForm>(unicode::NormalForm::NFKD);
   if (type == "Lowercase") return std::make_unique<Lowercase>();
   if (type == "StripAccents") return std::make_unique<StripAccents>();
-  if (type == "Strip") return std::make_unique<Strip>(node.bool_or("strip_left", true), node.bool_or("strip_right", true));
+  if (type == "Strip") return std::make_unique<Strip>(node.bool_or("strip_left", true),
+                                                      node.bool_or("strip_right", true));
   if (type == "Prepend") return std::make_unique<Prepend>(node.at("prepend").as_string());
   if (type == "Replace") {
     const JsonNode pattern = node.at("pattern");
@@ -119,7 +120,8 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& node) {
     return std::make_unique<Sequence>(std::move(steps));
   }
   node.at("type").fail("unsupported normalizer \"" + type +
-                       "\" (supported: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip, Prepend, Replace, Sequence)");
+                       "\" (supported: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip, Prepend, Replace, "
+                       "Sequence)");
 }
 
 }  // namespace sjd::text::hf

@@ -103,7 +103,8 @@ class Metaspace : public PreTokenizer {
       }
       const char32_t replacement_char = replacement_char_;
       split_piece(replaced,
-                  segments_of_characters(replaced.text, [replacement_char](char32_t c) { return c == replacement_char; }),
+                  segments_of_characters(replaced.text,
+                                         [replacement_char](char32_t c) { return c == replacement_char; }),
                   SplitBehavior::MergedWithNext, false, out);
     });
   }

@@ -79,7 +79,9 @@ void JsonNode::reject_unknown_keys(std::initializer_list<std::string_view> known
       std::string list;
       for (const std::string_view name : known) list += (list.empty() ? "" : ", ") + std::string(name);
       child(item.value(), item.key())
-          .fail("unknown key (" + (list.empty() ? std::string("this tokenizer takes no options") : "this tokenizer's options: " + list) + ")");
+          .fail("unknown key (" +
+                (list.empty() ? std::string("this tokenizer takes no options") : "this tokenizer's options: " + list) +
+                ")");
     }
   }
 }

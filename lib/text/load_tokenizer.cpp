@@ -66,7 +66,8 @@ std::string infer_tokenizer_kind(const std::filesystem::path& file) {
       first_line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == space &&
       space + 1 < first_line.size() && first_line.find_first_not_of("0123456789", space + 1) == std::string::npos;
   if (base64_then_rank) return "tiktoken";
-  throw TokenizerError(file.string() + ": cannot tell the tokenizer kind from the file; give --kind bpe, tiktoken or spm");
+  throw TokenizerError(file.string() +
+                       ": cannot tell the tokenizer kind from the file; give --kind bpe, tiktoken or spm");
 }
 
 }  // namespace sjd::text

@@ -10,7 +10,8 @@ namespace {
 
 // The reference engines' classes: White_Space (listed, because PCRE2's own
 // space properties all take U+180E), and Rust's Unicode word class.
-constexpr const char* kSpaceItems = R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+constexpr const char* kSpaceItems =
+    R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 constexpr const char* kWordItems = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control})";
 
 // Rewrites \s \S \w \W (see regex.h). Inside a character class only the
@@ -108,7 +109,8 @@ Regex Regex::literal(const std::string& text, const std::string& description) {
   std::string pattern;
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
-    const bool alphanumeric = (byte >= '0' && byte <= '9') || (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z');
+    const bool alphanumeric =
+        (byte >= '0' && byte <= '9') || (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z');
     if (byte < 0x80 && !alphanumeric) pattern += '\\';  // backslash + non-alphanumeric is that character
     pattern += c;
   }

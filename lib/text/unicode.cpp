@@ -95,7 +95,8 @@ bool is_numeric(char32_t c) {
 }
 
 bool is_punctuation(char32_t c) {
-  if (c < 0x80) return c > 0x20 && c < 0x7F && !((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'));
+  if (c < 0x80)
+    return c > 0x20 && c < 0x7F && !((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'));
   return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0;
 }
 
@@ -104,7 +105,8 @@ bool is_mark(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC
 bool is_word_character(char32_t c) {
   const auto character = static_cast<UChar32>(c);
   const auto mask = U_GET_GC_MASK(character);
-  return u_hasBinaryProperty(character, UCHAR_ALPHABETIC) || (mask & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
+  return u_hasBinaryProperty(character, UCHAR_ALPHABETIC) ||
+         (mask & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
          u_hasBinaryProperty(character, UCHAR_JOIN_CONTROL);
 }
 

@@ -12,8 +12,9 @@ constexpr int64_t kGroupNormGroups = 32;
 
 void check_architecture(const VQConfig& c) {
   if (c.out_channels != 3)
-    throw std::invalid_argument("vq.out_channels: the chameleon-vqgan decoder writes RGB images, so it must be 3, not " +
-                                std::to_string(c.out_channels));
+    throw std::invalid_argument(
+        "vq.out_channels: the chameleon-vqgan decoder writes RGB images, so it must be 3, not " +
+        std::to_string(c.out_channels));
   for (size_t level = 0; level < c.ch_mult.size(); ++level) {
     const int64_t channels = c.ch * c.ch_mult[level];
     if (channels % kGroupNormGroups != 0)

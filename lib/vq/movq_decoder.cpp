@@ -65,7 +65,8 @@ MovqDecoder::MovqDecoder(const VQConfig& config, const io::WeightMap& w) : confi
   codebook_ = load_float(w, "quantize.embedding.weight", {c.codebook_size, c.embed_dim});
   post_quant_conv_ = CausalConv3d::load(w, "post_quant_conv", c.embed_dim, c.z_channels, 3, 1, 1);
   for (int64_t i = 0; i < c.num_res_blocks; ++i)
-    time_res_stack_.push_back(TemporalResnetBlock::load(w, "decoder.time_res_stack." + std::to_string(i), c.z_channels));
+    time_res_stack_.push_back(
+        TemporalResnetBlock::load(w, "decoder.time_res_stack." + std::to_string(i), c.z_channels));
   for (int64_t i = 0, frames = 1; frames < movq.temporal_downsample_factor; ++i, frames *= 2)
     time_conv_.push_back(TemporalUpsample::load(w, "decoder.time_conv." + std::to_string(i), c.z_channels));
 
@@ -81,7 +82,8 @@ MovqDecoder::MovqDecoder(const VQConfig& config, const io::WeightMap& w) : confi
   for (size_t level = num_levels; level-- > 0;) {
     const std::string prefix = "decoder.up." + std::to_string(level);
     const int64_t out = c.ch * c.ch_mult[level];
-    const bool attention = std::count(movq.attn_levels.begin(), movq.attn_levels.end(), static_cast<int64_t>(level)) > 0;
+    const bool attention =
+        std::count(movq.attn_levels.begin(), movq.attn_levels.end(), static_cast<int64_t>(level)) > 0;
     Level& l = levels_[level];
     for (int64_t j = 0; j <= c.num_res_blocks; ++j) {
       l.blocks.push_back(SpatialResnetBlock::load(w, prefix + ".block." + std::to_string(j), channels, out, zq));

@@ -16,7 +16,8 @@ at::Tensor load_float(const io::WeightMap& weights, const std::string& name, at:
   const at::Tensor& tensor = weights.get(name, shape);
   if (!at::isFloatingType(tensor.scalar_type())) {
     throw io::WeightError("tensor '" + name + "' in " + weights.source_of(name) + " has dtype " +
-                          std::string(c10::toString(tensor.scalar_type())) + "; VQ decoder weights must be floating point");
+                          std::string(c10::toString(tensor.scalar_type())) +
+                          "; VQ decoder weights must be floating point");
   }
   return tensor.to(at::kFloat).contiguous();
 }
