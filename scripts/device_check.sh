@@ -616,9 +616,10 @@ stage_batch() {
   # table), in the share of the stage left after the check above. The windows are planned from
   # the bundle's profile for this device, else the generic GPU one (results.md's calibrate).
   limited "$(seconds_left)" "$log" env SJD="$build/sjd" DEVICE="$device" DTYPE=bf16 THREADS=1 \
-    BATCH_SIZES="1 4 16" METHODS="sjd-pac,scd-mc,ar" bash -c 'scripts/bench_batch.sh 16 1 > "$1"' _ \
+    BATCH_SIZES="1 2 4 8 16" METHODS="sjd-pac,scd-mc,ar" bash -c 'scripts/bench_batch.sh 16 1 > "$1"' _ \
     "$work/batch-table.txt"
-  md "- scripts/bench_batch.sh 16 1 (B = 1, 4, 16; 16 captions: B = 16 is one wave, no refill): $(verdict) in ${took} s"
+  md "- scripts/bench_batch.sh 16 1 (B = 1, 2, 4, 8, 16: issue 16's grid; 16 captions: B = 16 is one wave, no refill):" \
+     "$(verdict) in ${took} s"
   [ -s out/bench_batch/errors.log ] && { echo "bench_batch errors:"; cat out/bench_batch/errors.log; } >> "$log"
   if [ -s "$work/batch-table.txt" ]; then
     md '```'
