@@ -34,6 +34,19 @@ at::Tensor packed_verdict(int chain, const std::vector<int64_t>& tokens, const s
 
 }  // namespace
 
+TEST_CASE("the packed verdict's layout is the one kernels.h documents", "[kernels]") {
+  // Five counts, then room for chain + 1 tokens, chain path nodes and chain + 1 next drafts, written out here
+  // rather than through the offset helpers that both the packing below and unpack_window use.
+  for (const int chain : {1, 4, 64}) {
+    INFO("chain " << chain);
+    CHECK(kernels::walk_tokens_offset(chain) == 5);
+    CHECK(kernels::walk_path_offset(chain) == 5 + chain + 1);
+    CHECK(kernels::walk_next_offset(chain) == 5 + chain + 1 + chain);
+    CHECK(kernels::walk_packed_size(chain) == 5 + chain + 1 + chain + chain + 1);
+  }
+  CHECK(kernels::walk_packed_size(4) == 19);
+}
+
 TEST_CASE("a packed window verdict unpacks field by field", "[kernels]") {
   const int chain = 4;
   // Two of four drafts accepted (nodes 0 and 5: a tree node), a residual token, next drafts for the rest.
