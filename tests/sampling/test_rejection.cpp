@@ -272,6 +272,13 @@ TEST_CASE("relaxed acceptance: exact at delta = 1, bias grows with delta", "[sam
   none.kind = RelaxKind::kUniform;
   none.delta = 1.0;
   CHECK(sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 40000, none, 1.0)).p_value > 1e-3);
+  // The same sampled fit sees a lossy setting (the broken variant): delta 3 is rejected at p < 1e-6.
+  Relaxation loose = none;
+  loose.delta = 3.0;
+  const auto lossy =
+      sjd::testing::chi_square_fit(as_map(p), run_mrs(p, q, 40000, loose, relaxation_weight(loose, 1, 1)));
+  INFO("delta 3: TV " << lossy.total_variation << ", p " << lossy.p_value);
+  CHECK(lossy.p_value < 1e-6);
 }
 
 TEST_CASE("relaxed MRS draws its closed-form law: lossy above weight 1, exact at or below it", "[sampling][lossy]") {
