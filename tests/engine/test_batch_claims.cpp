@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -86,9 +87,10 @@ TEST_CASE("claims: a claim unreadable for a moment is read again before it count
   REQUIRE(board.try_claim(0, kIdentity));
   const std::string own = read_text(dir / ".claim.0");
   std::ofstream(dir / ".claim.0", std::ios::trunc) << "";  // as a read failing on NFS sees it, for 20 ms
-  std::thread restore([&] {
+  std::thread restore([&] {  // whole at once (a rename), so no read sees it half-written
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ofstream(dir / ".claim.0", std::ios::trunc) << own;
+    std::ofstream(dir / "restored", std::ios::trunc) << own;
+    std::filesystem::rename(dir / "restored", dir / ".claim.0");
   });
   CHECK(board.still_holds(0));  // was judged taken over at the first read: the image made was thrown away
   restore.join();
